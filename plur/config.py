@@ -1,0 +1,176 @@
+"""One frozen :class:`Settings` object.
+
+Precedence (lowest to highest): the defaults in :data:`SETTINGS` <
+``<home>/config.toml`` < ``PLUR_<NAME>`` environment variables < keyword
+arguments to :func:`load_settings`. The :data:`SETTINGS` table is the single
+source of truth: it drives parsing, ``plur doctor``, the README's settings
+table and a test that fails when a setting is undocumented.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the settings table: name, default, type and help (with units)."""
+
+    name: str
+    default: Any
+    type: type
+    help: str
+    choices: tuple[str, ...] | None = None
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("model", "BAAI/bge-small-en-v1.5", str,
+            "Embedding model: a name pinned in models.lock, a local folder path, or 'none' for BM25 only."),
+    Setting("device", "auto", str, "Embedding device: auto (cuda, then mps, then cpu), cuda, mps or cpu.",
+            ("auto", "cuda", "mps", "cpu")),
+    Setting("cache_dir", "", str,
+            "Folder of the embedding cache (SQLite keyed by model identity + text sha256); empty = <home>/cache."),
+    Setting("embed_batch_size", 64, int, "Texts per embedding batch."),
+    Setting("allow_fallback", True, bool,
+            "If the configured model cannot be loaded, fall back (loudly) to the packaged all-MiniLM-L6-v2, "
+            "then to BM25 only."),
+    Setting("bm25_k1", 1.5, float, "BM25 term-frequency saturation k1 (Robertson & Zaragoza 2009; rank-bm25 default)."),
+    Setting("bm25_b", 0.75, float, "BM25 length normalisation b (0 = none, 1 = full)."),
+    Setting("stemming", False, bool, "Apply the Snowball English stemmer (PyStemmer) to tokens."),
+    Setting("fusion", "rrf", str, "How BM25 and dense rankings are fused: rrf or weighted.", ("rrf", "weighted")),
+    Setting("rrf_k", 60, int, "RRF constant k (Cormack, Clarke & Buettcher, SIGIR 2009)."),
+    Setting("dense_weight", 0.5, float, "Weight of the dense leg in weighted fusion (0..1); BM25 gets the rest."),
+    Setting("candidates", 100, int, "Candidates taken from each leg before fusion (per leg, engrams)."),
+    Setting("hnsw_m", 16, int, "HNSW graph degree M (hnswlib)."),
+    Setting("hnsw_ef_construction", 200, int, "HNSW ef at construction time."),
+    Setting("hnsw_ef_search", 128, int, "HNSW ef at query time (raised to k when k is larger)."),
+    Setting("exact_threshold", 20000, int,
+            "Below this many vectors dense search is exact (numpy matmul) instead of HNSW."),
+    Setting("max_statement_bytes", 1048576, int, "Largest statement accepted, in UTF-8 bytes (1 MiB)."),
+    Setting("fsync", True, bool,
+            "fsync each engram file and its folder on write (crash safety); off only for throwaway stores (benchmarks)."),
+    Setting("budget_tokens", 2000, int, "Token budget of the memory block injected into the system prompt."),
+    Setting("recall_k", 12, int, "Engrams recalled per turn by the recall worker."),
+    Setting("recall_timeout_s", 5.0, float,
+            "Deadline for one off-turn recall, in seconds; a late result is dropped and the previous block kept."),
+    Setting("refresh_interval_s", 1.0, float,
+            "A long-lived Memory re-scans engram files for in-place hand edits at most this often, in seconds; "
+            "files added, replaced or removed (renames, other processes) are seen at the next recall regardless."),
+    Setting("record_stats", True, bool, "Record recall and injection events in <home>/stats.db."),
+)
+
+_BY_NAME = {s.name: s for s in SETTINGS}
+
+
+def default_home() -> Path:
+    """Return ``$PLUR_HOME`` or ``~/.plur`` (not created)."""
+    env = os.environ.get("PLUR_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".plur"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """All of plur's settings; see :data:`SETTINGS` for meaning and units."""
+
+    home: Path
+    model: str = "BAAI/bge-small-en-v1.5"
+    device: str = "auto"
+    cache_dir: str = ""
+    embed_batch_size: int = 64
+    allow_fallback: bool = True
+    bm25_k1: float = 1.5
+    bm25_b: float = 0.75
+    stemming: bool = False
+    fusion: str = "rrf"
+    rrf_k: int = 60
+    dense_weight: float = 0.5
+    candidates: int = 100
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 200
+    hnsw_ef_search: int = 128
+    exact_threshold: int = 20000
+    max_statement_bytes: int = 1048576
+    fsync: bool = True
+    budget_tokens: int = 2000
+    recall_k: int = 12
+    recall_timeout_s: float = 5.0
+    refresh_interval_s: float = 1.0
+    record_stats: bool = True
+
+    def replace(self, **changes: Any) -> "Settings":
+        """Return a copy with ``changes`` applied and validated."""
+        return _build(dataclasses.asdict(self) | {k: v for k, v in changes.items()}, source="argument")
+
+
+def _coerce(name: str, value: Any, source: str) -> Any:
+    spec = _BY_NAME.get(name)
+    if spec is None:
+        known = ", ".join(sorted(_BY_NAME))
+        raise ConfigError(f"unknown setting {name!r} (from {source}); known settings: {known}")
+    try:
+        if spec.type is bool and isinstance(value, str):
+            low = value.strip().lower()
+            if low not in {"1", "0", "true", "false", "yes", "no", "on", "off"}:
+                raise ValueError(value)
+            out: Any = low in {"1", "true", "yes", "on"}
+        elif spec.type is bool:
+            out = bool(value)
+        else:
+            out = spec.type(value)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"setting {name}={value!r} (from {source}) is not a valid {spec.type.__name__}; "
+            f"fix it to something like {spec.default!r}"
+        ) from None
+    if spec.choices and out not in spec.choices:
+        raise ConfigError(f"setting {name}={out!r} (from {source}) must be one of {', '.join(spec.choices)}")
+    if spec.type in (int, float) and out < 0:
+        raise ConfigError(f"setting {name}={out!r} (from {source}) must not be negative")
+    return out
+
+
+def _build(values: dict[str, Any], source: str) -> Settings:
+    home = Path(values.pop("home")).expanduser()
+    clean = {k: _coerce(k, v, source) for k, v in values.items()}
+    return Settings(home=home, **clean)
+
+
+def load_settings(home: str | os.PathLike[str] | None = None, **overrides: Any) -> Settings:
+    """Resolve settings: defaults < ``<home>/config.toml`` < ``PLUR_*`` env < ``overrides``.
+
+    Args:
+        home: plur home folder; default ``$PLUR_HOME`` or ``~/.plur``.
+        **overrides: setting name -> value; ``None`` values are ignored.
+
+    Returns:
+        A frozen, validated :class:`Settings`.
+
+    Raises:
+        ConfigError: an unknown setting, a value of the wrong type, or an unreadable config.toml.
+    """
+    home_path = Path(home).expanduser() if home is not None else default_home()
+    values: dict[str, Any] = {s.name: s.default for s in SETTINGS}
+    cfg = home_path / "config.toml"
+    if cfg.is_file():
+        try:
+            data = tomllib.loads(cfg.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{cfg} is not valid TOML ({exc}); fix or delete the file") from None
+        for k, v in data.items():
+            values[k] = _coerce(k, v, str(cfg))
+    for spec in SETTINGS:
+        env = os.environ.get("PLUR_" + spec.name.upper())
+        if env is not None and env != "":
+            values[spec.name] = _coerce(spec.name, env, "PLUR_" + spec.name.upper())
+    for k, v in overrides.items():
+        if v is not None:
+            values[k] = _coerce(k, v, "argument")
+    values["home"] = home_path
+    return _build(values, source="resolved")

@@ -1,0 +1,330 @@
+"""The :class:`Engram` data model: validation, YAML (de)serialisation, content hash, id format.
+
+No I/O lives here: :mod:`plur.store` reads and writes the text this module produces.
+
+On-disk form: one YAML mapping per engram, known fields in a fixed order
+(:data:`FIELD_ORDER`), then any unknown keys in the order they were read, so a
+load/save round trip keeps keys a person or another tool added.
+Serialisation is deterministic: ``to_yaml(from_yaml(to_yaml(e))) == to_yaml(e)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import secrets
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from typing import Any
+
+import yaml
+
+from .errors import InvalidIdError, ValidationError
+
+#: ``ENG-YYYY-MM-DD-<6 lower-case hex>``. Anchored with ``\A``/``\Z`` so no
+#: newline, separator, dot or NUL can pass: an id can never be a path.
+ID_RE = re.compile(r"\AENG-\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])-[0-9a-f]{6}\Z")
+TYPES: tuple[str, ...] = ("user", "project", "feedback", "reference", "fact", "procedure")
+STATUSES: tuple[str, ...] = ("active", "retired")
+#: ``global``, ``project:<name>``, ``agent:<name>``; names are letters/digits of any
+#: script plus ``. _ - @ /`` (no whitespace, no colon), 1..128 characters.
+SCOPE_RE = re.compile(r"\A(global|(project|agent):[\w.@/-]{1,128})\Z")
+TAG_RE = re.compile(r"\A[^\s,][^,\n]{0,63}\Z")
+
+FIELD_ORDER: tuple[str, ...] = (
+    "id", "statement", "type", "scope", "tags", "domain", "rationale", "source",
+    "created", "updated", "valid_from", "valid_until", "pinned", "status",
+    "supersedes", "content_hash",
+)
+_TIME_FIELDS = ("created", "updated", "valid_from", "valid_until")
+
+
+def utcnow() -> datetime:
+    """Current time, UTC, truncated to whole seconds."""
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def parse_time(value: Any, field_name: str = "time") -> datetime:
+    """Parse an ISO-8601 timestamp into an aware UTC ``datetime``.
+
+    Accepts ``2025-07-25T02:00:00Z``, ``2025-07-25T04:00:00+02:00``,
+    ``2025-07-25 02:00`` (no zone: taken as UTC), ``2025-07-25`` (midnight UTC),
+    ``datetime`` and ``date`` objects.
+
+    Raises:
+        ValidationError: naming the field and the value, with an accepted example.
+    """
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, date):
+        dt = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str) and value.strip():
+        text = value.strip()
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValidationError(
+                f"{field_name} {value!r} is not an ISO-8601 timestamp; "
+                "use e.g. '2025-07-25T02:00:00Z' or '2025-07-25 02:00'"
+            ) from None
+    else:
+        raise ValidationError(
+            f"{field_name} {value!r} is not an ISO-8601 timestamp; use e.g. '2025-07-25T02:00:00Z'"
+        )
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+def format_time(dt: datetime) -> str:
+    """UTC ``datetime`` -> ``'2025-07-25T02:00:00Z'`` (microseconds kept when non-zero)."""
+    dt = dt.astimezone(timezone.utc)
+    spec = "seconds" if dt.microsecond == 0 else "microseconds"
+    return dt.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+
+
+def normalize_statement(statement: str) -> str:
+    """Normal form used for duplicate detection: NFKC, case-folded, whitespace runs -> one space."""
+    return " ".join(unicodedata.normalize("NFKC", statement).casefold().split())
+
+
+def content_hash(statement: str) -> str:
+    """``sha256:<first 16 hex>`` of :func:`normalize_statement` (UTF-8)."""
+    digest = hashlib.sha256(normalize_statement(statement).encode("utf-8")).hexdigest()
+    return "sha256:" + digest[:16]
+
+
+def validate_id(engram_id: Any) -> str:
+    """Return ``engram_id`` if it matches :data:`ID_RE`.
+
+    Raises:
+        InvalidIdError: for anything else (``../../x``, ``/etc/passwd``, ``x\\0y``, ``''``...).
+    """
+    if not isinstance(engram_id, str) or not ID_RE.match(engram_id):
+        raise InvalidIdError(
+            f"invalid engram id {engram_id!r}: ids look like 'ENG-2025-07-25-a1b2c3' "
+            "(see `plur list` for the ids in your store)"
+        )
+    return engram_id
+
+
+def new_id(created: datetime | None = None) -> str:
+    """A fresh random id ``ENG-<created date>-<6 hex>`` (``secrets``; the store retries on collision)."""
+    day = (created or utcnow()).astimezone(timezone.utc).date().isoformat()
+    return f"ENG-{day}-{secrets.token_hex(3)}"
+
+
+def _check_scope(scope: Any) -> str:
+    if not isinstance(scope, str) or not SCOPE_RE.match(scope):
+        raise ValidationError(
+            f"invalid scope {scope!r}: use 'global', 'project:<name>' or 'agent:<name>' "
+            "(name: letters, digits, . _ - @ /)"
+        )
+    return scope
+
+
+def _check_statement(statement: Any, max_bytes: int | None) -> str:
+    if not isinstance(statement, str):
+        raise ValidationError(f"statement must be text, got {type(statement).__name__} {statement!r:.60}")
+    if not statement.strip():
+        raise ValidationError(f"statement {statement!r:.60} is empty or whitespace only; give the fact to remember")
+    if "\x00" in statement:
+        raise ValidationError("statement contains a NUL character (\\x00); remove it")
+    if max_bytes is not None:
+        size = len(statement.encode("utf-8"))
+        if size > max_bytes:
+            raise ValidationError(
+                f"statement is {size} bytes, over the limit of {max_bytes} bytes "
+                "(setting max_statement_bytes); split it or raise the limit"
+            )
+    return statement
+
+
+@dataclass(frozen=True)
+class Engram:
+    """One memory. Immutable; use :meth:`replace` for an edited copy.
+
+    Attributes:
+        id: ``ENG-YYYY-MM-DD-<6 hex>``.
+        statement: the remembered text (any Unicode, multi-line allowed).
+        scope: ``global`` | ``project:<name>`` | ``agent:<name>``; an authorisation boundary for recall.
+        created: aware UTC datetime.
+        type: one of :data:`TYPES`.
+        tags: tuple of short labels.
+        source: provenance mapping (kind, session, turn, url...), or ``None``.
+        pinned: pinned engrams go first in the memory block.
+        status: ``active`` or ``retired`` (retired engrams are not recalled).
+        content_hash: :func:`content_hash` of the statement.
+        extra: unknown YAML keys, kept for the round trip.
+    """
+
+    id: str
+    statement: str
+    scope: str = "global"
+    created: datetime = field(default_factory=utcnow)
+    type: str = "fact"
+    tags: tuple[str, ...] = ()
+    domain: str | None = None
+    rationale: str | None = None
+    source: Mapping[str, Any] | None = field(default=None, hash=False)
+    updated: datetime | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    pinned: bool = False
+    status: str = "active"
+    supersedes: str | None = None
+    content_hash: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        validate_id(self.id)
+        _check_statement(self.statement, None)
+        _check_scope(self.scope)
+        if self.type not in TYPES:
+            raise ValidationError(f"invalid type {self.type!r}; use one of {', '.join(TYPES)}")
+        if self.status not in STATUSES:
+            raise ValidationError(f"invalid status {self.status!r}; use one of {', '.join(STATUSES)}")
+        if isinstance(self.tags, str) or not isinstance(self.tags, Iterable):
+            raise ValidationError(f"tags must be a list of strings, got {self.tags!r}")
+        tags = tuple(self.tags)
+        for t in tags:
+            if not isinstance(t, str) or not TAG_RE.match(t):
+                raise ValidationError(f"invalid tag {t!r}: 1-64 characters, no comma or newline, not blank")
+        object.__setattr__(self, "tags", tags)
+        for name in _TIME_FIELDS:
+            v = getattr(self, name)
+            if v is not None:
+                object.__setattr__(self, name, parse_time(v, name))
+        if not isinstance(self.pinned, bool):
+            raise ValidationError(f"pinned must be true or false, got {self.pinned!r}")
+        if self.supersedes is not None:
+            validate_id(self.supersedes)
+        for name in ("domain", "rationale"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, str):
+                raise ValidationError(f"{name} must be text, got {v!r}")
+        if self.source is not None and not isinstance(self.source, Mapping):
+            raise ValidationError(f"source must be a mapping (kind, session, turn, url), got {self.source!r}")
+        object.__setattr__(self, "content_hash", content_hash(self.statement))
+
+    # -- construction -------------------------------------------------------------------
+    @classmethod
+    def create(cls, statement: str, *, max_statement_bytes: int | None = None,
+               created: Any = None, **fields: Any) -> "Engram":
+        """Build a new engram with a fresh id.
+
+        Args:
+            statement: the text to remember (non-blank).
+            max_statement_bytes: refuse statements larger than this many UTF-8 bytes.
+            created: timestamp (any form :func:`parse_time` accepts); default now.
+            **fields: any other :class:`Engram` field.
+
+        Raises:
+            ValidationError: a field is invalid; the message names it and the fix.
+        """
+        _check_statement(statement, max_statement_bytes)
+        when = parse_time(created, "created") if created is not None else utcnow()
+        return cls(id=fields.pop("id", None) or new_id(when), statement=statement, created=when, **fields)
+
+    def replace(self, **changes: Any) -> "Engram":
+        """A copy with ``changes`` applied and ``updated`` set to now (unless given)."""
+        changes.setdefault("updated", utcnow())
+        return dataclasses.replace(self, **changes)
+
+    # -- dict / YAML --------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain, JSON-safe dict in :data:`FIELD_ORDER`; ``None``/empty optional fields omitted."""
+        out: dict[str, Any] = {}
+        for name in FIELD_ORDER:
+            v = getattr(self, name)
+            if name in _TIME_FIELDS:
+                if v is None:
+                    continue
+                v = format_time(v)
+            elif name == "tags":
+                if not v:
+                    continue
+                v = list(v)
+            elif name == "source":
+                if v is None:
+                    continue
+                v = dict(v)
+            elif name in ("domain", "rationale", "supersedes") and v is None:
+                continue
+            out[name] = v
+        for k, v in self.extra.items():
+            if k not in out:
+                out[k] = v
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Engram":
+        """Validate a mapping (from YAML or JSON) into an :class:`Engram`.
+
+        Unknown keys go to ``extra``; ``content_hash`` is recomputed, never trusted.
+
+        Raises:
+            ValidationError: missing required field or invalid value.
+        """
+        if not isinstance(data, Mapping):
+            raise ValidationError(f"an engram must be a mapping of fields, got {type(data).__name__}")
+        missing = [k for k in ("id", "statement", "scope", "created") if k not in data]
+        if missing:
+            raise ValidationError(f"engram is missing required field(s) {', '.join(missing)}")
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra", "content_hash"}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        extra = {k: v for k, v in data.items() if k not in known and k != "content_hash"}
+        if kwargs.get("tags") is None:
+            kwargs.pop("tags", None)
+        if kwargs.get("pinned") is None:
+            kwargs.pop("pinned", None)
+        return cls(**kwargs, extra=extra)
+
+    def to_yaml(self) -> str:
+        """Deterministic YAML text (UTF-8 safe, block style, multi-line statements as literal blocks)."""
+        return yaml.dump(self.to_dict(), Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+                         default_flow_style=False, width=1 << 30)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> "Engram":
+        """Parse :meth:`to_yaml` output (or a hand-edited file).
+
+        Raises:
+            ValidationError: the text is not YAML, not a mapping, or an engram field is invalid.
+        """
+        try:
+            data = yaml.load(text, Loader=_Loader)
+        except yaml.YAMLError as exc:
+            raise ValidationError(f"not valid YAML: {str(exc).splitlines()[0]}") from None
+        return cls.from_dict(data)
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # Multi-line text reads best as a literal block; PyYAML falls back to a
+    # double-quoted scalar by itself when a literal block cannot hold the text
+    # exactly (trailing spaces, special characters), so the round trip is exact.
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+# Keep timestamps as strings; parse_time() normalises them (and keeps tz-less ones as UTC).
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in _Loader.yaml_implicit_resolvers.copy().items()
+}

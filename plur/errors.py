@@ -1,0 +1,83 @@
+"""One error hierarchy for plur.
+
+Every message names the bad value and says how to fix it. The CLI turns any
+:class:`PlurError` into a single line on stderr and a non-zero exit code
+(see ``plur.cli``); library callers can catch the subclasses.
+"""
+
+from __future__ import annotations
+
+
+class PlurError(Exception):
+    """Base class of every error plur raises on purpose.
+
+    Attributes:
+        exit_code: process exit status the CLI uses for this kind of error.
+    """
+
+    exit_code: int = 1
+
+
+class ValidationError(PlurError, ValueError):
+    """A value (statement, scope, type, timestamp, setting...) is malformed."""
+
+    exit_code = 2
+
+
+class InvalidIdError(ValidationError):
+    """An engram id does not match ``ENG-YYYY-MM-DD-<6 hex>`` (and so could be a path)."""
+
+
+class NotFoundError(PlurError, KeyError):
+    """No engram with the given id exists in the store."""
+
+    exit_code = 3
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "not found"
+
+
+class StoreError(PlurError):
+    """The store on disk cannot be read or written (permissions, corrupt manifest...)."""
+
+    exit_code = 4
+
+
+class ConfigError(ValidationError):
+    """A setting in config.toml, a PLUR_* variable or an argument is invalid."""
+
+
+class ModelError(PlurError):
+    """An embedding model cannot be resolved, verified or loaded."""
+
+    exit_code = 5
+
+
+class MissingDependencyError(PlurError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+    exit_code = 6
+
+
+def require(module: str, extra: str):
+    """Import an optional module or raise :class:`MissingDependencyError`.
+
+    Args:
+        module: dotted module name, e.g. ``"hnswlib"``.
+        extra: the pip extra that provides it, e.g. ``"embed"``.
+
+    Returns:
+        The imported module.
+
+    Raises:
+        MissingDependencyError: naming ``pip install 'plur[<extra>]'`` as the fix.
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise MissingDependencyError(
+            f"optional dependency {module!r} is not installed ({exc}); "
+            f"install it with: pip install 'plur[{extra}]'"
+        ) from exc

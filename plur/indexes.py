@@ -1,0 +1,229 @@
+"""Keeps the BM25 and dense indexes in step with the store, and persists them.
+
+Layout under ``<home>/index/``::
+
+    manifest.json   {"format": 1, "tokenizer": <identity>, "model": <identity or null>,
+                     "lexical": {engram id: content_hash}, "dense": {engram id: content_hash}}
+    lexical/        BM25Index.save() folder
+    dense/          DenseIndex.save() folder
+
+Only active engrams are indexed. The manifest's ``content_hash`` maps tell, on
+open, which engrams were added, changed (also by hand) or removed since the
+indexes were saved, so only those are re-indexed. A changed tokenizer or model
+identity discards that leg and rebuilds it with a progress bar; vectors of two
+models are never mixed. Dense indexing is lazy: new engrams are embedded on the
+next dense recall (texts already embedded come from the embedding cache).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .config import Settings
+from .engram import Engram
+
+log = logging.getLogger("plur.indexes")
+FORMAT = 1
+
+
+def _atomic_write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(data, fh)
+    os.replace(tmp, path)
+
+
+class IndexSet:
+    """The lexical and dense legs for one store.
+
+    Args:
+        folder: ``<home>/index``.
+        settings: BM25 k1/b, tokenizer stemming, HNSW parameters.
+        embedder: an :class:`plur.embed.Embedder` (usually cached), or ``None`` for BM25 only.
+    """
+
+    def __init__(self, folder: Path, settings: Settings, embedder: Any | None) -> None:
+        from .lexical import BM25Index
+        from .tokenize import Tokenizer
+
+        self.folder = Path(folder)
+        self.settings = settings
+        self.embedder = embedder
+        self.tokenizer = Tokenizer(stemming=settings.stemming)
+        self.model_identity: str | None = getattr(embedder, "identity", None)
+        manifest = self._read_manifest()
+        self.lexical_hashes: dict[str, str] = {}
+        self.dense_hashes: dict[str, str] = {}
+        self.lexical = None
+        if manifest and manifest.get("tokenizer") == self.tokenizer.identity:
+            try:
+                self.lexical = BM25Index.load(self.folder / "lexical")
+            except Exception as exc:  # noqa: BLE001 - any unreadable index is rebuilt
+                log.warning("lexical index unreadable (%s); rebuilding", exc)
+            if self.lexical is not None:
+                self.lexical.k1, self.lexical.b = settings.bm25_k1, settings.bm25_b
+                self.lexical_hashes = dict(manifest.get("lexical", {}))
+        elif manifest:
+            log.warning("tokenizer changed (%s -> %s); rebuilding the BM25 index",
+                        manifest.get("tokenizer"), self.tokenizer.identity)
+        if self.lexical is None:
+            self.lexical = BM25Index(k1=settings.bm25_k1, b=settings.bm25_b, tokenizer=self.tokenizer)
+        self.dense = None
+        if embedder is not None:
+            if manifest and manifest.get("model") == self.model_identity:
+                try:
+                    from .dense import DenseIndex
+
+                    self.dense = DenseIndex.load(self.folder / "dense", dims=embedder.dims)
+                except Exception as exc:  # noqa: BLE001
+                    log.warning("dense index unreadable (%s); rebuilding", exc)
+                if self.dense is not None:
+                    self.dense_hashes = dict(manifest.get("dense", {}))
+            elif manifest and manifest.get("model"):
+                log.warning("embedding model changed (%s -> %s); rebuilding the dense index",
+                            manifest.get("model"), self.model_identity)
+            if self.dense is None:
+                self.dense = self._new_dense()
+        self._pending_dense: dict[str, Engram] = {}
+        self.dirty = False
+
+    def _new_dense(self) -> Any:
+        from .dense import DenseIndex
+
+        s = self.settings
+        return DenseIndex(self.embedder.dims, m=s.hnsw_m, ef_construction=s.hnsw_ef_construction,
+                          ef_search=s.hnsw_ef_search, exact_threshold=s.exact_threshold)
+
+    def _read_manifest(self) -> dict[str, Any] | None:
+        path = self.folder / "manifest.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            log.warning("index manifest %s unreadable (%s); rebuilding", path, exc)
+            return None
+        return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+
+    # -- keeping in step ------------------------------------------------------------------
+    def sync(self, engrams: Mapping[str, Engram], *, progress: bool = False) -> int:
+        """Bring both legs in line with ``engrams`` (id -> engram, all statuses).
+
+        Returns:
+            Number of engrams (re)indexed or removed in the lexical leg.
+        """
+        want = {eid: e.content_hash for eid, e in engrams.items() if e.status == "active"}
+        stale = [eid for eid in self.lexical_hashes if eid not in want]
+        changed = [eid for eid, h in want.items() if self.lexical_hashes.get(eid) != h]
+        if stale:
+            self.remove(stale)
+        if changed:
+            self.add([engrams[eid] for eid in changed], progress=progress)
+        if self.dense is not None:
+            d_stale = [eid for eid in self.dense_hashes if eid not in want]
+            if d_stale:
+                self.dense.remove(d_stale)
+                for eid in d_stale:
+                    self.dense_hashes.pop(eid, None)
+                self.dirty = True
+            for eid, h in want.items():
+                if self.dense_hashes.get(eid) != h:
+                    self._pending_dense[eid] = engrams[eid]
+        return len(stale) + len(changed)
+
+    def add(self, engrams: Iterable[Engram], *, progress: bool = False) -> None:
+        """Index (or re-index) active engrams; retired ones are removed instead."""
+        active, retired = [], []
+        for e in engrams:
+            (active if e.status == "active" else retired).append(e)
+        if retired:
+            self.remove([e.id for e in retired])
+        if not active:
+            return
+        if progress and len(active) > 1000:
+            from tqdm import tqdm
+
+            for start in tqdm(range(0, len(active), 5000), desc="BM25 index", unit="batch"):
+                chunk = active[start:start + 5000]
+                self.lexical.add([e.id for e in chunk], [e.statement for e in chunk])
+        else:
+            self.lexical.add([e.id for e in active], [e.statement for e in active])
+        for e in active:
+            self.lexical_hashes[e.id] = e.content_hash
+            if self.dense is not None:
+                self._pending_dense[e.id] = e
+        self.dirty = True
+
+    def remove(self, ids: Iterable[str]) -> None:
+        """Drop ids from both legs (unknown ids are ignored)."""
+        ids = [i for i in ids]
+        lex = [i for i in ids if i in self.lexical_hashes]
+        if lex:
+            self.lexical.remove(lex)
+        for i in lex:
+            self.lexical_hashes.pop(i, None)
+        if self.dense is not None:
+            den = [i for i in ids if i in self.dense_hashes]
+            if den:
+                self.dense.remove(den)
+            for i in ids:
+                self.dense_hashes.pop(i, None)
+                self._pending_dense.pop(i, None)
+        self.dirty = True
+
+    def flush_dense(self, *, progress: bool | None = None) -> int:
+        """Embed pending engrams into the dense leg (best chunk per engram); returns how many."""
+        if self.dense is None or not self._pending_dense:
+            return 0
+        pending = list(self._pending_dense.values())
+        show = progress if progress is not None else len(pending) > 2000
+        batch = max(256, self.settings.embed_batch_size * 8)
+        starts = range(0, len(pending), batch)
+        if show:
+            from tqdm import tqdm
+
+            starts = tqdm(starts, desc=f"embedding ({self.embedder.name})", unit="batch")
+        for start in starts:
+            chunk = pending[start:start + batch]
+            vectors, owners = self.embedder.embed_document_chunks([e.statement for e in chunk])
+            ids = [chunk[int(o)].id for o in owners]
+            self.dense.add(ids, vectors)
+            for e in chunk:
+                self.dense_hashes[e.id] = e.content_hash
+                self._pending_dense.pop(e.id, None)
+        self.dirty = True
+        return len(pending)
+
+    # -- persistence ----------------------------------------------------------------------
+    def save(self) -> None:
+        """Write both legs and the manifest (atomically per file; manifest last)."""
+        if not self.dirty:
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for name, index in (("lexical", self.lexical), ("dense", self.dense)):
+            if index is None:
+                continue
+            tmp = Path(tempfile.mkdtemp(dir=self.folder, prefix=f".tmp-{name}-"))
+            index.save(tmp)
+            final = self.folder / name
+            old = self.folder / f".old-{name}"
+            if final.exists():
+                shutil.rmtree(old, ignore_errors=True)
+                os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        # Dense entries still pending are not in the saved dense index: leave them out of the
+        # manifest so the next open re-embeds them (from the cache).
+        _atomic_write_json(self.folder / "manifest.json", {
+            "format": FORMAT, "tokenizer": self.tokenizer.identity,
+            "model": self.model_identity if self.dense is not None else None,
+            "lexical": self.lexical_hashes, "dense": self.dense_hashes})
+        self.dirty = False

@@ -1,0 +1,414 @@
+"""The :class:`Memory` facade: the one public entry point that wires store, indexes and stats.
+
+    >>> from plur import Memory
+    >>> with Memory("/tmp/plur-demo") as mem:                      # doctest: +SKIP
+    ...     mem.learn("The user's dog is called Rex.", scope="global")
+    ...     [h.engram.statement for h in mem.recall("what is my dog's name?", k=3)]
+
+Writes go to the store at once (atomic YAML files). Indexes are opened lazily on
+the first recall, so ``plur learn`` never loads an embedding model; they catch up
+from the store by content hash, so engrams written by other processes or edited
+by hand are indexed at the next recall (see :mod:`plur.indexes`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import Settings, load_settings
+from .engram import Engram, _check_scope
+from .errors import ValidationError
+from .recall import Hit, allowed_ids, check_mode, combine
+from .stats import StatsDB
+from .store import EngramStore
+
+log = logging.getLogger("plur")
+
+
+class Memory:
+    """Long-term memory for agents, on the user's own machine.
+
+    Args:
+        home: plur home folder (default ``$PLUR_HOME`` or ``~/.plur``).
+        settings: a resolved :class:`~plur.config.Settings`; default :func:`load_settings(home, **overrides)`.
+        embedder: an :class:`plur.embed.Embedder` to use instead of resolving ``settings.model``
+            (it is wrapped in the on-disk embedding cache).
+        **overrides: setting name -> value (see ``plur.config.SETTINGS``).
+
+    Thread-safety: one Memory may be shared by threads (the recall worker); its
+    index operations are serialised by a lock. Several processes may share a home.
+    """
+
+    def __init__(self, home: str | os.PathLike[str] | None = None, *, settings: Settings | None = None,
+                 embedder: Any | None = None, **overrides: Any) -> None:
+        if settings is None:
+            settings = load_settings(home, **overrides)
+        elif overrides:
+            settings = settings.replace(**overrides)
+        self.settings = settings
+        self.home = settings.home
+        self.store = EngramStore(self.home, max_statement_bytes=settings.max_statement_bytes,
+                                 fsync=settings.fsync)
+        self._explicit_embedder = embedder
+        self._resolution: Any | None = None
+        self._indexes: Any | None = None
+        self._stats: StatsDB | None = None
+        self._lock = threading.RLock()
+        self._folder_mtime: int | None = None
+        self._last_scan = 0.0
+        self._closed = False
+        _OPEN.add(self)
+
+    # -- lazily built parts ---------------------------------------------------------------
+    @property
+    def stats(self) -> StatsDB:
+        """The recall/injection event log (``<home>/stats.db``), opened on first use."""
+        if self._stats is None:
+            with self._lock:
+                if self._stats is None:
+                    self._stats = StatsDB(self.home / "stats.db")
+        return self._stats
+
+    @property
+    def cache_dir(self) -> Path:
+        """Folder of the embedding cache (setting ``cache_dir``, default ``<home>/cache``)."""
+        return Path(self.settings.cache_dir).expanduser() if self.settings.cache_dir else self.home / "cache"
+
+    def model_resolution(self) -> Any:
+        """Resolve (once) which embedding model serves the dense leg; see :func:`plur.embed.resolve_embedder`.
+
+        Returns:
+            A :class:`plur.embed.Resolution` whose ``embedder`` is wrapped in the embedding cache,
+            or has ``embedder=None`` (BM25 only) with ``source`` and ``reason`` saying why.
+        """
+        with self._lock:
+            if self._resolution is None:
+                from . import embed
+
+                if self._explicit_embedder is not None:
+                    inner = self._explicit_embedder
+                    res = embed.Resolution(embedder=inner, source="path", reason="embedder passed to Memory()",
+                                           warnings=[])
+                else:
+                    res = embed.resolve_embedder(self.settings)
+                if res.embedder is not None:
+                    cache = embed.EmbeddingCache(self.cache_dir / "embeddings.sqlite")
+                    res = embed.Resolution(embedder=embed.CachedEmbedder(res.embedder, cache), source=res.source,
+                                           reason=res.reason, warnings=list(res.warnings))
+                self._resolution = res
+            return self._resolution
+
+    def _index(self) -> Any:
+        """The :class:`~plur.indexes.IndexSet`, opened and synced with the store on first use."""
+        if self._indexes is None:
+            from .indexes import IndexSet
+
+            res = self.model_resolution()
+            idx = IndexSet(self.home / "index", self.settings, res.embedder)
+            self._scan(force=True)
+            idx.sync(self._by_id(), progress=True)
+            self._indexes = idx
+        return self._indexes
+
+    def _by_id(self) -> dict[str, Engram]:
+        return {e.id: e for e in self.store.all()}
+
+    def _scan(self, force: bool = False) -> None:
+        """Pick up files changed outside this Memory (other processes, hand edits)."""
+        try:
+            mtime = self.store.root.stat().st_mtime_ns
+        except FileNotFoundError:
+            mtime = None
+        now = time.monotonic()
+        if not force and mtime == self._folder_mtime and now - self._last_scan < self.settings.refresh_interval_s:
+            return
+        changes = self.store.refresh()
+        self._folder_mtime, self._last_scan = mtime, now
+        if self._indexes is not None and (changes.added or changes.updated or changes.removed):
+            if changes.removed:
+                self._indexes.remove(changes.removed)
+            changed = [self._get_or_none(i) for i in (changes.added | changes.updated)]
+            self._indexes.add([e for e in changed if e is not None])
+
+    def _note_own_write(self) -> None:
+        """Our own writes change the folder's mtime; remember it so the next recall does not re-scan."""
+        try:
+            self._folder_mtime = self.store.root.stat().st_mtime_ns
+        except FileNotFoundError:
+            pass
+
+    def _get_or_none(self, engram_id: str) -> Engram | None:
+        try:
+            return self.store.get(engram_id)
+        except Exception:  # noqa: BLE001 - vanished or quarantined meanwhile
+            return None
+
+    # -- writes ---------------------------------------------------------------------------
+    def learn(self, statement: str, *, scope: str = "global", type: str = "fact", tags: Sequence[str] = (),
+              domain: str | None = None, rationale: str | None = None, source: Mapping[str, Any] | None = None,
+              pinned: bool = False, created: Any = None, **extra: Any) -> Engram:
+        """Remember ``statement``; an exact duplicate in the same scope returns the existing engram.
+
+        Raises:
+            ValidationError: empty statement, bad scope/type/tag, or over ``max_statement_bytes``.
+        """
+        engram = Engram.create(statement, max_statement_bytes=self.settings.max_statement_bytes, scope=scope,
+                               type=type, tags=tuple(tags), domain=domain, rationale=rationale, source=source,
+                               pinned=pinned, created=created, extra=extra)
+        with self._lock:
+            stored, created_new = self.store.add(engram)
+            if created_new and self._indexes is not None:
+                self._indexes.add([stored])
+            self._note_own_write()
+        return stored
+
+    def learn_many(self, items: Iterable[Mapping[str, Any]]) -> list[Engram]:
+        """Learn many engrams under one store lock (each item: ``learn`` keyword arguments).
+
+        Returns:
+            The stored engrams in input order (duplicates map to the engram already stored).
+        """
+        engrams = []
+        for item in items:
+            item = dict(item)
+            statement = item.pop("statement")
+            item["tags"] = tuple(item.get("tags", ()))
+            engrams.append(Engram.create(statement, max_statement_bytes=self.settings.max_statement_bytes, **item))
+        with self._lock:
+            results = self.store.add_many(engrams)
+            if self._indexes is not None:
+                self._indexes.add([e for e, new in results if new])
+            self._note_own_write()
+        return [e for e, _ in results]
+
+    def update(self, engram_id: str, **changes: Any) -> Engram:
+        """Change fields of an engram (statement, scope, type, tags, pinned, status, ...).
+
+        Raises:
+            NotFoundError, InvalidIdError, ValidationError.
+        """
+        if "statement" in changes:
+            Engram.create(changes["statement"], max_statement_bytes=self.settings.max_statement_bytes)
+        if "tags" in changes:
+            changes["tags"] = tuple(changes["tags"])
+        with self._lock:
+            new = self.store.get(engram_id).replace(**changes)
+            stored = self.store.put(new)
+            if self._indexes is not None:
+                self._indexes.add([stored])
+            self._note_own_write()
+        return stored
+
+    def forget(self, engram_id: str) -> Engram:
+        """Delete an engram's file, its index entries and its usage events; returns what was removed."""
+        with self._lock:
+            removed = self.store.delete(engram_id)
+            if self._indexes is not None:
+                self._indexes.remove([removed.id])
+            self._note_own_write()
+        self.stats.forget_engram(removed.id)
+        return removed
+
+    # -- reads ----------------------------------------------------------------------------
+    def get(self, engram_id: str) -> Engram:
+        """The engram with this id. Raises NotFoundError / InvalidIdError."""
+        self._scan()
+        return self.store.get(engram_id)
+
+    def list(self, *, scope: str | None = None, type: str | None = None, tag: str | None = None,
+             status: str | None = None, text: str | None = None) -> list[Engram]:
+        """Engrams matching every given filter, newest first (``text``: case-insensitive substring)."""
+        self._scan()
+        needle = text.casefold() if text else None
+        out = [e for e in self.store.all()
+               if (scope is None or e.scope == scope) and (type is None or e.type == type)
+               and (tag is None or tag in e.tags) and (status is None or e.status == status)
+               and (needle is None or needle in e.statement.casefold())]
+        out.sort(key=lambda e: (e.created, e.id), reverse=True)
+        return out
+
+    def _legs(self, query: str, k: int, scope: str | None, types: Sequence[str] | None,
+              tags: Sequence[str] | None, need_bm25: bool, need_dense: bool
+              ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        idx = self._index()
+        self._scan()
+        allowed = allowed_ids(self._by_id() if (scope or types or tags) else {}, scope=scope, types=types,
+                              tags=tags)
+        if allowed is not None and not allowed:
+            return [], []
+        n = max(k, self.settings.candidates)
+        bm25 = idx.lexical.search(query, n, allowed) if need_bm25 else []
+        dense: list[tuple[str, float]] = []
+        if need_dense and idx.dense is not None:
+            idx.flush_dense()
+            if len(idx.dense):
+                dense = idx.dense.search(idx.embedder.embed_query(query), n, allowed)
+        return list(bm25), list(dense)
+
+    def _check_query(self, query: Any, k: Any, scope: str | None) -> None:
+        if not isinstance(query, str):
+            raise ValidationError(f"query must be text, got {type(query).__name__} {query!r:.60}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValidationError(f"k must be a non-negative integer, got {k!r}")
+        if scope is not None:
+            _check_scope(scope)
+
+    def recall(self, query: str, k: int = 10, *, scope: str | None = None, types: Sequence[str] | None = None,
+               tags: Sequence[str] | None = None, mode: str = "hybrid", agent: str | None = None,
+               record: bool = True) -> list[Hit]:
+        """Engrams relevant to ``query``, best first.
+
+        Args:
+            query: free text (any language); empty or stop-word-only queries give ``[]``.
+            k: maximum number of hits (top-k); 0 gives ``[]``.
+            scope: ``None`` = every scope; ``'project:a'`` = that scope plus ``global`` only
+                (an authorisation boundary, never a ranking hint).
+            types: keep only these engram types. tags: keep engrams with any of these tags.
+            mode: ``hybrid`` (BM25 + dense fused by ``settings.fusion``), ``bm25`` or ``dense``.
+                Without an embedding model, ``hybrid`` and ``dense`` use BM25 alone.
+            agent: who asked (recorded in stats.db).
+            record: write the recall to stats.db (and ``settings.record_stats``).
+
+        Returns:
+            At most ``k`` :class:`~plur.recall.Hit` objects, ``rank`` 1..n.
+
+        Raises:
+            ValidationError: bad query type, k, scope or mode.
+        """
+        self._check_query(query, k, scope)
+        check_mode(mode)
+        if k == 0 or not query.strip():
+            return []
+        t0 = time.perf_counter()
+        with self._lock:
+            bm25, dense = self._legs(query, k, scope, types, tags, mode != "dense", mode != "bm25")
+            if mode == "dense" and self._index().dense is None:
+                bm25, _ = self._legs(query, k, scope, types, tags, True, False)
+                mode_used = "bm25"
+            else:
+                mode_used = mode
+            hits = combine(bm25, dense, mode=mode_used, k=k, lookup=self._get_or_none,
+                           fusion_method=self.settings.fusion, rrf_k=self.settings.rrf_k,
+                           dense_weight=self.settings.dense_weight)
+        latency_ms = (time.perf_counter() - t0) * 1000.0
+        if record and self.settings.record_stats:
+            self.stats.record_recall(agent=agent, scope=scope, query=query, mode=mode, latency_ms=latency_ms,
+                                     hits=hits)
+        return hits
+
+    def recall_legs(self, query: str, k: int = 10, *, scope: str | None = None, agent: str | None = None,
+                    record: bool = True) -> dict[str, list[Hit]]:
+        """The hybrid ranking beside the BM25 and dense rankings (each leg run once), for the playground.
+
+        Returns:
+            ``{"hybrid": [...], "bm25": [...], "dense": [...]}``; ``dense`` is empty without a model.
+        """
+        self._check_query(query, k, scope)
+        if k == 0 or not query.strip():
+            return {"hybrid": [], "bm25": [], "dense": []}
+        t0 = time.perf_counter()
+        s = self.settings
+        with self._lock:
+            bm25, dense = self._legs(query, k, scope, None, None, True, True)
+            out = {m: combine(bm25, dense, mode=m, k=k, lookup=self._get_or_none, fusion_method=s.fusion,
+                              rrf_k=s.rrf_k, dense_weight=s.dense_weight) for m in ("hybrid", "bm25", "dense")}
+        if record and s.record_stats:
+            self.stats.record_recall(agent=agent, scope=scope, query=query, mode="hybrid",
+                                     latency_ms=(time.perf_counter() - t0) * 1000.0, hits=out["hybrid"])
+        return out
+
+    # -- maintenance ----------------------------------------------------------------------
+    def reindex(self, *, progress: bool = True) -> dict[str, int]:
+        """Rebuild both indexes from the store (embeddings come from the cache when present).
+
+        Returns:
+            ``{"engrams": n indexed, "embedded": n sent to the dense leg}``.
+        """
+        import shutil
+
+        from .indexes import IndexSet
+
+        with self._lock:
+            self._indexes = None
+            shutil.rmtree(self.home / "index", ignore_errors=True)
+            res = self.model_resolution()
+            self._scan(force=True)
+            idx = IndexSet(self.home / "index", self.settings, res.embedder)
+            n = idx.sync(self._by_id(), progress=progress)
+            embedded = idx.flush_dense(progress=progress)
+            idx.dirty = True
+            idx.save()
+            self._indexes = idx
+        return {"engrams": n, "embedded": embedded}
+
+    def doctor(self, *, load_model: bool = True) -> dict[str, Any]:
+        """Store health and the model in use.
+
+        Returns:
+            ``{home, engrams: {total, by_scope, by_type, by_status}, quarantined: [...], lock: {...},
+            model: {requested, name, identity, dims, source, reason, warnings, device} , index: {...}}``.
+        """
+        self._scan(force=True)
+        engrams = self.store.all()
+
+        def count(attr: str) -> dict[str, int]:
+            out: dict[str, int] = {}
+            for e in engrams:
+                out[getattr(e, attr)] = out.get(getattr(e, attr), 0) + 1
+            return dict(sorted(out.items()))
+
+        model: dict[str, Any] = {"requested": self.settings.model}
+        if load_model:
+            res = self.model_resolution()
+            emb = res.embedder
+            model.update({"source": res.source, "reason": res.reason, "warnings": list(res.warnings),
+                          "name": getattr(emb, "name", None), "identity": getattr(emb, "identity", None),
+                          "dims": getattr(emb, "dims", None), "device": getattr(emb, "device", None)})
+        return {"home": str(self.home), "engrams": {"total": len(engrams), "by_scope": count("scope"),
+                                                    "by_type": count("type"), "by_status": count("status")},
+                "quarantined": self.store.quarantined(), "lock": self.store.lock_state(), "model": model,
+                "settings": {k: str(v) for k, v in vars(self.settings).items()}}
+
+    def save(self) -> None:
+        """Persist the indexes if they changed (also done by :meth:`close` and at exit)."""
+        with self._lock:
+            if self._indexes is not None:
+                self._indexes.save()
+
+    def close(self) -> None:
+        """Save indexes and close stats.db. Idempotent."""
+        if self._closed:
+            return
+        try:
+            self.save()
+        finally:
+            self._closed = True
+            if self._stats is not None:
+                self._stats.close()
+            _OPEN.discard(self)
+
+    def __enter__(self) -> "Memory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_OPEN: "weakref.WeakSet[Memory]" = weakref.WeakSet()
+
+
+@atexit.register
+def _save_open_memories() -> None:  # pragma: no cover - runs at interpreter exit
+    for mem in list(_OPEN):
+        try:
+            mem.close()
+        except Exception as exc:  # noqa: BLE001
+            log.warning("could not save indexes of %s at exit: %s", mem.home, exc)

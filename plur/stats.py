@@ -1,0 +1,199 @@
+"""Recall and injection events in SQLite (``<home>/stats.db``, WAL mode).
+
+Usage statistics never touch engram YAML files: recall stays read-only on the
+store, so a person's git history of their memory shows only their own edits.
+
+Schema (times are Unix epoch seconds, UTC, ``REAL``)::
+
+    recalls(id INTEGER PRIMARY KEY, ts REAL, agent TEXT, scope TEXT, query TEXT,
+            mode TEXT, latency_ms REAL, n_hits INTEGER)
+    recall_hits(recall_id INTEGER, engram_id TEXT, rank INTEGER, score REAL,
+                bm25_rank INTEGER, dense_rank INTEGER)          -- rank is 1-based
+    injections(id INTEGER PRIMARY KEY, ts REAL, agent TEXT, block_hash TEXT, tokens INTEGER)
+    injection_engrams(injection_id INTEGER, engram_id TEXT, position INTEGER)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from .errors import StoreError
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS recalls(
+    id INTEGER PRIMARY KEY, ts REAL NOT NULL, agent TEXT, scope TEXT, query TEXT NOT NULL,
+    mode TEXT NOT NULL, latency_ms REAL NOT NULL, n_hits INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS recalls_ts ON recalls(ts);
+CREATE TABLE IF NOT EXISTS recall_hits(
+    recall_id INTEGER NOT NULL REFERENCES recalls(id) ON DELETE CASCADE, engram_id TEXT NOT NULL,
+    rank INTEGER NOT NULL, score REAL, bm25_rank INTEGER, dense_rank INTEGER);
+CREATE INDEX IF NOT EXISTS recall_hits_engram ON recall_hits(engram_id);
+CREATE INDEX IF NOT EXISTS recall_hits_recall ON recall_hits(recall_id);
+CREATE TABLE IF NOT EXISTS injections(
+    id INTEGER PRIMARY KEY, ts REAL NOT NULL, agent TEXT NOT NULL, block_hash TEXT, tokens INTEGER);
+CREATE INDEX IF NOT EXISTS injections_ts ON injections(ts);
+CREATE TABLE IF NOT EXISTS injection_engrams(
+    injection_id INTEGER NOT NULL REFERENCES injections(id) ON DELETE CASCADE,
+    engram_id TEXT NOT NULL, position INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS injection_engrams_engram ON injection_engrams(engram_id);
+"""
+
+
+class _HitLike(Protocol):
+    rank: int
+    score: float
+    bm25_rank: int | None
+    dense_rank: int | None
+
+    @property
+    def engram(self) -> Any: ...
+
+
+def _percentile(sorted_values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in [0, 100]) of an ascending list; ``None`` when empty."""
+    if not sorted_values:
+        return None
+    idx = max(0, min(len(sorted_values) - 1, int(round(q / 100.0 * (len(sorted_values) - 1)))))
+    return float(sorted_values[idx])
+
+
+class StatsDB:
+    """Append-only event log of recalls and prompt injections.
+
+    Thread-safe: one connection guarded by a lock (SQLite serialises writers
+    anyway); several processes may share the file (WAL, 5 s busy timeout).
+
+    Args:
+        path: the SQLite file, created with its parent folder if missing.
+
+    Raises:
+        StoreError: the file exists but is not a SQLite database.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=5.0,
+                                       isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(_SCHEMA)
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is not a usable stats database ({exc}); "
+                             "move it aside and plur will start a fresh one") from None
+        self._db.row_factory = sqlite3.Row
+
+    # -- writes ---------------------------------------------------------------------------
+    def record_recall(self, *, agent: str | None, scope: str | None, query: str, mode: str,
+                      latency_ms: float, hits: Sequence[_HitLike], ts: float | None = None) -> int:
+        """Log one recall and its ranked hits; returns the recall id."""
+        with self._lock, self._db:
+            cur = self._db.execute(
+                "INSERT INTO recalls(ts, agent, scope, query, mode, latency_ms, n_hits) VALUES(?,?,?,?,?,?,?)",
+                (ts or time.time(), agent, scope, query, mode, float(latency_ms), len(hits)))
+            rid = int(cur.lastrowid or 0)
+            self._db.executemany(
+                "INSERT INTO recall_hits VALUES(?,?,?,?,?,?)",
+                [(rid, h.engram.id, h.rank, h.score, h.bm25_rank, h.dense_rank) for h in hits])
+        return rid
+
+    def record_injection(self, *, agent: str, engram_ids: Sequence[str], block_hash: str = "",
+                         tokens: int = 0, ts: float | None = None) -> int:
+        """Log that a memory block with ``engram_ids`` (in block order) reached ``agent``'s prompt."""
+        with self._lock, self._db:
+            cur = self._db.execute("INSERT INTO injections(ts, agent, block_hash, tokens) VALUES(?,?,?,?)",
+                                   (ts or time.time(), agent, block_hash, int(tokens)))
+            iid = int(cur.lastrowid or 0)
+            self._db.executemany("INSERT INTO injection_engrams VALUES(?,?,?)",
+                                 [(iid, e, i + 1) for i, e in enumerate(engram_ids)])
+        return iid
+
+    def forget_engram(self, engram_id: str) -> None:
+        """Drop every event row naming ``engram_id`` (used when a person forgets an engram)."""
+        with self._lock, self._db:
+            self._db.execute("DELETE FROM recall_hits WHERE engram_id=?", (engram_id,))
+            self._db.execute("DELETE FROM injection_engrams WHERE engram_id=?", (engram_id,))
+
+    # -- reads ----------------------------------------------------------------------------
+    def _rows(self, sql: str, args: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(r) for r in self._db.execute(sql, tuple(args)).fetchall()]
+
+    def engram_counts(self) -> dict[str, dict[str, Any]]:
+        """``engram id -> {recalls, injections, last_recalled (epoch s | None)}`` in two aggregate queries."""
+        out: dict[str, dict[str, Any]] = {}
+        for r in self._rows("SELECT h.engram_id AS id, COUNT(*) AS n, MAX(r.ts) AS last FROM recall_hits h "
+                            "JOIN recalls r ON r.id = h.recall_id GROUP BY h.engram_id"):
+            out[r["id"]] = {"recalls": r["n"], "injections": 0, "last_recalled": r["last"]}
+        for r in self._rows("SELECT engram_id AS id, COUNT(*) AS n FROM injection_engrams GROUP BY engram_id"):
+            out.setdefault(r["id"], {"recalls": 0, "injections": 0, "last_recalled": None})["injections"] = r["n"]
+        return out
+
+    def recall_history(self, engram_id: str, limit: int = 100) -> list[dict[str, Any]]:
+        """Recalls that returned ``engram_id``, newest first: time, query, agent, scope, mode, rank, leg ranks."""
+        return self._rows(
+            "SELECT r.id AS recall_id, r.ts AS time, r.query, r.agent, r.scope, r.mode, h.rank, h.score, "
+            "h.bm25_rank, h.dense_rank FROM recall_hits h JOIN recalls r ON r.id = h.recall_id "
+            "WHERE h.engram_id=? ORDER BY r.ts DESC, r.id DESC LIMIT ?", (engram_id, int(limit)))
+
+    def injection_history(self, engram_id: str, limit: int = 100) -> list[dict[str, Any]]:
+        """Injections whose block held ``engram_id``, newest first: time, agent, position, tokens."""
+        return self._rows(
+            "SELECT i.id AS injection_id, i.ts AS time, i.agent, e.position, i.tokens, i.block_hash "
+            "FROM injection_engrams e JOIN injections i ON i.id = e.injection_id "
+            "WHERE e.engram_id=? ORDER BY i.ts DESC, i.id DESC LIMIT ?", (engram_id, int(limit)))
+
+    def recalls(self, since: float | None = None, limit: int = 1000) -> list[dict[str, Any]]:
+        """Recall events, newest first: id, time, agent, scope, query, mode, latency_ms, n_hits."""
+        return self._rows(
+            "SELECT id, ts AS time, agent, scope, query, mode, latency_ms, n_hits FROM recalls "
+            "WHERE ts >= ? ORDER BY ts DESC, id DESC LIMIT ?", (since or 0.0, int(limit)))
+
+    def recall_hits(self, recall_id: int) -> list[dict[str, Any]]:
+        """The ranked hits of one recall: engram_id, rank, score, bm25_rank, dense_rank."""
+        return self._rows("SELECT engram_id, rank, score, bm25_rank, dense_rank FROM recall_hits "
+                          "WHERE recall_id=? ORDER BY rank", (recall_id,))
+
+    def summary(self) -> dict[str, Any]:
+        """Totals and distributions for the statistics page.
+
+        Returns:
+            ``{recalls, injections, distinct_recalled, latency_ms: {p50, p90, p99} over all recalls,
+            per_day: [{day 'YYYY-MM-DD', recalls, p50_ms, p99_ms}], most_recalled: [{engram_id, n}],
+            by_agent: [{agent, n}]}``.
+        """
+        lat = [r["latency_ms"] for r in self._rows("SELECT latency_ms FROM recalls ORDER BY latency_ms")]
+        days: dict[str, list[float]] = {}
+        for r in self._rows("SELECT date(ts, 'unixepoch') AS day, latency_ms FROM recalls ORDER BY latency_ms"):
+            days.setdefault(r["day"], []).append(r["latency_ms"])
+        per_day = [{"day": d, "recalls": len(v), "p50_ms": _percentile(v, 50), "p99_ms": _percentile(v, 99)}
+                   for d, v in sorted(days.items())]
+        n_inj = self._rows("SELECT COUNT(*) AS n FROM injections")[0]["n"]
+        distinct = self._rows("SELECT COUNT(DISTINCT engram_id) AS n FROM recall_hits")[0]["n"]
+        most = self._rows("SELECT engram_id, COUNT(*) AS n FROM recall_hits GROUP BY engram_id "
+                          "ORDER BY n DESC, engram_id LIMIT 20")
+        agents = self._rows("SELECT COALESCE(agent, '') AS agent, COUNT(*) AS n FROM recalls GROUP BY agent "
+                            "ORDER BY n DESC")
+        return {"recalls": len(lat), "injections": n_inj, "distinct_recalled": distinct,
+                "latency_ms": {"p50": _percentile(lat, 50), "p90": _percentile(lat, 90),
+                               "p99": _percentile(lat, 99)},
+                "per_day": per_day, "most_recalled": most, "by_agent": agents}
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            try:
+                self._db.close()
+            except sqlite3.Error:  # pragma: no cover
+                pass

