@@ -24,7 +24,7 @@ the corpus (documents the engine did not return are simply unranked) and may be 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 #: Cut-offs of the official LongMemEval scorer (run_retrieval.py: ``for k in [1, 3, 5, 10, 30, 50]``).
 KS: tuple[int, ...] = (1, 3, 5, 10, 30, 50)
@@ -83,18 +83,24 @@ def strip_turn_id(doc_id: str) -> str:
     return "_".join(doc_id.split("_")[:-1])
 
 
+def strip_dia_turn(doc_id: str) -> str:
+    """LoCoMo session of a dialog id: ``'D3:7' -> 'D3'``."""
+    return doc_id.split(":")[0]
+
+
 def evaluate_turn2session(ranking: Sequence[str], gold: Collection[str], corpus_ids: Sequence[str],
-                          k: int) -> tuple[float, float, float]:
+                          k: int, session_of: Callable[[str], str] = strip_turn_id) -> tuple[float, float, float]:
     """Session-level ``(recall_any, recall_all, ndcg_any)`` of a turn-level ranking.
 
-    Turn ids map to their session (:func:`strip_turn_id`); the cut-off grows from ``k``
-    until the top ``effective_k`` turns cover ``k`` distinct sessions or it passes the
-    corpus size, then :func:`evaluate_retrieval` runs on the mapped ids
-    (eval_utils.py ``evaluate_retrieval_turn2session``).
+    Turn ids map to their session (``session_of``, default :func:`strip_turn_id`); the
+    cut-off grows from ``k`` until the top ``effective_k`` turns cover ``k`` distinct
+    sessions or it passes the corpus size, then :func:`evaluate_retrieval` runs on the
+    mapped ids (eval_utils.py ``evaluate_retrieval_turn2session``). NDCG therefore
+    counts turn positions: the ideal puts every turn of a gold session first.
     """
-    gold_s = {strip_turn_id(g) for g in gold}
-    corpus_s = [strip_turn_id(c) for c in corpus_ids]
-    ranking_s = [strip_turn_id(r) for r in ranking]
+    gold_s = {session_of(g) for g in gold}
+    corpus_s = [session_of(c) for c in corpus_ids]
+    ranking_s = [session_of(r) for r in ranking]
     effective_k = k
     while effective_k <= len(corpus_s) and len(set(ranking_s[:effective_k])) < k:
         effective_k += 1
@@ -102,7 +108,7 @@ def evaluate_turn2session(ranking: Sequence[str], gold: Collection[str], corpus_
 
 
 def score_ranking(ranking: Sequence[str], gold: Collection[str], corpus_ids: Sequence[str],
-                  ks: Iterable[int] = KS, *, turn2session: bool = False) -> dict[str, float]:
+                  ks: Iterable[int] = KS, *, session_of: Callable[[str], str] | None = None) -> dict[str, float]:
     """All metrics of one ranking: ``{'recall_any@5': 1.0, 'recall_all@5': 0.0, 'ndcg_any@5': 0.61, ...}``.
 
     Args:
@@ -110,12 +116,15 @@ def score_ranking(ranking: Sequence[str], gold: Collection[str], corpus_ids: Seq
         gold: relevant ids.
         corpus_ids: every corpus entry.
         ks: cut-offs.
-        turn2session: score at session level via :func:`evaluate_turn2session`.
+        session_of: if given, score at session level via :func:`evaluate_turn2session` with
+            this turn -> session map.
     """
-    fn = evaluate_turn2session if turn2session else evaluate_retrieval
     out: dict[str, float] = {}
     for k in ks:
-        ra, rl, nd = fn(ranking, gold, corpus_ids, k)
+        if session_of is None:
+            ra, rl, nd = evaluate_retrieval(ranking, gold, corpus_ids, k)
+        else:
+            ra, rl, nd = evaluate_turn2session(ranking, gold, corpus_ids, k, session_of)
         out[f"recall_any@{k}"], out[f"recall_all@{k}"], out[f"ndcg_any@{k}"] = ra, rl, nd
     return out
 

@@ -61,7 +61,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("recall_timeout_s", 5.0, float,
             "Deadline for one off-turn recall, in seconds; a late result is dropped and the previous block kept."),
     Setting("refresh_interval_s", 1.0, float,
-            "A long-lived Memory re-scans engram files for in-place hand edits at most this often, in seconds; "
+            "A long-lived Memory re-scans engram files for in-place hand edits this often, in seconds (stretched to 50x the scan cost on big stores; 0 = every call); "
             "files added, replaced or removed (renames, other processes) are seen at the next recall regardless."),
     Setting("record_stats", True, bool, "Record recall and injection events in <home>/stats.db."),
 )

@@ -65,11 +65,11 @@ class IndexSet:
         self.lexical = None
         if manifest and manifest.get("tokenizer") == self.tokenizer.identity:
             try:
-                self.lexical = BM25Index.load(self.folder / "lexical")
+                self.lexical = BM25Index.load(self.folder / "lexical", tokenizer=self.tokenizer,
+                                              k1=settings.bm25_k1, b=settings.bm25_b)
             except Exception as exc:  # noqa: BLE001 - any unreadable index is rebuilt
                 log.warning("lexical index unreadable (%s); rebuilding", exc)
             if self.lexical is not None:
-                self.lexical.k1, self.lexical.b = settings.bm25_k1, settings.bm25_b
                 self.lexical_hashes = dict(manifest.get("lexical", {}))
         elif manifest:
             log.warning("tokenizer changed (%s -> %s); rebuilding the BM25 index",

@@ -14,6 +14,7 @@ by hand are indexed at the next recall (see :mod:`plur.indexes`).
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import logging
 import os
 import threading
@@ -64,6 +65,9 @@ class Memory:
         self._lock = threading.RLock()
         self._folder_mtime: int | None = None
         self._last_scan = 0.0
+        self._scan_cost_s = 0.0
+        self._generation = 0                 # bumped on every store change; keys the filter cache
+        self._allowed_cache: dict[tuple[Any, ...], set[str] | None] = {}
         self._closed = False
         _OPEN.add(self)
 
@@ -94,15 +98,13 @@ class Memory:
                 from . import embed
 
                 if self._explicit_embedder is not None:
-                    inner = self._explicit_embedder
-                    res = embed.Resolution(embedder=inner, source="path", reason="embedder passed to Memory()",
-                                           warnings=[])
+                    res = embed.Resolution(embedder=self._explicit_embedder, source="path",
+                                           reason="embedder passed to Memory()", requested=self.settings.model)
                 else:
                     res = embed.resolve_embedder(self.settings)
                 if res.embedder is not None:
                     cache = embed.EmbeddingCache(self.cache_dir / "embeddings.sqlite")
-                    res = embed.Resolution(embedder=embed.CachedEmbedder(res.embedder, cache), source=res.source,
-                                           reason=res.reason, warnings=list(res.warnings))
+                    res = dataclasses.replace(res, embedder=embed.CachedEmbedder(res.embedder, cache))
                 self._resolution = res
             return self._resolution
 
@@ -128,10 +130,18 @@ class Memory:
         except FileNotFoundError:
             mtime = None
         now = time.monotonic()
-        if not force and mtime == self._folder_mtime and now - self._last_scan < self.settings.refresh_interval_s:
+        # In-place edits do not change the folder's mtime, so a full stat scan runs every
+        # refresh_interval_s, stretched to 50x the last scan's cost (<= 2% of wall time on a big store).
+        # 0 means scan at every call.
+        base = self.settings.refresh_interval_s
+        interval = max(base, 50.0 * self._scan_cost_s) if base > 0 else 0.0
+        if not force and mtime == self._folder_mtime and now - self._last_scan < interval:
             return
         changes = self.store.refresh()
+        self._scan_cost_s = time.monotonic() - now
         self._folder_mtime, self._last_scan = mtime, now
+        if changes.added or changes.updated or changes.removed:
+            self._generation += 1
         if self._indexes is not None and (changes.added or changes.updated or changes.removed):
             if changes.removed:
                 self._indexes.remove(changes.removed)
@@ -140,6 +150,7 @@ class Memory:
 
     def _note_own_write(self) -> None:
         """Our own writes change the folder's mtime; remember it so the next recall does not re-scan."""
+        self._generation += 1
         try:
             self._folder_mtime = self.store.root.stat().st_mtime_ns
         except FileNotFoundError:
@@ -154,7 +165,7 @@ class Memory:
     # -- writes ---------------------------------------------------------------------------
     def learn(self, statement: str, *, scope: str = "global", type: str = "fact", tags: Sequence[str] = (),
               domain: str | None = None, rationale: str | None = None, source: Mapping[str, Any] | None = None,
-              pinned: bool = False, created: Any = None, **extra: Any) -> Engram:
+              pinned: bool = False, created: Any = None) -> Engram:
         """Remember ``statement``; an exact duplicate in the same scope returns the existing engram.
 
         Raises:
@@ -162,7 +173,7 @@ class Memory:
         """
         engram = Engram.create(statement, max_statement_bytes=self.settings.max_statement_bytes, scope=scope,
                                type=type, tags=tuple(tags), domain=domain, rationale=rationale, source=source,
-                               pinned=pinned, created=created, extra=extra)
+                               pinned=pinned, created=created)
         with self._lock:
             stored, created_new = self.store.add(engram)
             if created_new and self._indexes is not None:
@@ -240,8 +251,7 @@ class Memory:
               ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
         idx = self._index()
         self._scan()
-        allowed = allowed_ids(self._by_id() if (scope or types or tags) else {}, scope=scope, types=types,
-                              tags=tags)
+        allowed = self._allowed(scope, types, tags)
         if allowed is not None and not allowed:
             return [], []
         n = max(k, self.settings.candidates)
@@ -252,6 +262,20 @@ class Memory:
             if len(idx.dense):
                 dense = idx.dense.search(idx.embedder.embed_query(query), n, allowed)
         return list(bm25), list(dense)
+
+    def _allowed(self, scope: str | None, types: Sequence[str] | None,
+                 tags: Sequence[str] | None) -> set[str] | None:
+        """The filter's admitted ids, cached until the store changes (an O(n) pass per store change)."""
+        if scope is None and not types and not tags:
+            return None
+        key = (self._generation, scope, tuple(sorted(types or ())), tuple(sorted(tags or ())))
+        got = self._allowed_cache.get(key)
+        if got is None:
+            if len(self._allowed_cache) > 64 or any(k[0] != self._generation for k in self._allowed_cache):
+                self._allowed_cache.clear()
+            got = allowed_ids(self._by_id(), scope=scope, types=types, tags=tags)
+            self._allowed_cache[key] = got
+        return got
 
     def _check_query(self, query: Any, k: Any, scope: str | None) -> None:
         if not isinstance(query, str):
@@ -367,11 +391,7 @@ class Memory:
 
         model: dict[str, Any] = {"requested": self.settings.model}
         if load_model:
-            res = self.model_resolution()
-            emb = res.embedder
-            model.update({"source": res.source, "reason": res.reason, "warnings": list(res.warnings),
-                          "name": getattr(emb, "name", None), "identity": getattr(emb, "identity", None),
-                          "dims": getattr(emb, "dims", None), "device": getattr(emb, "device", None)})
+            model = self.model_resolution().as_dict()
         return {"home": str(self.home), "engrams": {"total": len(engrams), "by_scope": count("scope"),
                                                     "by_type": count("type"), "by_status": count("status")},
                 "quarantined": self.store.quarantined(), "lock": self.store.lock_state(), "model": model,

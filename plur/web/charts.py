@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 
 #: Left gutter for value labels, bottom gutter for category labels (px).
-_PAD_L, _PAD_R, _PAD_T, _PAD_B = 44, 8, 10, 22
+_PAD_L, _PAD_R, _PAD_T, _PAD_B = 60, 8, 18, 22
 
 
 def nice_max(value: float) -> float:
@@ -148,9 +148,9 @@ def line_chart(labels: Sequence[str], series: Mapping[str, Sequence[float | None
             if len(run) > 1:
                 pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in run)
                 body.append(f'<polyline class="chart-line-{s}" fill="none" points="{pts}"/>')
-        lx = _PAD_L + 8 + s * 90
-        body.append(f'<rect class="chart-dot-{s}" x="{lx}" y="{_PAD_T}" width="10" height="10"/>'
-                    f'<text class="chart-legend" x="{lx + 14}" y="{_PAD_T + 9}">{escape(str(name))}</text>')
+        lx = width - _PAD_R - (len(series) - s) * 70
+        body.append(f'<rect class="chart-dot-{s}" x="{lx}" y="2" width="10" height="10"/>'
+                    f'<text class="chart-legend" x="{lx + 14}" y="11">{escape(str(name))}</text>')
     return _svg(width, height, title, body)
 
 

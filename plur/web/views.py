@@ -15,13 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..engram import STATUSES, TYPES, Engram, format_time, validate_id
+from ..engram import ID_RE, STATUSES, TYPES, Engram, format_time, utcnow, validate_id
 from ..errors import ValidationError
 from . import table
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..memory import Memory
     from ..recall import Hit
+    from .queries import UsageCounts
 
 #: Recall modes offered in the playground (see :data:`plur.recall.MODES`).
 MODES: tuple[str, ...] = ("hybrid", "bm25", "dense")
@@ -44,25 +45,59 @@ class Page:
     status: int = 200
 
 
+@dataclass
+class Caches:
+    """Optional caches a long-running server passes to the views (a script can omit them).
+
+    Attributes:
+        usage: usage counts cached per stats.db version (:class:`plur.web.queries.UsageCounts`);
+            ``None`` asks ``Memory.stats`` every time.
+        facets: filter-menu values cached per engram list (:class:`plur.web.table.FacetCache`).
+    """
+
+    usage: "UsageCounts | None" = None
+    facets: table.FacetCache = field(default_factory=table.FacetCache)
+
+    def counts(self, memory: "Memory") -> Mapping[str, Mapping[str, Any]]:
+        """Every engram's ``{recalls, injections, last_recalled}``."""
+        return self.usage.all() if self.usage is not None else memory.stats.engram_counts()
+
+    def count(self, memory: "Memory", engram_id: str) -> Mapping[str, Any]:
+        """One engram's ``{recalls, injections, last_recalled}``."""
+        if self.usage is not None:
+            return self.usage.one(engram_id)
+        return memory.stats.engram_counts().get(engram_id) or {"recalls": 0, "injections": 0,
+                                                              "last_recalled": None}
+
+
+_NO_CACHE = Caches()
+
+
 def _engrams(memory: "Memory") -> list[Engram]:
+    """Every engram, newest first (``Memory.list`` also picks up files edited by hand)."""
     return memory.list()
 
 
-def engrams_page(memory: "Memory", params: Mapping[str, str]) -> Page:
+def engrams_page(memory: "Memory", params: Mapping[str, str], caches: Caches = _NO_CACHE) -> Page:
     """The engrams table (newest first by default) with filters, sorting and pagination.
 
     Args:
         memory: the facade.
         params: URL query parameters (see :class:`plur.web.table.TableQuery`).
+        caches: usage counts and facets to reuse between requests.
 
     Raises:
         ValidationError: a bad filter, sort or page parameter.
     """
     query = table.TableQuery.from_params(params)
-    data = table.table_page(_engrams(memory), memory.stats.engram_counts(), query)
+    engrams = _engrams(memory)
+    data = table.table_page(engrams, caches.counts(memory), query, newest_first=True,
+                            facet_values=caches.facets.get(engrams))
     data["sort_keys"] = list(table.SORT_KEYS)
     data["types_all"] = list(TYPES)
     data["statuses_all"] = list(STATUSES)
+    forgotten = params.get("forgotten") or ""
+    data["notice"] = f"Forgot {forgotten}." if ID_RE.match(forgotten) else None
     return Page("engrams.html", data)
 
 
@@ -70,20 +105,22 @@ def _time_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**r, "time": table.iso(r.get("time"))} for r in rows]
 
 
-def engram_page(memory: "Memory", engram_id: str, *, error: str | None = None) -> Page:
+def engram_page(memory: "Memory", engram_id: str, *, error: str | None = None,
+                caches: Caches = _NO_CACHE) -> Page:
     """One engram: fields, its YAML file text, usage counts, recall history and injections.
 
     Args:
         memory: the facade.
         engram_id: ``ENG-YYYY-MM-DD-<6 hex>``.
         error: a message to show above the edit form (a failed edit), returned with status 400.
+        caches: where to read usage counts from.
 
     Raises:
         InvalidIdError: ``engram_id`` is malformed.
         NotFoundError: no such engram.
     """
     e = memory.get(validate_id(engram_id))
-    counts = memory.stats.engram_counts().get(e.id) or {"recalls": 0, "injections": 0, "last_recalled": None}
+    counts = caches.count(memory, e.id)
     data = {
         "engram": e.to_dict(),
         "yaml": e.to_yaml(),
@@ -97,7 +134,7 @@ def engram_page(memory: "Memory", engram_id: str, *, error: str | None = None) -
     return Page("engram.html", data, status=400 if error else 200)
 
 
-def stats_page(memory: "Memory") -> Page:
+def stats_page(memory: "Memory", caches: Caches = _NO_CACHE) -> Page:
     """Statistics: totals, recalled vs never recalled, most recalled, latency per day, recalls per day,
     engrams by scope and type, recalls by agent.
 
@@ -106,7 +143,7 @@ def stats_page(memory: "Memory") -> Page:
     """
     engrams = _engrams(memory)
     by_id = {e.id: e for e in engrams}
-    counts = memory.stats.engram_counts()
+    counts = caches.counts(memory)
     summary = memory.stats.summary()
     active = [e for e in engrams if e.status == "active"]
     recalled = sum(1 for e in active if (counts.get(e.id) or {}).get("recalls"))
@@ -117,7 +154,7 @@ def stats_page(memory: "Memory") -> Page:
         most.append({"id": r["engram_id"], "recalls": r["n"],
                      "statement": e.statement if e else None, "scope": e.scope if e else None,
                      "injections": int((counts.get(r["engram_id"]) or {}).get("injections") or 0)})
-    facets = table.facets(engrams)
+    facets = caches.facets.get(engrams)
     data = {
         "totals": {
             "engrams": len(engrams), "active": len(active), "retired": len(engrams) - len(active),
@@ -131,14 +168,9 @@ def stats_page(memory: "Memory") -> Page:
         "most_recalled": most,
         "by_scope": facets["scopes"], "by_type": facets["types"],
         "by_agent": summary.get("by_agent", []),
-        "generated": format_time(_now()),
+        "generated": format_time(utcnow()),
     }
     return Page("stats.html", data)
-
-
-def _now():
-    from ..engram import utcnow
-    return utcnow()
 
 
 def _hit(h: "Hit") -> dict[str, Any]:
@@ -148,25 +180,37 @@ def _hit(h: "Hit") -> dict[str, Any]:
             "dense_rank": h.dense_rank, "dense_score": h.dense_score}
 
 
-def memory_block(memory: "Memory", hits: list["Hit"]) -> dict[str, Any]:
-    """The block the prompt section would inject for ``hits``, via ``plur.section.render_block``.
+def pinned_in_scope(engrams: list[Engram], scope: str | None) -> list[Engram]:
+    """Active pinned engrams a recall in ``scope`` may see (``None``: all; else that scope and global)."""
+    return [e for e in engrams if e.pinned and e.status == "active"
+            and (scope is None or e.scope in (scope, "global"))]
+
+
+def memory_block(memory: "Memory", hits: list["Hit"], pinned: list[Engram]) -> dict[str, Any]:
+    """The block the prompt section would inject for ``hits``, built by :mod:`plur.section`.
+
+    Args:
+        memory: the facade (for the ``budget_tokens`` setting).
+        hits: the ranking the block is built from.
+        pinned: always-on pinned engrams (see :func:`pinned_in_scope`).
 
     Returns:
-        ``{text, tokens, available, note}``: ``available`` is False (with a note) when
-        :mod:`plur.section` is not installed yet or rejects the call.
+        ``{text, tokens, budget_tokens, engram_ids, available, note}``; ``available`` is False
+        (with a note) when :mod:`plur.section` cannot be imported.
     """
+    budget = int(memory.settings.budget_tokens)
     try:
-        from ..section import render_block  # lazy: the section module is optional for the page
+        from ..section import build_block  # lazy: keeps the page importable without it
     except ImportError as exc:
-        return {"text": "", "tokens": None, "available": False, "note": f"plur.section unavailable ({exc})"}
-    budget = getattr(memory.settings, "budget_tokens", 2000)
-    block = render_block(hits, budget_tokens=budget)
-    text = getattr(block, "text", block)
-    tokens = getattr(block, "tokens", None)
-    return {"text": str(text), "tokens": tokens, "available": True, "note": None, "budget_tokens": budget}
+        return {"text": "", "tokens": None, "budget_tokens": budget, "engram_ids": [], "available": False,
+                "note": f"plur.section is unavailable ({exc})"}
+    block = build_block(hits, budget, pinned=pinned)
+    return {"text": block.text, "tokens": block.tokens, "budget_tokens": budget,
+            "engram_ids": list(block.engram_ids), "available": True,
+            "note": None if block.text else "Nothing to inject: no active engram fits."}
 
 
-def playground_page(memory: "Memory", params: Mapping[str, str]) -> Page:
+def playground_page(memory: "Memory", params: Mapping[str, str], caches: Caches = _NO_CACHE) -> Page:
     """Recall playground: the hybrid ranking beside the BM25 and dense legs, and the memory block.
 
     Args:
@@ -190,15 +234,16 @@ def playground_page(memory: "Memory", params: Mapping[str, str]) -> Page:
     if raw_k and (not raw_k.isdigit() or not 1 <= int(raw_k) <= PLAYGROUND_K_MAX):
         raise ValidationError(f"k={raw_k!r}; use a whole number from 1 to {PLAYGROUND_K_MAX}")
     k = int(raw_k) if raw_k else default_k
-    scopes = [s for s, _ in table.facets(_engrams(memory))["scopes"]]
+    engrams = _engrams(memory)
+    scopes = [s for s, _ in caches.facets.get(engrams)["scopes"]]
     data: dict[str, Any] = {"q": q, "scope": scope or "", "mode": mode, "k": k, "modes": list(MODES),
                             "scopes": scopes, "legs": {m: [] for m in MODES}, "block": None, "latency_ms": None}
     if q:
         t0 = time.perf_counter()
-        legs = memory.recall_legs(q, k, scope=scope, mode=mode)
+        legs = memory.recall_legs(q, k, scope=scope, record=False)
         data["latency_ms"] = round((time.perf_counter() - t0) * 1000.0, 2)
         data["legs"] = {m: [_hit(h) for h in legs.get(m, [])] for m in MODES}
-        data["block"] = memory_block(memory, list(legs.get(mode, [])))
+        data["block"] = memory_block(memory, list(legs.get(mode, [])), pinned_in_scope(engrams, scope))
     return Page("playground.html", data)
 
 

@@ -1,0 +1,159 @@
+"""Benchmark embedding throughput: raw ``SentenceTransformer.encode`` vs plur's embedders.
+
+Texts: real LongMemEval-S turns from the bundled sample -- all user turns, then assistant turns
+in file order until ``--n`` (default 2000; the sample holds 606 user turns, so the rest are
+assistant turns; the mix is printed).
+
+Measured on the same texts, same batch size, one process, alternating runs (best of
+``--repeats``), after a warm-up batch:
+
+* ``raw``     -- ``model.encode(texts, batch_size, normalize_embeddings=True)``;
+* ``plur``    -- :class:`plur.embed.SentenceTransformerEmbedder.embed_documents` on the same model;
+* ``cold``    -- :class:`plur.embed.CachedEmbedder` over an empty cache (every text embedded,
+  hashed and written to SQLite): the overhead the cache adds, target <= 10%;
+* ``warm``    -- the same call again (every text served from the cache).
+
+Because end-to-end times on a shared machine drift by more than 10% between runs, the cold run
+also reports its own split: time inside the model vs. time in plur's bookkeeping (hashing,
+SQLite reads and writes, assembly). ``bookkeeping / model`` is the overhead free of that drift.
+
+Tokens are counted with the model's tokenizer, truncated at ``max_seq_length`` (what the model
+sees). Run:  python bench/bench_embed.py [--n 2000] [--repeats 2] [--threads 1] [--device auto] [--out f.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+
+from plur.embed import (  # noqa: E402
+    PACKAGED_MODEL, CachedEmbedder, EmbeddingCache, SentenceTransformerEmbedder, find_spec, load_lock,
+)
+
+DATA = Path("/work/shared/data/longmemeval/MuhammadNoor7__longmemeval_s__grouped_3items.json")
+
+
+def load_turns(path: Path, n: int) -> tuple[list[str], int]:
+    """User turns first, then assistant turns, up to ``n``; returns (texts, number of user turns)."""
+    items = json.loads(path.read_text())
+    user, assistant = [], []
+    for item in items:
+        for session in item["haystack_sessions"]:
+            for turn in session:
+                (user if turn.get("role") == "user" else assistant).append(turn["content"])
+    texts = (user + assistant)[:n]
+    return texts, min(len(user), n)
+
+
+class TimedInner:
+    """Delegates to an embedder and adds up the seconds spent inside ``embed_documents``."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.seconds = inner, 0.0
+        self.name, self.dims, self.identity, self.max_seq_length = inner.name, inner.dims, inner.identity, inner.max_seq_length
+
+    def embed_documents(self, texts):
+        t = time.perf_counter()
+        try:
+            return self.inner.embed_documents(texts)
+        finally:
+            self.seconds += time.perf_counter() - t
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+    def chunk_texts(self, texts):
+        return self.inner.chunk_texts(texts)
+
+    def embed_document_chunks(self, texts):
+        return self.inner.embed_document_chunks(texts)
+
+
+def timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch CPU threads (0 = torch's default); 1 is steadier on a busy machine")
+    ap.add_argument("--with-plain", action="store_true", help="also time the uncached plur embedder")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+
+    if args.threads:
+        import torch
+        torch.set_num_threads(args.threads)
+    spec = find_spec(load_lock(), PACKAGED_MODEL)
+    emb = SentenceTransformerEmbedder(spec, args.device, args.batch_size, folder=spec.packaged_folder())
+    model = emb._model  # the very same SentenceTransformer, so the comparison is like for like
+    texts, n_user = load_turns(args.data, args.n)
+    tok = model.tokenizer(texts, truncation=True, max_length=emb.max_seq_length)["input_ids"]
+    tokens = sum(len(t) for t in tok)
+    print(f"model {emb.identity} on {emb.device}; {len(texts)} texts ({n_user} user turns, "
+          f"{len(texts) - n_user} assistant turns), {tokens} tokens (mean {tokens / len(texts):.0f}, truncated "
+          f"at {emb.max_seq_length}), batch {args.batch_size}")
+    model.encode(texts[:args.batch_size], batch_size=args.batch_size)  # warm-up
+
+    best = {"raw": float("inf"), "cold": float("inf"), "warm": float("inf")}
+    if args.with_plain:
+        best["plur"] = float("inf")
+    split = (float("inf"), 0.0)  # (bookkeeping/model ratio, model seconds) of the best cold run
+    with tempfile.TemporaryDirectory(prefix="plur-bench-embed-") as tmp:
+        for rep in range(args.repeats):
+            best["raw"] = min(best["raw"], timed(lambda: model.encode(
+                texts, batch_size=args.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                show_progress_bar=False)))
+            if args.with_plain:
+                best["plur"] = min(best["plur"], timed(lambda: emb.embed_documents(texts)))
+            cache = EmbeddingCache(Path(tmp) / f"cache-{rep}.sqlite")
+            inner = TimedInner(emb)
+            cached = CachedEmbedder(inner, cache)
+            cold = timed(lambda: cached.embed_documents(texts))
+            best["cold"] = min(best["cold"], cold)
+            split = min(split, ((cold - inner.seconds) / inner.seconds, inner.seconds))
+            best["warm"] = min(best["warm"], timed(lambda: cached.embed_documents(texts)))
+            assert cached.stats.misses == len(set(texts)), cached.stats
+            ref = emb.embed_documents(texts[:8])
+            np.testing.assert_allclose(cached.embed_documents(texts[:8]), ref, atol=1e-5)
+            cache.close()
+
+    rows = {}
+    print(f"{'run':>5} {'seconds':>8} {'texts/s':>9} {'tokens/s':>9} {'vs raw':>7}")
+    for name, secs in best.items():
+        rows[name] = {"seconds": round(secs, 3), "texts_per_s": round(len(texts) / secs, 1),
+                      "tokens_per_s": round(tokens / secs, 1), "time_vs_raw": round(secs / best["raw"], 4)}
+        print(f"{name:>5} {secs:>8.2f} {len(texts) / secs:>9.1f} {tokens / secs:>9.0f} {secs / best['raw']:>7.3f}")
+    overhead = best["cold"] / best["raw"] - 1
+    print(f"cache overhead on a cold cache, end to end: {overhead * 100:+.1f}% of raw encode time (target <= +10%)")
+    print(f"cache bookkeeping inside the cold run: {split[0] * 100:.2f}% of its model time ({split[1]:.1f} s)")
+    meta = {"machine": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+            "device": emb.device, "model": emb.identity, "n_texts": len(texts), "n_user_turns": n_user,
+            "tokens": tokens, "batch_size": args.batch_size, "repeats": args.repeats,
+            "torch_threads": args.threads or "default"}
+    if args.out:
+        args.out.write_text(json.dumps({"meta": meta, "runs": rows, "cold_overhead": overhead,
+                                              "cold_bookkeeping_over_model": split[0]}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

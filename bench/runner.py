@@ -1,0 +1,330 @@
+"""Score tasks with plur's real engine: learn each corpus into a temporary store, recall through ``Memory.recall``.
+
+Per task (one corpus): a throw-away home in the temp folder, every non-empty document
+learned with ``Memory.learn_many`` (``source = {"kind": <dataset>, "doc_id": <corpus id>}``),
+then every query recalled once per variant (``bm25``, ``dense``, ``hybrid-<fusion>``) on
+that same store, so each document is embedded once. Another fusion reopens the same
+home with ``fusion=<name>`` (indexes are persisted, nothing is re-embedded).
+
+Ranking depth: the official scorer ranks the whole corpus (turn->session metrics at
+k=30/50 can look past 50 turns), so recall asks for ``k = number of engrams`` (plur
+then takes every engram from each leg before fusing; ``--depth`` caps it). Documents the
+engine does not return (BM25 finds no shared term; empty documents) follow as a tied tail
+in corpus order (:func:`with_tail`); each row's ``n_ranked`` says how many the engine ranked.
+
+Duplicates: the store merges documents whose normalised statements are equal (same
+scope), and ``learn_many`` returns the stored engram for each input in order. The
+runner maps each engram to *all* the corpus ids it stands for and expands a hit into
+those ids, in corpus order, at its rank: exactly how a ranker scoring the duplicates
+separately would place them (tied, adjacent). Empty documents (no text to learn) stay
+in the corpus for the ideal DCG but are never ranked.
+
+Embeddings: one embedder per process (resolved as plur resolves ``settings.model``),
+passed to every temporary ``Memory``, which wraps it in plur's on-disk embedding cache
+at ``cache_dir`` shared by all temporary stores: a re-run embeds nothing new.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import metrics
+from .tasks import Task
+
+MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
+FUSIONS: tuple[str, ...] = ("rrf", "weighted")
+SESSION_OF: dict[str, Callable[[str], str]] = {"underscore": metrics.strip_turn_id, "colon": metrics.strip_dia_turn}
+TOP_LOGGED = 10  # ranked ids kept in each per-question row
+
+
+def default_cache_dir() -> Path:
+    """``$PLUR_BENCH_CACHE`` or ``~/.cache/plur/bench``: the embedding cache shared by benchmark stores."""
+    env = os.environ.get("PLUR_BENCH_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "plur" / "bench"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One recall configuration: a mode and, for ``hybrid``, a fusion method."""
+
+    mode: str
+    fusion: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``bm25``, ``dense``, ``hybrid-rrf``, ``hybrid-weighted``."""
+        return self.mode if self.fusion is None else f"{self.mode}-{self.fusion}"
+
+
+def make_variants(modes: Iterable[str], fusions: Iterable[str]) -> list[Variant]:
+    """Variants for ``modes`` x ``fusions`` (fusion only matters for ``hybrid``).
+
+    Raises:
+        ValueError: an unknown mode or fusion.
+    """
+    fusions = list(fusions)
+    out: list[Variant] = []
+    for f in fusions:
+        if f not in FUSIONS:
+            raise ValueError(f"fusion {f!r} is not one of {', '.join(FUSIONS)}")
+    for m in modes:
+        if m not in MODES:
+            raise ValueError(f"mode {m!r} is not one of {', '.join(MODES)}")
+        out += [Variant(m, f) for f in fusions] if m == "hybrid" else [Variant(m)]
+    return out
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How the engine is set up for a benchmark run.
+
+    Attributes:
+        dataset: label written into engram sources and rows (``longmemeval``, ``locomo``).
+        granularity: ``session`` or ``turn`` (copied into rows).
+        model: the ``model`` setting (None = plur's default resolution).
+        cache_dir: folder of the shared embedding cache.
+        depth: engrams asked per recall; None = all of them (full ranking).
+        overrides: further plur settings (e.g. ``{"bm25_k1": 1.2}``).
+        torch_threads: intra-op threads per process (None = torch's default).
+    """
+
+    dataset: str
+    granularity: str
+    model: str | None = None
+    cache_dir: str = field(default_factory=lambda: str(default_cache_dir()))
+    depth: int | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    torch_threads: int | None = None
+
+    def settings_overrides(self) -> dict[str, Any]:
+        """Settings every temporary store gets: no fsync, no stats, the shared cache."""
+        out: dict[str, Any] = {"fsync": False, "record_stats": False, "cache_dir": self.cache_dir}
+        if self.model:
+            out["model"] = self.model
+        return out | dict(self.overrides)
+
+
+class Engine:
+    """One process's engine: the embedding model is resolved (loaded) once, then reused for every task.
+
+    Args:
+        config: the run's :class:`EngineConfig`.
+        embedder: an already loaded :class:`plur.embed.Embedder` to use instead of resolving
+            ``config.model`` (tests share one model this way).
+    """
+
+    def __init__(self, config: EngineConfig, embedder: Any | None = None) -> None:
+        from plur import embed
+        from plur.config import load_settings
+
+        self.config = config
+        if config.torch_threads:
+            try:
+                import torch
+
+                torch.set_num_threads(config.torch_threads)
+            except ImportError:  # pragma: no cover - BM25-only installs
+                pass
+        Path(config.cache_dir).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="plur-bench-settings-") as tmp:
+            self.settings = load_settings(tmp, **config.settings_overrides())
+            if embedder is None:
+                self.resolution = embed.resolve_embedder(self.settings)
+            else:
+                self.resolution = embed.Resolution(embedder, "given", "embedder passed to the benchmark engine",
+                                                   self.settings.model)
+        self.embedder = self.resolution.embedder
+
+    def model_info(self) -> dict[str, Any]:
+        """What serves the dense leg: ``{requested, name, identity, dims, device, source, reason, warnings}``."""
+        emb = self.embedder
+        return {"requested": self.settings.model, "name": getattr(emb, "name", None),
+                "identity": getattr(emb, "identity", None), "dims": getattr(emb, "dims", None),
+                "device": getattr(emb, "device", None), "source": self.resolution.source,
+                "reason": self.resolution.reason, "warnings": list(self.resolution.warnings)}
+
+    def settings_dict(self) -> dict[str, Any]:
+        """The resolved settings of the temporary stores (JSON-safe; home omitted)."""
+        return {k: v for k, v in vars(self.settings).items() if k != "home"}
+
+
+    def run_task(self, task: Task, variants: Sequence[Variant],
+                 on_progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
+        """Learn ``task``'s corpus into a temporary store and score every query under every variant.
+
+        Args:
+            task: the corpus and its queries.
+            variants: recall configurations; all run on the same store.
+            on_progress: called with 1 after each (query, variant) recall.
+
+        Returns:
+            One row per (query, variant); see :func:`make_row`.
+        """
+        from plur.memory import Memory
+
+        docs = [(d, t.replace("\x00", "")) for d, t in zip(task.doc_ids, task.texts)]
+        docs = [(d, t) for d, t in docs if t.strip()]
+        fusions = [v.fusion for v in variants if v.fusion is not None]
+        fusions = list(dict.fromkeys(fusions)) or [self.settings.fusion]
+        session_of = SESSION_OF[task.session_of] if task.session_of else None
+        rows: list[dict[str, Any]] = []
+        with tempfile.TemporaryDirectory(prefix="plur-bench-") as home:
+            docs_of: dict[str, list[str]] = {}
+            for i, fusion in enumerate(fusions):
+                todo = [v for v in variants if v.fusion == fusion or (i == 0 and v.fusion is None)]
+                with Memory(home, embedder=self.embedder, fusion=fusion, **self.config.settings_overrides()) as mem:
+                    if i == 0:
+                        docs_of = self._learn(mem, docs)
+                    depth = self.config.depth or max(len(docs_of), 1)
+                    for query in task.queries:
+                        for variant in todo:
+                            t0 = time.perf_counter()
+                            hits = mem.recall(query.text, k=depth, mode=variant.mode, record=False)
+                            latency_ms = (time.perf_counter() - t0) * 1000.0
+                            ranked = expand(hits, docs_of)
+                            ranking = with_tail(ranked, task.doc_ids)
+                            rows.append(make_row(self.config, task, query, variant, ranking, session_of,
+                                                 latency_ms=latency_ms, n_engrams=len(docs_of),
+                                                 n_ranked=len(ranked)))
+                            if on_progress is not None:
+                                on_progress(1)
+        q_pos = {q.qid: i for i, q in enumerate(task.queries)}
+        v_pos = {v.name: i for i, v in enumerate(variants)}
+        rows.sort(key=lambda r: (q_pos[r["qid"]], v_pos[r["variant"]]))
+        return rows
+
+    def _learn(self, mem: Any, docs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+        """Learn ``(doc id, text)`` pairs; engram id -> the corpus ids it stands for (corpus order)."""
+        items = [{"statement": text, "source": {"kind": self.config.dataset, "doc_id": doc_id}}
+                 for doc_id, text in docs]
+        stored = mem.learn_many(items) if items else []
+        if len(stored) != len(items):
+            raise RuntimeError(f"learn_many returned {len(stored)} engrams for {len(items)} documents; "
+                               "the benchmark needs one result per input to map duplicates")
+        docs_of: dict[str, list[str]] = {}
+        for engram, (doc_id, _) in zip(stored, docs):
+            docs_of.setdefault(engram.id, []).append(doc_id)
+        return docs_of
+
+
+def resolved_settings(config: EngineConfig) -> dict[str, Any]:
+    """The settings a temporary store of this run resolves to (JSON-safe; home omitted), no model loaded."""
+    from plur.config import load_settings
+
+    with tempfile.TemporaryDirectory(prefix="plur-bench-settings-") as tmp:
+        settings = load_settings(tmp, **config.settings_overrides())
+    return {k: v for k, v in vars(settings).items() if k != "home"}
+
+
+def expand(hits: Iterable[Any], docs_of: dict[str, list[str]]) -> list[str]:
+    """Corpus-id ranking from engram hits: each hit becomes the ids it stands for, in place.
+
+    Raises:
+        KeyError: a hit names an engram that was not learned for this task.
+    """
+    ranking: list[str] = []
+    for hit in hits:
+        ranking += docs_of[hit.engram.id]
+    return ranking
+
+
+def with_tail(ranked: Sequence[str], corpus_ids: Sequence[str]) -> list[str]:
+    """``ranked`` followed by every corpus id it lacks, in corpus order.
+
+    The official scorer ranks the whole corpus (``np.argsort`` over every score); plur's
+    BM25 leg returns only documents sharing a term with the query, and empty documents are
+    never learned. Those unreturned documents are tied at the bottom: this puts them there,
+    ties broken by corpus order, so metrics at large k see a full ranking as in the official code.
+    """
+    seen = set(ranked)
+    return list(ranked) + [d for d in corpus_ids if d not in seen]
+
+
+def make_row(config: EngineConfig, task: Task, query: Any, variant: Variant, ranking: Sequence[str],
+             session_of: Callable[[str], str] | None, *, latency_ms: float, n_engrams: int,
+             n_ranked: int | None = None) -> dict[str, Any]:
+    """One per-question row (JSON-safe): identity, flags, gold, top ids, metrics per level.
+
+    ``n_ranked`` is how many ids the engine itself ranked (the rest is the tied tail of
+    :func:`with_tail`).
+
+    ``metrics`` holds ``{"session": {...}}`` for session-granularity corpora and
+    ``{"turn": {...}, "session": {...}}`` (the latter via turn->session) for turn corpora.
+    """
+    gold = sorted(query.gold)
+    if session_of is None:
+        levels = {"session": metrics.score_ranking(ranking, query.gold, task.doc_ids)}
+    else:
+        levels = {"turn": metrics.score_ranking(ranking, query.gold, task.doc_ids),
+                  "session": metrics.score_ranking(ranking, query.gold, task.doc_ids, session_of=session_of)}
+    return {"dataset": config.dataset, "granularity": config.granularity, "task": task.name, "qid": query.qid,
+            "group": query.group, "primary": query.primary, "scored": query.scored, **query.extra,
+            "variant": variant.name, "mode": variant.mode, "fusion": variant.fusion,
+            "n_docs": len(task.doc_ids), "n_engrams": n_engrams,
+            "n_ranked": len(ranking) if n_ranked is None else n_ranked, "n_gold": len(gold), "gold": gold,
+            "top": list(ranking[:TOP_LOGGED]), "latency_ms": round(latency_ms, 3), "metrics": levels}
+
+
+# -- parallel execution -------------------------------------------------------------------
+_WORKER: Engine | None = None
+
+
+def _init_worker(config: EngineConfig) -> None:
+    global _WORKER
+    _WORKER = Engine(config)
+
+
+def _run_in_worker(task: Task, variants: Sequence[Variant]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    assert _WORKER is not None
+    return _WORKER.run_task(task, variants), _WORKER.model_info()
+
+
+def run_tasks(tasks: Sequence[Task], variants: Sequence[Variant], config: EngineConfig, *, workers: int = 1,
+              desc: str = "questions") -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """Score every task, with a progress bar (ETA) over (query, variant) recalls.
+
+    Args:
+        tasks: corpora with their queries.
+        variants: recall configurations.
+        config: engine set-up.
+        workers: processes; 1 runs in this process. Each worker loads the model once.
+        desc: progress bar label.
+
+    Returns:
+        ``(rows, model_info, settings)``; rows in task order.
+    """
+    from tqdm import tqdm
+
+    total = sum(len(t.queries) for t in tasks) * len(variants)
+    bar = tqdm(total=total, desc=desc, unit="recall", dynamic_ncols=True)
+    try:
+        if workers <= 1:
+            engine = Engine(config)
+            rows: list[dict[str, Any]] = []
+            for task in tasks:
+                rows += engine.run_task(task, variants, on_progress=bar.update)
+            return rows, engine.model_info(), engine.settings_dict()
+        import multiprocessing as mp
+
+        threads = config.torch_threads or max(1, (os.cpu_count() or 1) // workers)
+        wconfig = EngineConfig(**{**vars(config), "torch_threads": threads})
+        results: dict[int, list[dict[str, Any]]] = {}
+        info: dict[str, Any] = {}
+        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                 initializer=_init_worker, initargs=(wconfig,)) as pool:
+            futures = {pool.submit(_run_in_worker, t, list(variants)): i for i, t in enumerate(tasks)}
+            for fut in as_completed(futures):
+                i = futures[fut]
+                results[i], info = fut.result()
+                bar.update(len(tasks[i].queries) * len(variants))
+        rows = [r for i in range(len(tasks)) for r in results[i]]
+        return rows, info, resolved_settings(config)
+    finally:
+        bar.close()

@@ -1,0 +1,61 @@
+"""The shapes every benchmark loader produces: a :class:`Task` is one corpus plus the queries asked of it.
+
+LongMemEval gives one task per question (each question has its own haystack);
+LoCoMo gives one task per conversation (its questions share the conversation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Query:
+    """One retrieval question.
+
+    Attributes:
+        qid: question id, unique within the dataset.
+        text: the query text sent to recall.
+        gold: relevant corpus ids (may be empty: such questions are scored but left out of averages).
+        group: the breakdown key for per-group tables (LongMemEval question_type, LoCoMo ``cat1``..``cat5``).
+        primary: True if the question counts in the headline average (LongMemEval: not an
+            abstention question; LoCoMo: categories 1-4 with evidence).
+        scored: False if the question counts in no average at all (LoCoMo: no usable evidence).
+        extra: JSON-safe notes copied into the per-question row (e.g. ``has_target``).
+    """
+
+    qid: str
+    text: str
+    gold: frozenset[str]
+    group: str
+    primary: bool = True
+    scored: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One corpus and the queries asked against it.
+
+    Attributes:
+        name: task id (LongMemEval question id, LoCoMo sample id).
+        doc_ids: corpus ids, in corpus order (unique).
+        texts: document texts, parallel to ``doc_ids``.
+        queries: the questions.
+        session_of: how a doc id maps to its session for turn->session metrics:
+            ``"underscore"`` (LongMemEval, drop the last ``_<n>``), ``"colon"`` (LoCoMo
+            ``D3:7 -> D3``) or ``None`` (the docs already are sessions).
+    """
+
+    name: str
+    doc_ids: tuple[str, ...]
+    texts: tuple[str, ...]
+    queries: tuple[Query, ...]
+    session_of: str | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.doc_ids) != len(self.texts):
+            raise ValueError(f"task {self.name!r}: {len(self.doc_ids)} ids but {len(self.texts)} texts")
+        if len(set(self.doc_ids)) != len(self.doc_ids):
+            raise ValueError(f"task {self.name!r}: corpus ids are not unique")

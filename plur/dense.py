@@ -1,0 +1,492 @@
+"""Dense index: cosine top-k over unit vectors, exact (numpy) when small, HNSW (hnswlib) when large.
+
+One id may own several vectors (the chunks of a long engram); search returns each id once, with
+its best chunk's score. Vectors are L2-normalised on the way in, so the inner product is the
+cosine similarity, in [-1, 1], higher is better.
+
+When each path runs:
+
+* exact -- ``vectors @ query`` over a contiguous ``[n, dims] float32`` matrix, while the index
+  holds fewer than ``exact_threshold`` live vectors, and whenever an ``allowed`` set covers at
+  most ``small_allowed_fraction`` (5%) of the live ids (then only those ids' rows are scored);
+* HNSW -- hnswlib, ``space="ip"``, built on first use above the threshold (Malkov & Yashunin,
+  "Efficient and robust approximate nearest neighbor search using Hierarchical Navigable Small
+  World graphs", TPAMI 2020), seeded; deletes are ``mark_deleted``, a re-added id gets new labels;
+  with ``allowed`` it searches through hnswlib's ``filter`` and falls back to exact when fewer than
+  k allowed ids come back. No id outside ``allowed`` is ever returned.
+
+On disk (:meth:`DenseIndex.save`): ``vectors.npy`` (all rows, dead ones included, so HNSW labels
+stay row numbers), ``ids.json`` (owner id per row, ``null`` if dead), ``hnsw.bin`` (if built) and
+``meta.json`` (format version, dims, identity, parameters, row count, sha256 of ids.json),
+written last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Collection, Iterable, Sequence
+from itertools import repeat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import StoreError, ValidationError, require
+
+FORMAT_VERSION = 1
+_COMPACT_MIN_DEAD = 1024  # compact once dead rows exceed max(this, live rows)
+
+
+class DenseIndex:
+    """Cosine top-k over (id, vector) pairs.
+
+    Args:
+        dims: vector width (384 for bge-small).
+        m: HNSW graph degree M (hnswlib default 16).
+        ef_construction: HNSW candidate list size while building.
+        ef_search: HNSW candidate list size while searching; raised to the number fetched when larger.
+        exact_threshold: below this many live vectors, search is exact.
+        seed: HNSW random seed (level assignment), so a build is reproducible.
+        num_threads: threads for HNSW inserts; 1 (default) makes the graph reproducible.
+        small_allowed_fraction: an ``allowed`` set at most this fraction of the live ids is
+            searched exactly over its own rows.
+
+    Attributes:
+        identity: the embedding model identity the vectors came from (set by the caller; saved).
+
+    Thread-safe: every public method holds one re-entrant lock.
+    """
+
+    def __init__(self, dims: int, m: int = 16, ef_construction: int = 200, ef_search: int = 128,
+                 exact_threshold: int = 20000, seed: int = 42, *, num_threads: int = 1,
+                 small_allowed_fraction: float = 0.05) -> None:
+        if dims < 1:
+            raise ValidationError(f"dims={dims} must be >= 1")
+        if m < 2 or ef_construction < 1 or ef_search < 1:
+            raise ValidationError(f"HNSW parameters m={m}, ef_construction={ef_construction}, "
+                                  f"ef_search={ef_search} must be >= 2, >= 1, >= 1")
+        self.dims = int(dims)
+        self.m, self.ef_construction, self.ef_search = int(m), int(ef_construction), int(ef_search)
+        self.exact_threshold, self.seed, self.num_threads = int(exact_threshold), int(seed), int(num_threads)
+        self.small_allowed_fraction = float(small_allowed_fraction)
+        self.identity = ""
+        self._lock = threading.RLock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._vecs = np.empty((0, self.dims), dtype=np.float32)  # [capacity, dims]; rows [0, _n) used
+        self._row_slot = np.empty(0, dtype=np.int64)             # row -> slot of its id, -1 if dead
+        self._n = 0
+        self._slot_ids: list[str] = []                           # slot -> id
+        self._slot_of: dict[str, int] = {}                       # id -> slot (kept after removal)
+        self._rows_of: dict[str, list[int]] = {}                 # live id -> its rows
+        self._slot_live = np.zeros(0, dtype=bool)                # slot -> id is live
+        self._live_rows = 0
+        self._multi = 0                                          # live ids owning > 1 row
+        self._hnsw: Any = None                                   # holds every row in [0, _n) once built
+
+    # -- size ----------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        """Number of live ids."""
+        return len(self._rows_of)
+
+    def __contains__(self, engram_id: object) -> bool:
+        return engram_id in self._rows_of
+
+    @property
+    def vector_count(self) -> int:
+        """Number of live vectors (chunks), >= ``len(self)``."""
+        return self._live_rows
+
+    @property
+    def uses_hnsw(self) -> bool:
+        """True when an unfiltered search would take the HNSW path."""
+        return self._live_rows >= self.exact_threshold
+
+    def ids(self) -> list[str]:
+        """The live ids, in insertion order."""
+        with self._lock:
+            return list(self._rows_of)
+
+    # -- mutation ------------------------------------------------------------------------------
+    def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Add vectors; an id repeated within the call owns several vectors (chunks).
+
+        An id already in the index has all its old vectors replaced.
+
+        Args:
+            ids: ``n`` ids (non-empty strings), repeats allowed.
+            vectors: ``[n, dims]`` float (cast to float32, L2-normalised here).
+
+        Raises:
+            ValidationError: wrong shape, a non-finite value, a zero vector, or a bad id.
+        """
+        ids = list(ids)
+        x = self._check_matrix(vectors, len(ids))
+        for i in ids:
+            if not isinstance(i, str) or not i:
+                raise ValidationError(f"dense index ids must be non-empty strings, got {i!r}")
+        if not ids:
+            return
+        with self._lock:
+            for i in dict.fromkeys(ids):
+                if i in self._rows_of:
+                    self._remove_one(i)
+            self._maybe_compact()
+            start = self._n
+            self._grow(start + len(ids))
+            self._vecs[start:start + len(ids)] = x
+            for row, i in enumerate(ids, start):
+                self._attach(row, i)
+            self._n += len(ids)
+            if self._hnsw is not None:
+                self._hnsw_add(start, self._n)
+
+    def remove(self, ids: Iterable[str]) -> int:
+        """Remove ids and all their vectors; unknown ids are ignored.
+
+        Returns:
+            How many ids were removed.
+        """
+        with self._lock:
+            removed = sum(self._remove_one(i) for i in dict.fromkeys(ids) if i in self._rows_of)
+            self._maybe_compact()
+            return removed
+
+    def _attach(self, row: int, engram_id: str) -> None:
+        """Record that ``row`` (already written) belongs to ``engram_id``."""
+        slot = self._slot_of.get(engram_id)
+        if slot is None:
+            slot = self._slot_of[engram_id] = len(self._slot_ids)
+            self._slot_ids.append(engram_id)
+            if slot >= self._slot_live.shape[0]:
+                self._slot_live = np.concatenate([self._slot_live, np.zeros(max(64, slot + 1), dtype=bool)])
+        self._slot_live[slot] = True
+        self._row_slot[row] = slot
+        rows = self._rows_of.setdefault(engram_id, [])
+        rows.append(row)
+        self._multi += len(rows) == 2
+        self._live_rows += 1
+
+    def _remove_one(self, engram_id: str) -> bool:
+        rows = self._rows_of.pop(engram_id)
+        self._slot_live[self._slot_of[engram_id]] = False
+        self._row_slot[rows] = -1
+        self._live_rows -= len(rows)
+        if len(rows) > 1:
+            self._multi -= 1
+        if self._hnsw is not None:
+            for r in rows:
+                self._hnsw.mark_deleted(r)
+        return True
+
+    def _grow(self, needed: int) -> None:
+        cap = self._vecs.shape[0]
+        if needed <= cap:
+            return
+        new_cap = max(needed, 2 * cap, 64)
+        vecs = np.empty((new_cap, self.dims), dtype=np.float32)
+        vecs[:self._n] = self._vecs[:self._n]
+        slots = np.full(new_cap, -1, dtype=np.int64)
+        slots[:self._n] = self._row_slot[:self._n]
+        self._vecs, self._row_slot = vecs, slots
+
+    def _maybe_compact(self) -> None:
+        dead = self._n - self._live_rows
+        if dead > max(_COMPACT_MIN_DEAD, self._live_rows):
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop dead rows and forgotten slots; the HNSW graph is rebuilt on next use."""
+        owners = [i for i, rows in self._rows_of.items() for _ in rows]
+        keep = [r for rows in self._rows_of.values() for r in rows]
+        vecs = self._vecs[keep] if keep else np.empty((0, self.dims), dtype=np.float32)
+        self._reset()
+        self._grow(len(keep))
+        self._vecs[:len(keep)] = vecs
+        for row, i in enumerate(owners):
+            self._attach(row, i)
+        self._n = len(keep)
+
+    # -- HNSW ------------------------------------------------------------------------------------
+    def build(self) -> None:
+        """Build the HNSW graph now (it is otherwise built on the first search that needs it)."""
+        with self._lock:
+            if self._hnsw is None:
+                self._build_hnsw()
+
+    def _build_hnsw(self) -> None:
+        hnswlib = require("hnswlib", "embed")
+        if self._n > self._live_rows:
+            self._compact()
+        index = hnswlib.Index(space="ip", dim=self.dims)
+        index.init_index(max_elements=max(1024, 2 * self._n), M=self.m, ef_construction=self.ef_construction,
+                         random_seed=self.seed)
+        index.set_ef(self.ef_search)
+        self._hnsw = index
+        self._hnsw_add(0, self._n)
+
+    def _hnsw_add(self, start: int, end: int) -> None:
+        if end <= start:
+            return
+        cap = self._hnsw.get_max_elements()
+        if end > cap:
+            self._hnsw.resize_index(max(end, 2 * cap))
+        self._hnsw.add_items(self._vecs[start:end], np.arange(start, end), num_threads=self.num_threads)
+
+    # -- search ----------------------------------------------------------------------------------
+    def search(self, vector: np.ndarray, k: int, allowed: Collection[str] | None = None) -> list[tuple[str, float]]:
+        """The ``k`` ids most similar to ``vector``.
+
+        Args:
+            vector: ``[dims]`` float query (normalised here).
+            k: how many ids; clamped to the live (allowed) count.
+            allowed: if given, only these ids may be returned (authorisation, not a hint).
+
+        Returns:
+            ``[(id, cosine)]``, highest first, each id once (its best vector), ties by id.
+
+        Raises:
+            ValidationError: bad shape, non-finite or zero query, negative k.
+        """
+        q = self._check_matrix(vector, None)
+        if k < 0:
+            raise ValidationError(f"k={k} must be >= 0")
+        with self._lock:
+            if allowed is None:
+                k = min(k, len(self._rows_of))
+                if k == 0:
+                    return []
+                found = self._hnsw_search(q, k, None) if self.uses_hnsw else None
+                return found if found is not None else self._exact_all(q, k, None)
+            slots = self._allowed_slots(allowed)
+            k = min(k, len(slots))
+            if k == 0:
+                return []
+            if len(slots) <= self.small_allowed_fraction * len(self._rows_of):
+                return self._exact_subset(q, k, slots)
+            slot_ok = np.zeros(len(self._slot_ids), dtype=bool)
+            slot_ok[slots] = True
+            found = self._hnsw_search(q, k, slot_ok) if self.uses_hnsw else None
+            return found if found is not None else self._exact_all(q, k, slot_ok)
+
+    def _allowed_slots(self, allowed: Collection[str]) -> np.ndarray:
+        """Slots of the live ids in ``allowed`` (unique, ``[m] int64``); unknown ids are dropped."""
+        slots = np.fromiter(map(self._slot_of.get, allowed, repeat(-1)), dtype=np.int64, count=len(allowed))
+        slots = slots[slots >= 0]
+        return np.unique(slots[self._slot_live[slots]])
+
+    def _exact_subset(self, q: np.ndarray, k: int, slots: np.ndarray) -> list[tuple[str, float]]:
+        ids = [self._slot_ids[s] for s in slots.tolist()]
+        rows = [r for i in ids for r in self._rows_of[i]]
+        scores = self._vecs[rows] @ q
+        best: dict[str, float] = {}
+        for r, s in zip(rows, scores.tolist()):
+            i = self._slot_ids[self._row_slot[r]]
+            if s > best.get(i, -np.inf):
+                best[i] = s
+        return _top(best.items(), k)
+
+    def _exact_all(self, q: np.ndarray, k: int, slot_ok: np.ndarray | None) -> list[tuple[str, float]]:
+        n = self._n
+        scores = self._vecs[:n] @ q
+        slots = self._row_slot[:n]
+        valid = slots >= 0
+        if slot_ok is not None:
+            valid &= slot_ok[np.where(valid, slots, 0)]
+        if self._multi:
+            best = np.full(len(self._slot_ids), -np.inf, dtype=np.float32)
+            np.maximum.at(best, slots[valid], scores[valid])
+            cand = _argtop(best, k)
+            pairs = [(self._slot_ids[s], float(best[s])) for s in cand if best[s] > -np.inf]
+        else:
+            scores = np.where(valid, scores, -np.inf)
+            cand = _argtop(scores, k)
+            pairs = [(self._slot_ids[slots[r]], float(scores[r])) for r in cand if valid[r]]
+        return _top(pairs, k)
+
+    def _hnsw_search(self, q: np.ndarray, k: int, slot_ok: np.ndarray | None) -> list[tuple[str, float]] | None:
+        """HNSW top-k; ``None`` when hnswlib cannot return enough (the caller then goes exact)."""
+        if self._hnsw is None:
+            self._build_hnsw()
+        if slot_ok is None:
+            pool, filt = self._live_rows, None
+        else:
+            slots = self._row_slot[:self._n]
+            rows = np.flatnonzero((slots >= 0) & slot_ok[np.maximum(slots, 0)])
+            allowed_rows = set(rows.tolist())
+            pool, filt = len(allowed_rows), allowed_rows.__contains__
+        fetch = min(pool, k if not self._multi else 2 * k)
+        while True:
+            self._hnsw.set_ef(max(self.ef_search, fetch))
+            try:
+                labels, dists = self._hnsw.knn_query(q, k=fetch, num_threads=1, filter=filt)
+            except RuntimeError:  # fewer than `fetch` reachable (many deletes, tight filter)
+                return None
+            best: dict[str, float] = {}
+            for label, d in zip(labels[0].tolist(), dists[0].tolist()):
+                slot = self._row_slot[label]
+                if slot < 0 or (slot_ok is not None and not slot_ok[slot]):  # never leak
+                    continue
+                i = self._slot_ids[slot]
+                score = 1.0 - d  # hnswlib "ip" distance is 1 - <a, b>
+                if score > best.get(i, -np.inf):
+                    best[i] = score
+            if len(best) >= k:
+                return _top(best.items(), k)
+            if fetch >= pool:
+                return None
+            fetch = min(pool, 2 * fetch)
+
+    # -- persistence -----------------------------------------------------------------------------
+    def save(self, folder: Path, identity: str | None = None) -> None:
+        """Write the index to ``folder`` (created); each file atomically, ``meta.json`` last.
+
+        Args:
+            folder: target folder.
+            identity: embedding model identity to record (default: ``self.identity``).
+        """
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            if identity is not None:
+                self.identity = identity
+            if self._hnsw is None and self.uses_hnsw:
+                self._build_hnsw()  # pay the build here, not on the first search after load
+            ids = [self._slot_ids[s] if s >= 0 else None for s in self._row_slot[:self._n].tolist()]
+            ids_bytes = json.dumps(ids, ensure_ascii=False).encode("utf-8")
+            _atomic(folder / "vectors.npy", lambda p: np.save(p, self._vecs[:self._n], allow_pickle=False))
+            _atomic(folder / "ids.json", lambda p: p.write_bytes(ids_bytes))
+            if self._hnsw is not None:
+                _atomic(folder / "hnsw.bin", lambda p: self._hnsw.save_index(str(p)))
+            else:
+                (folder / "hnsw.bin").unlink(missing_ok=True)
+            meta = {
+                "format_version": FORMAT_VERSION, "dims": self.dims, "identity": self.identity,
+                "m": self.m, "ef_construction": self.ef_construction, "ef_search": self.ef_search,
+                "exact_threshold": self.exact_threshold, "seed": self.seed, "n_rows": self._n,
+                "n_live_ids": len(self._rows_of), "hnsw": self._hnsw is not None,
+                "ids_sha256": hashlib.sha256(ids_bytes).hexdigest(),
+                "versions": {"numpy": np.__version__, "hnswlib": _hnswlib_version()},
+            }
+            _atomic(folder / "meta.json", lambda p: p.write_text(json.dumps(meta, indent=2), encoding="utf-8"))
+
+    @classmethod
+    def load(cls, folder: Path, dims: int, identity: str | None = None) -> "DenseIndex":
+        """Read an index written by :meth:`save`.
+
+        Args:
+            folder: the index folder.
+            dims: the width the caller's model produces.
+            identity: if given, the model identity the index must have been built with.
+
+        Returns:
+            The index, with its saved parameters and ``identity``.
+
+        Raises:
+            StoreError: missing or inconsistent files, another format version, or a dims/identity
+                mismatch; the fix is to rebuild (``plur reindex``).
+        """
+        folder = Path(folder)
+        fix = "rebuild it with `plur reindex`"
+        try:
+            meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+            ids_bytes = (folder / "ids.json").read_bytes()
+            vecs = np.load(folder / "vectors.npy", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"dense index at {folder} cannot be read ({exc}); {fix}") from None
+        if meta.get("format_version") != FORMAT_VERSION:
+            raise StoreError(f"dense index at {folder} has format {meta.get('format_version')!r}, "
+                             f"expected {FORMAT_VERSION}; {fix}")
+        if meta.get("dims") != dims or vecs.ndim != 2 or vecs.shape[1] != dims:
+            raise StoreError(f"dense index at {folder} holds {meta.get('dims')}-d vectors, the model gives {dims}-d; {fix}")
+        if identity is not None and meta.get("identity") != identity:
+            raise StoreError(f"dense index at {folder} was built with {meta.get('identity')!r}, "
+                             f"the model is {identity!r}; {fix}")
+        ids = json.loads(ids_bytes)
+        if (hashlib.sha256(ids_bytes).hexdigest() != meta.get("ids_sha256") or len(ids) != vecs.shape[0]
+                or meta.get("n_rows") != vecs.shape[0]):
+            raise StoreError(f"dense index at {folder} is inconsistent (interrupted save?); {fix}")
+        index = cls(dims, m=meta["m"], ef_construction=meta["ef_construction"], ef_search=meta["ef_search"],
+                    exact_threshold=meta["exact_threshold"], seed=meta["seed"])
+        index.identity = meta.get("identity", "")
+        n = vecs.shape[0]
+        index._grow(n)
+        index._vecs[:n] = vecs
+        for row, i in enumerate(ids):
+            if i is not None:
+                index._attach(row, i)
+        index._n = n
+        if meta.get("hnsw") and (folder / "hnsw.bin").is_file():
+            hnswlib = require("hnswlib", "embed")
+            h = hnswlib.Index(space="ip", dim=dims)
+            try:
+                h.load_index(str(folder / "hnsw.bin"), max_elements=max(1024, 2 * n))
+            except RuntimeError as exc:
+                raise StoreError(f"dense index at {folder}: hnsw.bin cannot be read ({exc}); {fix}") from None
+            if h.element_count != n:
+                raise StoreError(f"dense index at {folder}: hnsw.bin holds {h.element_count} vectors, "
+                                 f"vectors.npy {n}; {fix}")
+            h.set_ef(index.ef_search)
+            index._hnsw = h
+        return index
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _check_matrix(self, x: np.ndarray, n: int | None) -> np.ndarray:
+        """Validate and L2-normalise ``[n, dims]`` (or ``[dims]`` when n is None); returns float32."""
+        arr = np.asarray(x, dtype=np.float32)
+        want = (n, self.dims) if n is not None else (self.dims,)
+        if arr.shape != want and not (n == 0 and arr.size == 0):
+            raise ValidationError(f"expected an array of shape {want} (float32), got {arr.shape}")
+        if arr.size == 0:
+            return arr.reshape(0, self.dims)
+        if not np.isfinite(arr).all():
+            raise ValidationError("vectors contain NaN or infinity; re-embed the text")
+        norms = np.linalg.norm(arr, axis=-1, keepdims=True)
+        if (norms == 0).any():
+            raise ValidationError("a zero vector has no direction (cosine undefined); re-embed the text")
+        return np.ascontiguousarray(arr / norms, dtype=np.float32)
+
+    def __repr__(self) -> str:
+        return (f"DenseIndex(dims={self.dims}, ids={len(self)}, vectors={self._live_rows}, "
+                f"path={'hnsw' if self.uses_hnsw else 'exact'}, identity={self.identity!r})")
+
+
+def _argtop(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest values (unordered), k clamped to the length."""
+    k = min(k, scores.shape[0])
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
+    if k == scores.shape[0]:
+        return np.arange(k)
+    return np.argpartition(-scores, k - 1)[:k]
+
+
+def _top(pairs: Iterable[tuple[str, float]], k: int) -> list[tuple[str, float]]:
+    clipped = ((i, min(1.0, max(-1.0, float(s)))) for i, s in pairs)  # float32 rounding can pass 1.0
+    return sorted(clipped, key=lambda p: (-p[1], p[0]))[:k]
+
+
+def _atomic(path: Path, write: Any) -> None:
+    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")  # np.save keeps a .npy suffix
+    try:
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _hnswlib_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("hnswlib")
+    except Exception:  # pragma: no cover - metadata missing in odd installs
+        return "unknown"
+
+
+__all__ = ["DenseIndex", "FORMAT_VERSION"]

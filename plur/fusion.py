@@ -1,0 +1,121 @@
+"""Pure functions that fuse ranked lists of ``(id, score)`` into one ranking.
+
+Each input list is one retriever's output (a "leg": BM25, dense...), best first.
+Both functions return ``[(id, fused_score), ...]`` with higher = better, over the
+union of the ids, and break ties deterministically: the better best single rank
+in any leg first, then the smaller id. Within one list only the first (best)
+occurrence of an id counts. A list with weight 0 contributes nothing, not even
+its ids.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from .errors import ValidationError
+
+__all__ = ["rrf", "weighted"]
+
+Ranking = Sequence[tuple[str, float]]
+
+
+def _check_weights(rankings: Sequence[Ranking], weights: Sequence[float] | None) -> list[float]:
+    if weights is None:
+        return [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValidationError(
+            f"got {len(weights)} weights for {len(rankings)} rankings; pass one weight per ranking"
+        )
+    out = []
+    for w in weights:
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+            raise ValidationError(f"fusion weight must be a finite number >= 0, got {w!r}")
+        out.append(float(w))
+    return out
+
+
+def _order(scores: dict[str, float], best_rank: dict[str, int]) -> list[tuple[str, float]]:
+    return sorted(scores.items(), key=lambda item: (-item[1], best_rank[item[0]], item[0]))
+
+
+def rrf(rankings: Sequence[Ranking], k: int = 60,
+        weights: Sequence[float] | None = None) -> list[tuple[str, float]]:
+    """Reciprocal Rank Fusion (Cormack, Clarke & Buettcher, SIGIR 2009).
+
+    ``score(d) = sum_i w_i / (k + rank_i(d))`` over the lists ``i`` that contain
+    ``d``, with ``rank_i`` 1-based. Only the order of each list matters; its scores
+    are ignored, so legs with incomparable score scales fuse without tuning.
+
+    Args:
+        rankings: lists of ``(id, score)``, each ordered best first.
+        k: the RRF constant, >= 0 (60 in the paper); larger k flattens the
+            advantage of top ranks.
+        weights: one weight >= 0 per list; ``None`` gives every list weight 1.
+
+    Returns:
+        ``(id, fused score)`` best first; scores lie in ``(0, sum(weights) / (k + 1)]``.
+        ``[]`` when every list is empty.
+
+    Raises:
+        ValidationError: if ``k`` < 0 or the weights are malformed.
+    """
+    if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k < 0:
+        raise ValidationError(f"RRF k must be a finite number >= 0, got {k!r}; the paper uses 60")
+    ws = _check_weights(rankings, weights)
+    scores: dict[str, float] = {}
+    best_rank: dict[str, int] = {}
+    for ranking, w in zip(rankings, ws):
+        if w == 0:
+            continue
+        seen: set[str] = set()
+        rank = 0
+        for doc_id, _score in ranking:
+            if doc_id in seen:
+                continue
+            seen.add(doc_id)
+            rank += 1
+            scores[doc_id] = scores.get(doc_id, 0.0) + w / (k + rank)
+            if rank < best_rank.get(doc_id, rank + 1):
+                best_rank[doc_id] = rank
+    return _order(scores, best_rank)
+
+
+def weighted(rankings: Sequence[Ranking], weights: Sequence[float]) -> list[tuple[str, float]]:
+    """Weighted sum of min-max normalised scores (CombSUM with min-max; Fox & Shaw, TREC-2 1994).
+
+    Each list's scores are mapped to [0, 1] by ``(s - min) / (max - min)`` over that
+    list; a list whose scores are all equal maps every entry to 1.0. An id missing
+    from a list gets 0 there. ``fused(d) = sum_i w_i * norm_i(d)``.
+
+    Args:
+        rankings: lists of ``(id, score)``, higher score = better, each ordered best first
+            (the order only breaks ties).
+        weights: one weight >= 0 per list, e.g. ``(1 - dense_weight, dense_weight)``.
+
+    Returns:
+        ``(id, fused score)`` best first, scores in ``[0, sum(weights)]``; ``[]`` when
+        every list is empty.
+
+    Raises:
+        ValidationError: if the weights are malformed or a score is not finite.
+    """
+    ws = _check_weights(rankings, weights)
+    scores: dict[str, float] = {}
+    best_rank: dict[str, int] = {}
+    for ranking, w in zip(rankings, ws):
+        if w == 0 or not ranking:
+            continue
+        first: dict[str, float] = {}
+        for doc_id, score in ranking:
+            if not math.isfinite(score):
+                raise ValidationError(f"score of {doc_id!r} is {score!r}; fusion needs finite scores")
+            first.setdefault(doc_id, float(score))
+        lo, hi = min(first.values()), max(first.values())
+        span = hi - lo
+        for rank, (doc_id, score) in enumerate(first.items(), start=1):
+            norm = (score - lo) / span if span > 0 else 1.0
+            scores[doc_id] = scores.get(doc_id, 0.0) + w * norm
+            if rank < best_rank.get(doc_id, rank + 1):
+                best_rank[doc_id] = rank
+    return _order(scores, best_rank)

@@ -1,0 +1,109 @@
+"""pydantic-ai host: the memory block as an ``Agent``'s per-request instructions.
+
+pydantic-ai (>= 1.0; checked against 2.68) evaluates instruction functions on every model
+request and sends only the current request's instructions to the model, so the block is
+replaced each request instead of accumulating in the message history. :func:`attach`
+registers one such function with ``on_change='rewrite'``: the ``'append'`` policy would
+write every changed block into the history (an ``InstructionDeltaPart`` per change), which
+is exactly the accumulation this design avoids. As a dynamic part, it is placed after the
+agent's literal instructions, so their prompt-cache prefix is unaffected.
+
+Example (``pip install 'plur[host]'``)::
+
+    from pydantic_ai import Agent
+    from plur import Memory
+    from plur.worker import RecallWorker
+    from plur.section import MemorySection
+    from plur.hosts.pydantic_ai import attach
+
+    memory = Memory()
+    worker = RecallWorker(memory)
+    agent = Agent("openai:gpt-4o", instructions="You are a helpful assistant.")
+    attach(agent, MemorySection(worker), agent_id="assistant-1", scope="project:web")
+    agent.run_sync("Where do we deploy the web app?")   # block from the previous turn onwards
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..errors import PlurError, require
+from ..section import MemorySection
+
+log = logging.getLogger("plur.hosts")
+
+AgentIdSource = str | Callable[[Any], str | None]
+ScopeSource = str | None | Callable[[Any], str | None]
+
+#: Name of the instruction part (pydantic-ai ids it ``agent:plur-memory``; a name may not contain ``:``).
+INSTRUCTION_NAME = "plur-memory"
+
+
+def prompt_text(prompt: Any) -> str:
+    """The text of a pydantic-ai run prompt: a ``str``, or the ``str`` items of a content sequence."""
+    if prompt is None:
+        return ""
+    if isinstance(prompt, str):
+        return prompt
+    try:
+        return "\n".join(p for p in prompt if isinstance(p, str))
+    except TypeError:
+        return ""
+
+
+def attach(agent: Any, section: MemorySection, *, agent_id: AgentIdSource, scope: ScopeSource = None,
+           submit: bool = True, name: str = INSTRUCTION_NAME) -> Callable[[Any], Awaitable[str | None]]:
+    """Register ``section`` as ``agent``'s per-request memory instructions.
+
+    On each model request the registered function (1) reads the agent's cached block (a lock-free
+    dictionary read; never waits on recall) and (2) on the first request of a run, submits the run's
+    user prompt to the section's :class:`~plur.worker.RecallWorker`, so the block for that prompt is
+    ready for the next turn (and for later requests of the same run, e.g. after tool calls).
+
+    Args:
+        agent: a ``pydantic_ai.Agent``.
+        section: the :class:`~plur.section.MemorySection` (one per host; many agents may share it).
+        agent_id: the plur agent id, or a function ``RunContext -> id | None`` (e.g. from ``ctx.deps``).
+            ``None`` means no agent: no block, nothing submitted.
+        scope: the agent's scope (``'project:a'`` sees ``project:a`` and ``global``), a function of
+            ``RunContext``, or ``None`` for every scope.
+        submit: submit each run's prompt to the worker (turn off if the host submits itself).
+        name: the instruction part's name.
+
+    Returns:
+        The registered async instructions function (call it with a ``RunContext`` to inspect).
+
+    Raises:
+        MissingDependencyError: pydantic-ai is not installed (extra ``host``).
+    """
+    require("pydantic_ai", "host")
+    last_run: OrderedDict[str, str | None] = OrderedDict()  # agent id -> run id already submitted
+
+    def resolve(source: Any, ctx: Any) -> Any:
+        return source(ctx) if callable(source) else source
+
+    async def plur_memory(ctx: Any) -> str | None:
+        aid = resolve(agent_id, ctx)
+        if not aid:
+            return None
+        aid = str(aid)
+        text = section.text(aid)
+        if submit:
+            run_id = getattr(ctx, "run_id", None)
+            message = prompt_text(getattr(ctx, "prompt", None))
+            if message.strip() and (run_id is None or last_run.get(aid) != run_id):
+                last_run[aid] = run_id
+                last_run.move_to_end(aid)
+                while len(last_run) > 4096:  # bounded: one entry per recently active agent
+                    last_run.popitem(last=False)
+                try:
+                    section.worker.submit(aid, message, resolve(scope, ctx))
+                except PlurError as exc:  # memory must never break a turn: log, keep the block
+                    log.warning("plur: could not submit a recall for agent %r: %s", aid, exc)
+        return text or None
+
+    agent.instructions(name=name, on_change="rewrite")(plur_memory)
+    return plur_memory

@@ -1,0 +1,527 @@
+"""Okapi BM25 index over (id, text) pairs: incremental add/remove, search, save/load.
+
+Scoring (Robertson & Zaragoza, "The Probabilistic Relevance Framework: BM25 and
+Beyond", 2009), for query ``q`` and document ``d``::
+
+    score(d, q) = sum over terms t of q (counted with multiplicity):
+                  idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
+
+    idf(t) = log(1 + (N - n(t) + 0.5) / (n(t) + 0.5))
+
+``N`` is the number of live documents, ``n(t)`` how many of them contain ``t``,
+``|d|`` the document's length in tokens and ``avgdl`` the mean length. The idf is
+the Lucene / BM25+ form: it is always > 0, unlike the classic Robertson-Sparck
+Jones idf ``log((N - n + 0.5) / (n + 0.5))`` used by rank-bm25's ``BM25Okapi``,
+which is <= 0 for a term in half the documents or more (so with two documents a
+word found in exactly one of them would score 0). Apart from the idf, scores equal
+rank-bm25 0.2.2's ``BM25Okapi.get_scores``; ``tests/test_lexical.py`` checks this to
+1e-6 on LongMemEval turns.
+
+Design: postings per term are growable ``array('i')`` pairs (doc slot, term
+frequency), so adding one document costs O(its length). Removal leaves a tombstone;
+``N``, ``n(t)`` and ``avgdl`` count live documents only, and all of them enter the
+score at query time, so an add never invalidates stored scores. Tombstones are
+compacted away once they exceed 25% of the slots (and before a save).
+
+The index stores no text: callers keep the documents and re-add to update one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+import threading
+from array import array
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence, Set
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ValidationError
+from .tokenize import TOKENIZER_VERSION, Tokenizer
+
+__all__ = ["BM25Index", "FORMAT_VERSION"]
+
+log = logging.getLogger(__name__)
+
+#: Version of the on-disk layout written by :meth:`BM25Index.save`.
+FORMAT_VERSION: int = 1
+_FORMAT_NAME = "plur-bm25"
+_COMPACT_RATIO = 0.25  # compact when tombstones exceed this share of slots
+
+assert array("i").itemsize == 4, "postings assume a 4-byte C int"
+
+
+class BM25Index:
+    """An incremental Okapi BM25 index; see the module docstring for the formula.
+
+    Args:
+        k1: term-frequency saturation, >= 0 (1.5 is rank-bm25's default; Robertson &
+            Zaragoza suggest 1.2-2.0). Can be changed at any time without a rebuild.
+        b: length normalisation in [0, 1] (0 = none, 1 = full). Also changeable.
+        tokenizer: turns documents and queries into terms; its
+            :attr:`~plur.tokenize.Tokenizer.identity` is saved with the index.
+
+    Raises:
+        ValidationError: if ``k1`` or ``b`` is out of range.
+
+    All methods are thread-safe (one internal lock; tokenization runs outside it).
+    """
+
+    def __init__(self, k1: float = 1.5, b: float = 0.75, tokenizer: Tokenizer | None = None) -> None:
+        self.tokenizer = tokenizer if tokenizer is not None else Tokenizer()
+        self._lock = threading.RLock()
+        self.k1 = k1
+        self.b = b
+        self._clear()
+
+    # ------------------------------------------------------------------ state
+    def _clear(self) -> None:
+        self._ids: list[str | None] = []  # slot -> id (None once removed)
+        self._slot: dict[str, int] = {}  # live id -> slot
+        self._dl = np.zeros(64, dtype=np.float64)  # slot -> length in tokens
+        self._alive = np.zeros(64, dtype=bool)
+        self._postings: dict[str, tuple[array, array]] = {}  # term -> (slots, tfs)
+        self._total_len = 0  # tokens over live docs
+        self._n_dead = 0
+        self._norm: np.ndarray | None = None  # cached k1 * (1 - b + b * dl / avgdl)
+
+    @property
+    def k1(self) -> float:
+        """BM25 term-frequency saturation (>= 0)."""
+        return self._k1
+
+    @k1.setter
+    def k1(self, value: float) -> None:
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise ValidationError(f"BM25 k1 must be a finite number >= 0, got {value!r}; the usual range is 1.2-2.0")
+        with self._lock:
+            self._k1 = float(value)
+            self._norm = None
+
+    @property
+    def b(self) -> float:
+        """BM25 length normalisation, in [0, 1]."""
+        return self._b
+
+    @b.setter
+    def b(self, value: float) -> None:
+        if not (isinstance(value, (int, float)) and 0 <= value <= 1):
+            raise ValidationError(f"BM25 b must be between 0 and 1, got {value!r}; 0.75 is the usual value")
+        with self._lock:
+            self._b = float(value)
+            self._norm = None
+
+    def __len__(self) -> int:
+        """Number of live (not removed) documents."""
+        return len(self._slot)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._slot
+
+    def ids(self) -> list[str]:
+        """Ids of the live documents, in insertion order."""
+        with self._lock:
+            return [i for i in self._ids if i is not None]
+
+    def __repr__(self) -> str:
+        return (f"BM25Index(k1={self._k1}, b={self._b}, tokenizer={self.tokenizer.identity!r}, "
+                f"docs={len(self)}, terms={len(self._postings)})")
+
+    # ------------------------------------------------------------ mutation
+    def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
+        """Index documents; re-adding an existing id replaces its text.
+
+        Cost: O(total tokens) amortised, so adding one engram at a time is cheap.
+
+        Args:
+            ids: document ids (any strings), one per text. A repeated id keeps the last text.
+            texts: the documents' text.
+
+        Raises:
+            ValidationError: if the lengths differ or an id/text is not a ``str``.
+        """
+        if len(ids) != len(texts):
+            raise ValidationError(f"add() got {len(ids)} ids but {len(texts)} texts; pass one text per id")
+        for doc_id, text in zip(ids, texts):
+            if not isinstance(doc_id, str) or not isinstance(text, str):
+                raise ValidationError(
+                    f"add() needs str ids and texts, got id {doc_id!r} ({type(doc_id).__name__}) "
+                    f"with text of type {type(text).__name__}"
+                )
+        tokenized = [self.tokenizer(t) for t in texts]
+        with self._lock:
+            for doc_id, terms in zip(ids, tokenized):
+                if doc_id in self._slot:
+                    self._remove_one(doc_id)
+                self._append(doc_id, terms)
+            self._norm = None
+            self._maybe_compact()
+
+    def _append(self, doc_id: str, terms: list[str]) -> None:
+        slot = len(self._ids)
+        if slot == len(self._dl):
+            self._dl = np.concatenate([self._dl, np.zeros(slot, dtype=np.float64)])
+            self._alive = np.concatenate([self._alive, np.zeros(slot, dtype=bool)])
+        postings = self._postings
+        for term, tf in Counter(terms).items():
+            entry = postings.get(term)
+            if entry is None:
+                entry = postings[term] = (array("i"), array("i"))
+            entry[0].append(slot)
+            entry[1].append(tf)
+        self._ids.append(doc_id)
+        self._slot[doc_id] = slot
+        self._dl[slot] = len(terms)
+        self._alive[slot] = True
+        self._total_len += len(terms)
+
+    def remove(self, ids: Iterable[str]) -> int:
+        """Remove documents by id; ids not in the index are ignored.
+
+        Returns:
+            How many documents were removed.
+        """
+        with self._lock:
+            removed = 0
+            for doc_id in ids:
+                if doc_id in self._slot:
+                    self._remove_one(doc_id)
+                    removed += 1
+            if removed:
+                self._norm = None
+                self._maybe_compact()
+            return removed
+
+    def _remove_one(self, doc_id: str) -> None:
+        slot = self._slot.pop(doc_id)
+        self._ids[slot] = None
+        self._alive[slot] = False
+        self._total_len -= int(self._dl[slot])
+        self._n_dead += 1
+
+    def _maybe_compact(self) -> None:
+        if self._n_dead > _COMPACT_RATIO * len(self._ids):
+            self.compact()
+
+    def compact(self) -> None:
+        """Drop tombstones now: renumber live documents and rewrite postings. O(postings)."""
+        with self._lock:
+            if self._n_dead:
+                self._load_arrays(*self._export())
+
+    # -------------------------------------------------------------- search
+    def search(self, query: str, k: int, allowed: Collection[str] | None = None) -> list[tuple[str, float]]:
+        """Rank live documents for ``query`` by BM25.
+
+        Args:
+            query: free text, tokenized like the documents.
+            k: how many results at most (>= 0).
+            allowed: if given, only these ids may be returned. It is applied before the
+                top-k cut, so it is an authorisation filter: ``k`` results come back
+                whenever ``k`` allowed documents match. A ``set`` avoids a copy.
+
+        Returns:
+            Up to ``k`` ``(id, score)`` pairs, score > 0 and descending; equal scores
+            are ordered by id. Empty when nothing matches (empty index, a query of
+            stop words or punctuation only, ``k == 0``).
+
+        Raises:
+            ValidationError: if ``k`` is negative or not an int.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValidationError(f"search() k must be an int >= 0, got {k!r}")
+        query_tf = Counter(self.tokenizer(query))
+        if k == 0 or not query_tf:
+            return []
+        if allowed is not None and not isinstance(allowed, Set):
+            allowed = set(allowed)
+        with self._lock:
+            return self._search_locked(query_tf, int(k), allowed)
+
+    def _search_locked(self, query_tf: Counter[str], k: int, allowed: Set[str] | None) -> list[tuple[str, float]]:
+        n_live = len(self._slot)
+        if n_live == 0 or self._total_len == 0:
+            return []  # nothing can match; also avoids avgdl == 0
+        n_slots = len(self._ids)
+        alive = self._alive[:n_slots]
+        norm = self._norm_array(n_live)
+        k1p1 = self._k1 + 1.0
+        scores = np.zeros(n_slots, dtype=np.float64)
+        hit = False
+        for term, qtf in query_tf.items():
+            entry = self._postings.get(term)
+            if entry is None:
+                continue
+            slots = np.frombuffer(entry[0], dtype=np.int32)
+            if self._n_dead:
+                df = int(np.count_nonzero(alive[slots]))
+                if df == 0:
+                    continue
+            else:
+                df = len(slots)
+            tf = np.frombuffer(entry[1], dtype=np.int32).astype(np.float64)
+            idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
+            scores[slots] += (qtf * idf) * (tf * k1p1 / (tf + norm[slots]))
+            hit = True
+        if not hit:
+            return []
+        mask = scores > 0
+        if self._n_dead:
+            mask &= alive
+        cand = np.flatnonzero(mask)
+        if allowed is not None and len(cand):
+            cand = self._filter_allowed(cand, allowed)
+        if len(cand) == 0:
+            return []
+        cand_scores = scores[cand]
+        if len(cand) > k:
+            top = np.argpartition(-cand_scores, k - 1)[:k]
+            keep = cand_scores >= cand_scores[top].min()  # keep boundary ties for the id tiebreak
+            cand, cand_scores = cand[keep], cand_scores[keep]
+        ids = self._ids
+        ranked = sorted(zip((-cand_scores).tolist(), [ids[s] for s in cand.tolist()]))
+        return [(doc_id, -neg) for neg, doc_id in ranked[:k]]  # type: ignore[misc]
+
+    def _filter_allowed(self, cand: np.ndarray, allowed: Set[str]) -> np.ndarray:
+        if len(allowed) < len(cand):  # mark allowed slots: O(|allowed|)
+            slot = self._slot
+            mask = np.zeros(len(self._ids), dtype=bool)
+            mask[[slot[i] for i in allowed if i in slot]] = True
+            return cand[mask[cand]]
+        ids = self._ids  # test each candidate: O(|candidates|)
+        keep = np.fromiter((ids[s] in allowed for s in cand.tolist()), dtype=bool, count=len(cand))
+        return cand[keep]
+
+    def _norm_array(self, n_live: int) -> np.ndarray:
+        """``k1 * (1 - b + b * dl / avgdl)`` per slot, cached until the next change."""
+        n_slots = len(self._ids)
+        if self._norm is None or len(self._norm) != n_slots:
+            avgdl = self._total_len / n_live
+            self._norm = self._k1 * (1.0 - self._b + self._b * self._dl[:n_slots] / avgdl)
+        return self._norm
+
+    # ------------------------------------------------------- persistence
+    def _export(self) -> tuple[list[str], np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Live documents in compressed-sparse-row form, tombstones dropped.
+
+        Returns:
+            ``(ids, doc_len [n] int32, vocab, offsets [v + 1] int64, slots [p] int32, tfs [p] int32)``;
+            the postings of ``vocab[j]`` are ``slots/tfs[offsets[j]:offsets[j + 1]]``.
+        """
+        n_slots = len(self._ids)
+        alive = self._alive[:n_slots]
+        live = np.flatnonzero(alive)
+        remap = np.full(n_slots, -1, dtype=np.int32)
+        remap[live] = np.arange(len(live), dtype=np.int32)
+        vocab: list[str] = []
+        slot_parts: list[np.ndarray] = []
+        tf_parts: list[np.ndarray] = []
+        for term in sorted(self._postings):
+            slots_buf, tfs_buf = self._postings[term]
+            slots = np.frombuffer(slots_buf, dtype=np.int32)
+            tfs = np.frombuffer(tfs_buf, dtype=np.int32)
+            if self._n_dead:
+                keep = alive[slots]
+                if not keep.any():
+                    continue
+                slots, tfs = slots[keep], tfs[keep]
+            vocab.append(term)
+            slot_parts.append(remap[slots])
+            tf_parts.append(tfs.copy())
+        offsets = np.zeros(len(vocab) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in slot_parts], out=offsets[1:])
+        empty = np.zeros(0, dtype=np.int32)
+        slots_all = np.concatenate(slot_parts) if slot_parts else empty
+        tfs_all = np.concatenate(tf_parts) if tf_parts else empty
+        ids = [self._ids[s] for s in live.tolist()]
+        return ids, self._dl[live].astype(np.int32), vocab, offsets, slots_all, tfs_all  # type: ignore[return-value]
+
+    def _load_arrays(self, ids: list[str], doc_len: np.ndarray, vocab: list[str], offsets: np.ndarray,
+                     slots: np.ndarray, tfs: np.ndarray) -> None:
+        self._clear()
+        n = len(ids)
+        cap = max(64, n)
+        self._ids = list(ids)
+        self._slot = {doc_id: i for i, doc_id in enumerate(ids)}
+        self._dl = np.zeros(cap, dtype=np.float64)
+        self._dl[:n] = doc_len
+        self._alive = np.zeros(cap, dtype=bool)
+        self._alive[:n] = True
+        self._total_len = int(doc_len.sum())
+        slots = np.ascontiguousarray(slots, dtype=np.int32)
+        tfs = np.ascontiguousarray(tfs, dtype=np.int32)
+        bounds = offsets.tolist()
+        postings = self._postings
+        for j, term in enumerate(vocab):
+            lo, hi = bounds[j], bounds[j + 1]
+            postings[term] = (array("i", slots[lo:hi].tobytes()), array("i", tfs[lo:hi].tobytes()))
+
+    def save(self, folder: str | Path) -> None:
+        """Write the index to ``folder`` (replaced whole; written beside it, then renamed).
+
+        Files: ``meta.json`` (format, tokenizer identity and version, k1, b, counts),
+        ``ids.json`` (doc ids), ``vocab.json`` (terms), ``doc_len.npy`` ``[n] int32``,
+        ``offsets.npy`` ``[terms + 1] int64``, ``postings_doc.npy`` and
+        ``postings_tf.npy`` ``[postings] int32`` (CSR: term j's postings are
+        ``[offsets[j]:offsets[j + 1]]``). Tombstones are never written; if they
+        exceed 25% of the slots the index is compacted in memory first.
+        """
+        folder = Path(folder)
+        with self._lock:
+            self._maybe_compact()
+            ids, doc_len, vocab, offsets, slots, tfs = self._export()
+            meta = {
+                "format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
+                "tokenizer": self.tokenizer.identity, "tokenizer_version": TOKENIZER_VERSION,
+                "k1": self._k1, "b": self._b, "n_docs": len(ids), "n_terms": len(vocab),
+                "n_postings": int(len(slots)), "total_len": int(doc_len.sum()),
+            }
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+        try:
+            _write(tmp / "ids.json", json.dumps(ids, ensure_ascii=False).encode())
+            _write(tmp / "vocab.json", json.dumps(vocab, ensure_ascii=False).encode())
+            for name, arr in (("doc_len", doc_len), ("offsets", offsets),
+                              ("postings_doc", slots), ("postings_tf", tfs)):
+                with open(tmp / f"{name}.npy", "wb") as fh:
+                    np.save(fh, arr, allow_pickle=False)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            _write(tmp / "meta.json", json.dumps(meta, indent=2).encode())  # last: marks completeness
+            old = None
+            if folder.exists():
+                old = folder.parent / f".{folder.name}.old-{os.getpid()}-{os.urandom(3).hex()}"
+                os.replace(folder, old)
+            os.replace(tmp, folder)
+            _fsync_dir(folder.parent)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def stale_reason(cls, folder: str | Path, tokenizer: Tokenizer | None = None) -> str | None:
+        """Say why the index in ``folder`` cannot be loaded as is, or ``None`` if it can.
+
+        Args:
+            folder: a folder written by :meth:`save`.
+            tokenizer: the tokenizer the caller will query with; ``None`` accepts the
+                saved tokenizer if this version of plur still produces it.
+
+        Returns:
+            A one-line reason (missing, unreadable, other format version, other
+            tokenizer), or ``None``. Only ``meta.json`` is read.
+        """
+        return _read_meta(Path(folder), tokenizer)[1]
+
+    @classmethod
+    def load(cls, folder: str | Path, *, tokenizer: Tokenizer | None = None,
+             k1: float | None = None, b: float | None = None) -> BM25Index | None:
+        """Load an index written by :meth:`save`, or return ``None`` so the caller rebuilds.
+
+        ``None`` (with the reason logged at WARNING on ``plur.lexical``) when the folder
+        is missing, unreadable or inconsistent, written by another format version, or
+        by another tokenizer than ``tokenizer`` (or than this plur's tokenizer of the
+        saved kind when ``tokenizer`` is None). It never raises for a bad index:
+        a rebuild from the engram store is always possible.
+
+        Args:
+            folder: the index folder.
+            tokenizer: the tokenizer queries will use; must match the saved identity.
+            k1, b: override the saved parameters (they do not affect stored data).
+
+        Raises:
+            ValidationError: if ``k1`` or ``b`` is out of range.
+        """
+        folder = Path(folder)
+        meta, reason = _read_meta(folder, tokenizer)
+        if meta is None:
+            log.warning("BM25 index at %s not loaded, rebuilding: %s", folder, reason)
+            return None
+        try:
+            ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
+            vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+            arrays = {name: np.load(folder / f"{name}.npy", allow_pickle=False)
+                      for name in ("doc_len", "offsets", "postings_doc", "postings_tf")}
+            _check_arrays(meta, ids, vocab, arrays)
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("BM25 index at %s not loaded, rebuilding: damaged files (%s)", folder, exc)
+            return None
+        index = cls(k1=meta["k1"] if k1 is None else k1, b=meta["b"] if b is None else b,
+                    tokenizer=tokenizer if tokenizer is not None else _tokenizer_for(meta["tokenizer"]))
+        index._load_arrays(ids, arrays["doc_len"], vocab, arrays["offsets"],
+                           arrays["postings_doc"], arrays["postings_tf"])
+        return index
+
+
+# ---------------------------------------------------------------- helpers
+def _tokenizer_for(identity: str) -> Tokenizer:
+    return Tokenizer(stemming=identity.endswith("+snowball-en"))
+
+
+def _read_meta(folder: Path, tokenizer: Tokenizer | None) -> tuple[dict[str, Any] | None, str | None]:
+    path = folder / "meta.json"
+    if not path.is_file():
+        return None, f"no index at {path}"
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        fmt, version, identity = meta["format"], meta["format_version"], meta["tokenizer"]
+        float(meta["k1"]), float(meta["b"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"unreadable {path} ({exc})"
+    if fmt != _FORMAT_NAME or version != FORMAT_VERSION:
+        return None, f"index format {fmt!r} v{version}, this plur reads {_FORMAT_NAME!r} v{FORMAT_VERSION}"
+    expected = (tokenizer if tokenizer is not None else _tokenizer_for(str(identity))).identity
+    if identity != expected:
+        return None, f"index built with tokenizer {identity!r}, queries use {expected!r}"
+    return meta, None
+
+
+def _check_arrays(meta: dict[str, Any], ids: Any, vocab: Any, arrays: dict[str, np.ndarray]) -> None:
+    """Raise ValueError unless the loaded files agree with each other and with meta."""
+    n, v = meta["n_docs"], meta["n_terms"]
+    offsets, slots, tfs = arrays["offsets"], arrays["postings_doc"], arrays["postings_tf"]
+    problems = []
+    if not (isinstance(ids, list) and len(ids) == n and all(isinstance(i, str) for i in ids)
+            and len(set(ids)) == n):
+        problems.append("ids.json does not list n_docs distinct string ids")
+    if not (isinstance(vocab, list) and len(vocab) == v):
+        problems.append("vocab.json does not list n_terms terms")
+    if arrays["doc_len"].shape != (n,):
+        problems.append("doc_len.npy has the wrong shape")
+    if offsets.shape != (v + 1,) or offsets[0] != 0 or offsets[-1] != len(slots):
+        problems.append("offsets.npy does not match the postings")
+    elif v and np.any(np.diff(offsets) < 0):
+        problems.append("offsets.npy is not increasing")
+    if slots.shape != tfs.shape or len(slots) != meta["n_postings"]:
+        problems.append("postings_doc.npy and postings_tf.npy disagree")
+    elif len(slots) and (slots.min() < 0 or slots.max() >= n or tfs.min() < 1):
+        problems.append("postings out of range")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def _write(path: Path, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. Windows cannot open folders
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,359 @@
+"""The ASGI app behind ``plur serve``: routes, HTML/JSON rendering, guards, and the uvicorn runner.
+
+Routes (each page has a JSON twin at the same URL with ``?format=json``)::
+
+    GET  /                          engrams table   (views.engrams_page)
+    GET  /engrams/<id>              engram detail   (views.engram_page)
+    GET  /stats                     statistics      (views.stats_page)
+    GET  /playground                recall playground (views.playground_page)
+    POST /engrams/<id>/<action>     pin | unpin | retire | restore | edit | forget (views.act)
+    GET  /static/...                style.css, app.js
+
+Guards, outermost first: :class:`~plur.web.security.HostGuard` (foreign ``Host`` -> 400),
+security headers (CSP without inline script or style, no framing, ``no-store``),
+:class:`~plur.web.security.SessionCookie` (session id cookie + CSRF token), and on the
+POST route :func:`~plur.web.security.check_mutation` (same-origin ``Origin`` + token -> else 403).
+
+Starlette, Jinja2 and uvicorn are imported lazily (the ``web`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import socket
+import sys
+import threading
+import webbrowser
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
+
+from ..errors import InvalidIdError, NotFoundError, PlurError, ValidationError, require
+from . import charts, security, views
+
+if TYPE_CHECKING:  # pragma: no cover
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from ..memory import Memory
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+
+#: Sent with every response. No inline script/style is used anywhere, so none is allowed.
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                                 b"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+)
+
+
+class _SecurityHeaders:
+    """ASGI middleware adding :data:`SECURITY_HEADERS` (and ``Cache-Control: no-store`` for pages)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        is_static = scope.get("path", "").startswith("/static/")
+
+        async def send_wrapped(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", [])) + list(SECURITY_HEADERS)
+                if not is_static:
+                    headers.append((b"cache-control", b"no-store"))
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_wrapped)
+
+
+def _environment() -> Any:
+    jinja2 = require("jinja2", "web")
+    from markupsafe import Markup
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+    def safe_svg(fn: Callable[..., str]) -> Callable[..., Any]:
+        # charts.* escape every label themselves; mark their output safe for the template.
+        return lambda *a, **kw: Markup(fn(*a, **kw))
+
+    env.globals.update(bar_chart=safe_svg(charts.bar_chart), line_chart=safe_svg(charts.line_chart),
+                       share_bar=safe_svg(charts.share_bar), qs=query_string)
+    env.filters.update(when=short_time, day=lambda v: (v or "")[:10], num=number, score=score)
+    return env
+
+
+def query_string(params: dict[str, Any], **changes: Any) -> str:
+    """``?a=1&b=2`` from ``params`` updated with ``changes``; empty / ``None`` values dropped."""
+    merged = {**params, **changes}
+    clean = {k: v for k, v in merged.items() if v not in (None, "")}
+    return "?" + urlencode(clean) if clean else "?"
+
+
+def short_time(value: str | None) -> str:
+    """``'2025-07-25T02:00:00Z'`` -> ``'2025-07-25 02:00'`` (UTC); ``None`` -> ``'—'``."""
+    if not value:
+        return "—"
+    return value[:16].replace("T", " ")
+
+
+def number(value: Any) -> str:
+    """Thousands-separated integer, or ``'—'`` for ``None``."""
+    if value is None:
+        return "—"
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:,.1f}"
+    return f"{int(value):,}"
+
+
+def score(value: float | None, digits: int = 4) -> str:
+    """A score with ``digits`` significant digits, or ``'—'``."""
+    return "—" if value is None else f"{value:.{digits}g}"
+
+
+def _json_response(data: Any, status: int = 200) -> "Response":
+    from starlette.responses import Response
+
+    body = json.dumps(data, ensure_ascii=False, default=str, indent=None)
+    return Response(body, status_code=status, media_type="application/json")
+
+
+def wants_json(request: "Request") -> bool:
+    """True for ``?format=json`` (the one way to ask for a JSON twin).
+
+    Raises:
+        ValidationError: ``format`` is neither ``json`` nor ``html``.
+    """
+    fmt = request.query_params.get("format", "html")
+    if fmt not in ("html", "json"):
+        raise ValidationError(f"format={fmt!r}; use format=json for the JSON twin or omit it for HTML")
+    return fmt == "json"
+
+
+def _status_for(exc: PlurError) -> int:
+    if isinstance(exc, NotFoundError):
+        return 404
+    if isinstance(exc, ValidationError):
+        return 400
+    return 500
+
+
+def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: Iterable[str] = (),
+               secret: bytes | None = None) -> "Starlette":
+    """Build the web app over an open :class:`plur.memory.Memory` (not closed by the app).
+
+    Args:
+        memory: the facade every view and action goes through.
+        bound_host: the address the server listens on; accepted in the ``Host`` header
+            besides 127.0.0.1, localhost and ::1.
+        allow_hosts: further host names to accept (e.g. this machine's name on a LAN bind).
+        secret: HMAC key for CSRF tokens (32 random bytes by default, new per process).
+
+    Returns:
+        A Starlette ASGI application. Memory calls run in a worker thread, one at a time.
+    """
+    require("starlette", "web")
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.middleware import Middleware
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, RedirectResponse, Response
+    from starlette.routing import Mount, Route
+    from starlette.staticfiles import StaticFiles
+
+    from .queries import UsageCounts
+
+    env = _environment()
+    key = secret or secrets.token_bytes(32)
+    caches = views.Caches(usage=UsageCounts(memory.stats.path))
+    lock = threading.Lock()
+    home = str(getattr(getattr(memory, "settings", None), "home", ""))
+
+    async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        def locked() -> Any:
+            with lock:
+                return fn(*args, **kwargs)
+        return await run_in_threadpool(locked)
+
+    def render(request: Request, page: views.Page, nav: str) -> Response:
+        if wants_json(request):
+            return _json_response(page.data, page.status)
+        params = dict(request.query_params)
+        params["format"] = "json"
+        context = {**page.data, "d": page.data, "nav": nav, "home": home,
+                   "csrf_token": request.state.csrf_token,
+                   "json_url": request.url.path + "?" + urlencode(params)}
+        html = env.get_template(page.template).render(context)
+        return HTMLResponse(html, status_code=page.status)
+
+    def error(request: Request, exc: PlurError, status: int | None = None) -> Response:
+        code = status or _status_for(exc)
+        try:
+            as_json = wants_json(request)
+        except ValidationError:
+            as_json = False
+        if as_json:
+            return _json_response({"error": str(exc), "kind": type(exc).__name__}, code)
+        return render_error(request, str(exc), code)
+
+    def render_error(request: Request, message: str, code: int) -> Response:
+        html = env.get_template("error.html").render(
+            message=message, status=code, nav="", home=home, csrf_token=request.state.csrf_token,
+            json_url=request.url.path + "?format=json")
+        return HTMLResponse(html, status_code=code)
+
+    async def page(request: Request, nav: str, fn: Callable[..., views.Page], *args: Any) -> Response:
+        try:
+            wants_json(request)
+            result = await call(fn, memory, *args, caches=caches)
+        except PlurError as exc:
+            return error(request, exc)
+        return render(request, result, nav)
+
+    async def engrams(request: Request) -> Response:
+        return await page(request, "engrams", views.engrams_page, dict(request.query_params))
+
+    async def engram(request: Request) -> Response:
+        return await page(request, "engrams", views.engram_page, request.path_params["engram_id"])
+
+    async def stats(request: Request) -> Response:
+        return await page(request, "stats", views.stats_page)
+
+    async def playground(request: Request) -> Response:
+        return await page(request, "playground", views.playground_page, dict(request.query_params))
+
+    async def action(request: Request) -> Response:
+        engram_id = request.path_params["engram_id"]
+        name = request.path_params["action"]
+        if request.headers.get("content-type", "").startswith("application/json"):
+            try:
+                body = json.loads(await request.body() or b"{}")
+            except ValueError:
+                body = None
+            if not isinstance(body, dict):
+                return error(request, ValidationError("the JSON body must be an object of form fields"))
+            form = {str(k): str(v) for k, v in body.items() if v is not None}
+        else:
+            form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
+        try:
+            as_json = wants_json(request)
+        except ValidationError as exc:
+            return error(request, exc)
+        token = request.headers.get(security.HEADER_NAME) or form.get(security.FORM_FIELD)
+        refusal = security.check_mutation(
+            method=request.method, secret=key, session_id=request.state.session_id,
+            session_valid=request.state.session_valid, token=token, origin=request.headers.get("origin"),
+            referer=request.headers.get("referer"), host=request.headers.get("host"),
+            scheme=request.url.scheme)
+        if refusal:
+            if as_json:
+                return _json_response({"error": refusal, "kind": "Forbidden"}, 403)
+            return render_error(request, refusal, 403)
+        try:
+            changed = await call(views.act, memory, engram_id, name, form)
+        except ValidationError as exc:
+            if name == "edit" and not as_json and not isinstance(exc, InvalidIdError):
+                # Show the edit form again with the reason, keeping the page the person was on.
+                try:
+                    shown = await call(views.engram_page, memory, engram_id, error=str(exc), caches=caches)
+                except PlurError:
+                    return error(request, exc)
+                return render(request, shown, "engrams")
+            return error(request, exc)
+        except PlurError as exc:
+            return error(request, exc)
+        if as_json:
+            return _json_response({"ok": True, "action": name, "engram": changed.to_dict()})
+        if name == "forget":
+            return RedirectResponse("/?" + urlencode({"forgotten": changed.id}), status_code=303)
+        return RedirectResponse(f"/engrams/{changed.id}", status_code=303)
+
+    routes = [
+        Route("/", engrams, methods=["GET", "HEAD"], name="engrams"),
+        Route("/engrams/{engram_id}", engram, methods=["GET", "HEAD"], name="engram"),
+        Route("/engrams/{engram_id}/{action}", action, methods=["POST"], name="action"),
+        Route("/stats", stats, methods=["GET", "HEAD"], name="stats"),
+        Route("/playground", playground, methods=["GET", "HEAD"], name="playground"),
+        Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
+    ]
+    middleware = [
+        Middleware(security.HostGuard, allowed=security.allowed_hosts(bound_host, allow_hosts)),
+        Middleware(_SecurityHeaders),
+        Middleware(security.SessionCookie, secret=key),
+    ]
+    async def http_error(request: Request, exc: Exception) -> Response:
+        from starlette.exceptions import HTTPException
+
+        code = exc.status_code if isinstance(exc, HTTPException) else 500
+        message = {404: f"no page at {request.url.path!r}; start from the engrams table at /",
+                   405: f"{request.method} is not allowed at {request.url.path!r}"}.get(code, "request failed")
+        if request.query_params.get("format") == "json":
+            return _json_response({"error": message, "kind": "HTTPError"}, code)
+        return render_error(request, message, code)
+
+    app = Starlette(routes=routes, middleware=middleware, exception_handlers={404: http_error, 405: http_error})
+    app.state.memory = memory
+    app.state.caches = caches  # serve() closes caches.usage on exit
+    return app
+
+
+def display_url(host: str, port: int) -> str:
+    """The URL to open for a server bound to ``host:port`` (wildcard binds -> 127.0.0.1)."""
+    if host in ("0.0.0.0", "", "::"):
+        host = "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}/"
+
+
+def serve(home: str | Path | None = None, host: str = "127.0.0.1", port: int = 7777,
+          open_browser: bool = False, *, allow_hosts: Iterable[str] = ()) -> None:
+    """Run the web page with uvicorn until interrupted (Ctrl-C).
+
+    Args:
+        home: plur home folder (default ``$PLUR_HOME`` or ``~/.plur``).
+        host: address to bind; loopback by default. Any other address prints a warning
+            to stderr (:func:`plur.web.security.bind_warning`).
+        port: TCP port.
+        open_browser: open the page in the default browser once listening.
+        allow_hosts: extra ``Host`` header names to accept; a wildcard bind (0.0.0.0, ::)
+            also accepts this machine's host name.
+
+    Raises:
+        MissingDependencyError: the ``web`` extra is not installed.
+        ConfigError, StoreError: the home cannot be opened.
+    """
+    uvicorn = require("uvicorn", "web")
+    from ..memory import Memory
+
+    warning = security.bind_warning(host)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
+    extra = list(allow_hosts)
+    if host in ("0.0.0.0", "::", ""):
+        extra.append(socket.gethostname())
+    memory = Memory(home)
+    try:
+        app = create_app(memory, bound_host=host, allow_hosts=extra)
+        url = display_url(host, port)
+        print(f"plur: serving {memory.settings.home} at {url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        if open_browser:
+            threading.Timer(0.8, webbrowser.open, args=(url,)).start()
+        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                      server_header=False)).run()
+        app.state.caches.usage.close()
+    finally:
+        memory.close()

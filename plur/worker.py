@@ -1,0 +1,381 @@
+"""Off-turn recall: a background worker that keeps one memory block per agent ready to read.
+
+A host calls :meth:`RecallWorker.submit` when a message arrives (it returns at once) and
+reads the agent's block through :class:`plur.section.MemorySection` whenever it assembles a
+prompt. Recall, rendering and stats writes all happen on the worker's thread(s), so a turn
+never waits on memory. The honest cost: a block reflects the previous submission until the
+recall for the newest one lands, so it appears from the second assembly of a session on
+(or at once after :meth:`RecallWorker.warm`).
+
+Concurrency model:
+
+* ``submit`` stores the newest request per agent (a generation counter) and wakes a thread;
+  requests that were not started yet are replaced, never queued, so a burst costs one recall.
+* Results publish only if newer than the agent's published block (a stale result is dropped)
+  and only if the agent's scope has not changed since the request.
+* The cache is a ``dict`` that is never mutated after it is published: the worker builds a new
+  dict and swaps the reference under its lock, and readers do a single ``dict.get`` with no lock.
+* An entry is replaced only when the rendered text changes (hash-gated), so an unchanged block
+  keeps the host's prompt prefix byte-identical.
+* Injection events are counted on **first read**: the first :meth:`RecallWorker.read` of each new
+  entry puts a notice on the worker's queue (``SimpleQueue.put``, no lock held by the worker), and
+  the worker thread writes one ``injections`` row. So stats.db counts blocks that actually reached
+  a prompt, once per distinct block, and ``read`` never touches disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from .engram import SCOPE_RE, Engram
+from .errors import PlurError, ValidationError
+from .section import Block, build_block
+
+log = logging.getLogger("plur.worker")
+
+
+@dataclass(frozen=True)
+class _Request:
+    gen: int
+    text: str
+    scope: str | None
+
+
+class _Entry:
+    """One published block. Immutable except the two one-way flags (False -> True)."""
+
+    __slots__ = ("block", "scope", "gen", "read", "recorded")
+
+    def __init__(self, block: Block, scope: str | None, gen: int) -> None:
+        self.block = block
+        self.scope = scope
+        self.gen = gen
+        self.read = False       # set by the first reader (any thread)
+        self.recorded = False   # set by the worker when the injection row is written
+
+
+class _AgentState:
+    __slots__ = ("gen", "scope", "pending", "published_gen", "finished_gen")
+
+    def __init__(self) -> None:
+        self.gen = 0                             # newest generation submitted
+        self.scope: str | None = None            # scope bound by the newest submission
+        self.pending: _Request | None = None     # newest request not started yet
+        self.published_gen = 0                   # generation of the newest result accepted
+        self.finished_gen = 0                    # newest generation finished (any outcome)
+
+
+_STOP = object()
+
+
+class RecallWorker:
+    """Background recall into a per-agent block cache; one worker serves many agents.
+
+    Args:
+        memory: a :class:`plur.memory.Memory` (must be safe to call from other threads; it is).
+        k: engrams recalled per submission (default ``memory.settings.recall_k``).
+        budget_tokens: token budget of each block (default ``memory.settings.budget_tokens``).
+        timeout_s: deadline of one recall in seconds (default ``memory.settings.recall_timeout_s``;
+            ``<= 0`` disables it). A recall that takes longer is logged and its result dropped; the
+            agent keeps its previous block. Python cannot interrupt a thread, so a late recall still
+            occupies its thread until it returns; use ``threads > 1`` if agents must not queue behind it.
+        threads: number of worker threads (>= 1).
+
+    On start, the first thread runs one unrecorded recall to open the memory's indexes and load its
+    embedding model; submissions wait for it, and the deadline then measures steady-state recalls.
+
+    Raises:
+        ValidationError: ``threads < 1`` or a negative ``k`` / ``budget_tokens``.
+
+    Use as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(self, memory: Any, *, k: int | None = None, budget_tokens: int | None = None,
+                 timeout_s: float | None = None, threads: int = 1) -> None:
+        s = memory.settings
+        self.memory = memory
+        self.k = int(s.recall_k if k is None else k)
+        self.budget_tokens = int(s.budget_tokens if budget_tokens is None else budget_tokens)
+        self.timeout_s = float(s.recall_timeout_s if timeout_s is None else timeout_s)
+        if threads < 1:
+            raise ValidationError(f"threads={threads!r} must be at least 1")
+        if self.k < 0 or self.budget_tokens < 0:
+            raise ValidationError(f"k={self.k} and budget_tokens={self.budget_tokens} must not be negative")
+        self._cache: dict[str, _Entry] = {}          # published, never mutated: swapped whole
+        self._agents: dict[str, _AgentState] = {}
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._closed = False
+        self._ready = threading.Event()              # set when the warm-up recall has finished
+        self._counters = {"submitted": 0, "recalls": 0, "published": 0, "unchanged": 0,
+                          "dropped_stale": 0, "timeouts": 0, "errors": 0, "injections": 0}
+        self._threads = [threading.Thread(target=self._run, args=(i == 0,), name=f"plur-recall-{i}",
+                                          daemon=True) for i in range(threads)]
+        for t in self._threads:
+            t.start()
+
+    # -- host side --------------------------------------------------------------------------
+    def submit(self, agent_id: str, text: str, scope: str | None = None) -> int:
+        """Ask for a fresh block for ``agent_id`` built from ``text``; returns at once.
+
+        Args:
+            agent_id: the agent's id (non-empty).
+            text: what to recall for (usually the newest user message).
+            scope: the agent's scope, bound to this request: ``None`` recalls every scope,
+                ``'project:a'`` recalls ``project:a`` and ``global`` only. If it differs from the
+                agent's previous scope, the agent's cached block is withdrawn at once.
+
+        Returns:
+            The request's generation (1, 2, ... per agent).
+
+        Raises:
+            ValidationError: empty agent id, non-text or blank ``text``, malformed scope.
+            PlurError: the worker is closed.
+        """
+        if not isinstance(agent_id, str) or not agent_id:
+            raise ValidationError(f"agent_id must be a non-empty string, got {agent_id!r}")
+        if not isinstance(text, str) or not text.strip():
+            raise ValidationError(f"text to recall for must be non-blank text, got {text!r:.60}")
+        if scope is not None and (not isinstance(scope, str) or not SCOPE_RE.match(scope)):
+            raise ValidationError(f"invalid scope {scope!r}: use 'global', 'project:<name>' or 'agent:<name>'")
+        with self._lock:
+            if self._closed:
+                raise PlurError("this RecallWorker is closed; create a new one to submit recalls")
+            st = self._agents.get(agent_id)
+            if st is None:
+                st = self._agents[agent_id] = _AgentState()
+            st.gen += 1
+            if scope != st.scope:
+                st.scope = scope
+                entry = self._cache.get(agent_id)
+                if entry is not None and entry.scope != scope:
+                    self._publish(agent_id, None)
+            wake = st.pending is None
+            st.pending = _Request(st.gen, text, scope)
+            self._counters["submitted"] += 1
+            gen = st.gen
+        if wake:
+            self._inbox.put(("recall", agent_id))
+        return gen
+
+    def read(self, agent_id: str) -> str:
+        """The agent's cached block ('' if none). Lock-free, no I/O; what :class:`MemorySection` calls.
+
+        The first read of each new block queues one injection event for the worker to record.
+        """
+        entry = self._cache.get(agent_id)
+        if entry is None:
+            return ""
+        if not entry.read:
+            entry.read = True
+            if not self._closed:
+                self._inbox.put(("read", agent_id, entry))
+        return entry.block.text
+
+    def peek(self, agent_id: str) -> Block | None:
+        """The agent's cached :class:`~plur.section.Block` without counting a read (debugging, tests)."""
+        entry = self._cache.get(agent_id)
+        return None if entry is None else entry.block
+
+    def warm(self, agent_id: str, text: str, scope: str | None = None, timeout_s: float | None = None) -> str:
+        """Submit and wait (once, e.g. at session start) until that recall has finished.
+
+        Args:
+            agent_id, text, scope: as for :meth:`submit`.
+            timeout_s: longest wait in seconds. Default: the worker's warm-up (opening the indexes,
+                loading the model) however long it takes, then the recall deadline.
+
+        Returns:
+            The agent's block after the wait: the new one, or the previous one ('' if none) if the
+            recall failed or the wait timed out. Not counted as an injection (no prompt was assembled).
+        """
+        gen = self.submit(agent_id, text, scope)
+        t0 = time.monotonic()
+        self._ready.wait(timeout_s)  # a cold start (index open, model load) is waited for in full
+        if timeout_s is not None:
+            limit: float | None = max(0.0, timeout_s - (time.monotonic() - t0))
+        else:
+            limit = self.timeout_s if self.timeout_s > 0 else None
+        with self._cond:
+            self._cond.wait_for(
+                lambda: self._closed or (st := self._agents.get(agent_id)) is None or st.finished_gen >= gen,
+                timeout=limit)
+        block = self.peek(agent_id)
+        return "" if block is None else block.text
+
+    def wait_idle(self, timeout_s: float | None = None) -> bool:
+        """Block until everything queued before this call is processed (recalls and injection notices).
+
+        Returns:
+            ``True`` when idle, ``False`` if ``timeout_s`` passed first or the worker is closed.
+        """
+        if self._closed:
+            return False
+        barrier = threading.Barrier(len(self._threads) + 1)
+        for _ in self._threads:
+            self._inbox.put(("barrier", barrier))
+        try:
+            barrier.wait(timeout_s)
+        except threading.BrokenBarrierError:
+            return False
+        return True
+
+    def drop(self, agent_id: str) -> None:
+        """Forget an agent (its block, generation and pending request), e.g. when its session ends."""
+        with self._lock:
+            self._agents.pop(agent_id, None)
+            if agent_id in self._cache:
+                self._publish(agent_id, None)
+            self._cond.notify_all()
+
+    def stats(self) -> dict[str, int]:
+        """Counters: submitted, recalls, published, unchanged (hash gate), dropped_stale, timeouts,
+        errors, injections; plus agents (known) and cached (agents with a block)."""
+        with self._lock:
+            return dict(self._counters, agents=len(self._agents), cached=len(self._cache))
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Stop the threads: pending recalls are skipped, queued injection notices are still written.
+
+        Idempotent. Blocks are still readable after close; :meth:`submit` raises.
+
+        Args:
+            timeout_s: longest wait for each thread, seconds (default: the recall deadline + 1 s).
+        """
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._cond.notify_all()
+        for _ in self._threads:
+            self._inbox.put(_STOP)
+        wait = timeout_s if timeout_s is not None else (self.timeout_s + 1.0 if self.timeout_s > 0 else None)
+        for t in self._threads:
+            t.join(wait)
+            if t.is_alive():
+                log.warning("recall thread %s still busy after %.1f s; left running as a daemon", t.name, wait)
+
+    def __enter__(self) -> "RecallWorker":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- worker side ------------------------------------------------------------------------
+    def _publish(self, agent_id: str, entry: _Entry | None) -> None:
+        """Swap in a new cache dict (caller holds the lock)."""
+        new = dict(self._cache)
+        if entry is None:
+            new.pop(agent_id, None)
+        else:
+            new[agent_id] = entry
+        self._cache = new
+
+    def _warm_up(self) -> None:
+        """Open the memory's indexes (and load its model) with one unrecorded recall, so a cold start
+        is not charged to the first agent's deadline."""
+        t0 = time.monotonic()
+        try:
+            self.memory.recall("warm up", 1, record=False)
+            log.debug("recall worker warmed up in %.2f s", time.monotonic() - t0)
+        except Exception as exc:  # noqa: BLE001 - the real recalls will report it
+            log.warning("recall worker warm-up failed (%s: %s)", type(exc).__name__, exc)
+        finally:
+            self._ready.set()
+
+    def _run(self, warm_up: bool) -> None:
+        if warm_up:
+            self._warm_up()
+        else:
+            self._ready.wait()
+        while True:
+            item = self._inbox.get()
+            if item is _STOP:
+                return
+            kind = item[0]
+            try:
+                if kind == "recall":
+                    if not self._closed:
+                        self._process(item[1])
+                elif kind == "read":
+                    self._record_injection(item[1], item[2])
+                elif kind == "barrier":
+                    try:
+                        item[1].wait()
+                    except threading.BrokenBarrierError:
+                        pass
+            except Exception:  # noqa: BLE001 - a worker thread must survive anything
+                log.exception("plur recall worker: unexpected error handling %s", kind)
+
+    def _pinned(self, scope: str | None) -> list[Engram]:
+        return [e for e in self.memory.list(status="active")
+                if e.pinned and (scope is None or e.scope in (scope, "global"))]
+
+    def _process(self, agent_id: str) -> None:
+        with self._lock:
+            st = self._agents.get(agent_id)
+            req = st.pending if st is not None else None
+            if st is None or req is None:
+                return
+            st.pending = None
+            self._counters["recalls"] += 1
+        t0 = time.monotonic()
+        block: Block | None = None
+        outcome = "ok"
+        try:
+            hits = self.memory.recall(req.text, self.k, scope=req.scope, agent=agent_id)
+            if req.scope is not None:  # defence in depth: the recall already enforces the scope
+                hits = [h for h in hits if h.engram.scope in (req.scope, "global")]
+            block = build_block(hits, self.budget_tokens, datetime.now(timezone.utc),
+                                pinned=self._pinned(req.scope))
+        except Exception as exc:  # noqa: BLE001 - keep the previous block, log, carry on
+            outcome = "errors"
+            log.warning("recall for agent %r failed (%s: %s); keeping its previous memory block",
+                        agent_id, type(exc).__name__, exc)
+        elapsed = time.monotonic() - t0
+        if block is not None and self.timeout_s > 0 and elapsed > self.timeout_s:
+            outcome = "timeouts"
+            log.warning("recall for agent %r took %.2f s, over the %.2f s deadline (recall_timeout_s); "
+                        "keeping its previous memory block", agent_id, elapsed, self.timeout_s)
+        with self._cond:
+            if self._agents.get(agent_id) is not st:  # dropped (and maybe re-created) meanwhile
+                st = None
+            if outcome != "ok":
+                self._counters[outcome] += 1
+            elif st is None or req.gen <= st.published_gen or req.scope != st.scope:
+                self._counters["dropped_stale"] += 1
+            else:
+                assert block is not None
+                st.published_gen = req.gen
+                current = self._cache.get(agent_id)
+                if current is not None and current.block.hash == block.hash:
+                    self._counters["unchanged"] += 1
+                elif current is None and not block.text:
+                    self._counters["unchanged"] += 1
+                else:
+                    self._publish(agent_id, _Entry(block, req.scope, req.gen) if block.text else None)
+                    self._counters["published"] += 1
+            if st is not None:
+                st.finished_gen = max(st.finished_gen, req.gen)
+            self._cond.notify_all()
+
+    def _record_injection(self, agent_id: str, entry: _Entry) -> None:
+        with self._lock:
+            if entry.recorded:
+                return
+            entry.recorded = True
+            self._counters["injections"] += 1
+        if not getattr(self.memory.settings, "record_stats", True):
+            return
+        try:
+            self.memory.stats.record_injection(agent=agent_id, engram_ids=list(entry.block.engram_ids),
+                                               block_hash=entry.block.hash, tokens=entry.block.tokens)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("could not record the injection of a memory block for agent %r: %s", agent_id, exc)

@@ -1,0 +1,278 @@
+"""The `plur` command, run in-process with click's CliRunner (and once as a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from plur.cli import cli
+from plur.engram import Engram
+from plur.store import EngramStore
+
+REPO = Path(__file__).resolve().parents[1]
+BAD_IDS = ["../../x", "/etc/passwd", "..\\x", "x\0y", ""]
+
+
+@pytest.fixture
+def home(plur_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PLUR_MODEL", "none")  # BM25 only: these tests are about the CLI, not the model
+    return plur_home
+
+
+@pytest.fixture
+def run(home: Path):
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None, env: dict[str, str] | None = None):
+        return runner.invoke(cli, ["--home", str(home), *args], input=input, env=env, catch_exceptions=False)
+
+    return invoke
+
+
+def learn_id(run, statement: str, *args: str) -> str:
+    r = run("learn", statement, *args, "--json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)["engram"]["id"]
+
+
+def test_learn_list_show_forget_round_trip(run, home: Path) -> None:
+    assert run("init").exit_code == 0
+    r = run("learn", "The user's dog is Rex.", "--type", "user", "--tag", "pets", "--scope", "project:home")
+    assert r.exit_code == 0
+    eid = r.stdout.strip()
+    assert eid.startswith("ENG-") and (home / "engrams" / f"{eid}.yaml").is_file()
+    again = run("learn", "The user's dog is Rex.", "--scope", "project:home")
+    assert again.exit_code == 0 and again.stdout.strip() == f"already known: {eid}"
+
+    listed = json.loads(run("list", "--json").stdout)
+    assert [(d["id"], d["type"], d["tags"], d["scope"]) for d in listed] == [(eid, "user", ["pets"], "project:home")]
+    human = run("list")
+    assert eid in human.stdout and "The user's dog is Rex." in human.stdout and "1 engram" in human.stderr
+    assert json.loads(run("list", "--scope", "global", "--json").stdout) == []
+    assert len(json.loads(run("list", "--tag", "pets", "--json").stdout)) == 1
+
+    shown = run("show", eid)
+    assert shown.exit_code == 0
+    assert Engram.from_yaml(shown.stdout).statement == "The user's dog is Rex."
+    assert shown.stdout == (home / "engrams" / f"{eid}.yaml").read_text(encoding="utf-8")
+
+    refused = run("forget", eid, input="n\n")
+    assert refused.exit_code != 0 and (home / "engrams" / f"{eid}.yaml").exists()
+    gone = run("forget", eid, "--yes")
+    assert gone.exit_code == 0 and gone.stdout.strip() == f"forgotten: {eid}"
+    assert not (home / "engrams" / f"{eid}.yaml").exists()
+    missing = run("show", eid)
+    assert missing.exit_code == 3 and missing.stderr.startswith("plur: error: no engram")
+
+
+def test_list_newest_first_with_limit(run) -> None:
+    ids = [learn_id(run, f"fact {i}") for i in range(3)]
+    for i, eid in enumerate(ids):  # make creation order explicit
+        store = EngramStore(Path(os.environ["PLUR_HOME"]))
+        store.put(store.get(eid).replace(created=f"2025-01-0{i + 1}T00:00:00Z"))
+    out = json.loads(run("list", "--limit", "2", "--json").stdout)
+    assert [d["id"] for d in out] == [ids[2], ids[1]]
+    assert "(showing 2)" in run("list", "--limit", "2").stderr
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+@pytest.mark.parametrize("command", ["show", "forget", "edit"])
+def test_bad_ids_give_one_line_and_exit_2(run, command: str, bad: str) -> None:
+    learn_id(run, "keep me")
+    r = run(command, bad, "--yes") if command == "forget" else run(command, bad)
+    assert r.exit_code == 2
+    assert r.stderr.startswith("plur: error: invalid engram id") and r.stderr.count("\n") == 1
+    assert "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t"])
+def test_blank_statement_is_refused(run, home: Path, blank: str) -> None:
+    r = run("learn", blank)
+    assert r.exit_code == 2 and "empty or whitespace" in r.stderr
+    assert not list((home / "engrams").glob("*.yaml")) if (home / "engrams").exists() else True
+
+
+def test_statement_over_the_limit_is_refused_from_stdin(run) -> None:
+    r = run("learn", "-", input="x" * ((1 << 20) + 1))
+    assert r.exit_code == 2
+    assert "1048577 bytes, over the limit of 1048576 bytes" in r.stderr and r.stderr.count("\n") == 1
+    ok = run("learn", "-", input="y" * (1 << 20))
+    assert ok.exit_code == 0 and ok.stdout.startswith("ENG-")
+
+
+def test_doctor_reports_a_quarantined_file_and_the_rest_loads(run, home: Path) -> None:
+    keep = learn_id(run, "healthy engram")
+    broken = learn_id(run, "soon broken")
+    (home / "engrams" / f"{broken}.yaml").write_text("statement: [unclosed\n", encoding="utf-8")
+    r = run("doctor")
+    assert r.exit_code == 0, r.output
+    assert "quarantined  1 file" in r.stdout and f"{broken}.yaml" in r.stdout and "not valid YAML" in r.stdout
+    assert "engrams      1" in r.stdout and "lock         free" in r.stdout and "model" in r.stdout
+    report = json.loads(run("doctor", "--json").stdout)
+    assert report["engrams"]["total"] == 1 and len(report["quarantined"]) == 1
+    assert report["quarantined"][0]["original"].endswith(f"{broken}.yaml")
+    assert report["model"]["source"] == "none" and report["lock"]["locked"] is False
+    assert [d["id"] for d in json.loads(run("list", "--json").stdout)] == [keep]
+
+
+# -- edit -------------------------------------------------------------------------------
+def editor(tmp_path: Path, body: str) -> str:
+    """An $EDITOR command: a Python script that rewrites the file it is given."""
+    script = tmp_path / "editor.py"
+    script.write_text(textwrap.dedent(body), encoding="utf-8")
+    return f'"{sys.executable}" "{script}"'
+
+
+def test_edit_validates_and_saves(run, home: Path, tmp_path: Path) -> None:
+    eid = learn_id(run, "The dog is Rex.")
+    cmd = editor(tmp_path, """
+        import sys, pathlib
+        p = pathlib.Path(sys.argv[1]); p.write_text(p.read_text().replace("Rex", "Max") + "mood: happy\\n")
+    """)
+    r = run("edit", eid, env={"EDITOR": cmd, "VISUAL": cmd})
+    assert r.exit_code == 0, r.output
+    assert "updated" in r.stdout and "statement" in r.stdout
+    e = EngramStore(home).get(eid)
+    assert e.statement == "The dog is Max." and e.extra == {"mood": "happy"} and e.updated is not None
+
+
+def test_invalid_edit_is_refused_and_the_file_is_untouched(run, home: Path, tmp_path: Path) -> None:
+    eid = learn_id(run, "The dog is Rex.")
+    path = home / "engrams" / f"{eid}.yaml"
+    before = path.read_bytes()
+    cmd = editor(tmp_path, """
+        import sys, pathlib
+        pathlib.Path(sys.argv[1]).write_text("statement: [this is not yaml\\n")
+    """)
+    r = run("edit", eid, input="n\n", env={"EDITOR": cmd, "VISUAL": cmd})
+    assert r.exit_code == 2
+    assert "invalid engram" in r.stderr and "abandoned" in r.stderr
+    assert path.read_bytes() == before
+
+
+def test_invalid_edit_can_be_reopened_and_fixed(run, home: Path, tmp_path: Path) -> None:
+    eid = learn_id(run, "The dog is Rex.")
+    counter = tmp_path / "calls"
+    cmd = editor(tmp_path, f"""
+        import sys, pathlib
+        c = pathlib.Path({str(counter)!r}); n = int(c.read_text()) if c.exists() else 0; c.write_text(str(n + 1))
+        p = pathlib.Path(sys.argv[1])
+        if n == 0:
+            p.write_text(p.read_text().replace("type: fact", "type: nonsense"))
+        else:
+            p.write_text(p.read_text().replace("type: nonsense", "type: user"))
+    """)
+    r = run("edit", eid, input="y\n", env={"EDITOR": cmd, "VISUAL": cmd})
+    assert r.exit_code == 0, r.output
+    assert "invalid type 'nonsense'" in r.stderr and counter.read_text() == "2"
+    assert EngramStore(home).get(eid).type == "user"
+
+
+def test_edit_cannot_change_the_id(run, home: Path, tmp_path: Path) -> None:
+    eid = learn_id(run, "The dog is Rex.")
+    cmd = editor(tmp_path, f"""
+        import sys, pathlib
+        p = pathlib.Path(sys.argv[1]); p.write_text(p.read_text().replace({eid!r}, "ENG-2020-01-01-000000"))
+    """)
+    r = run("edit", eid, input="n\n", env={"EDITOR": cmd, "VISUAL": cmd})
+    assert r.exit_code == 2 and "the id cannot change" in r.stderr
+    assert EngramStore(home).get(eid).statement == "The dog is Rex."
+
+
+# -- import / export --------------------------------------------------------------------
+@pytest.mark.parametrize("fmt, name", [("jsonl", "out.jsonl"), ("plur-yaml", "engrams.yaml"),
+                                       ("claude-dir", "memory")])
+def test_export_then_import_into_another_home(run, home: Path, tmp_path: Path, fmt: str, name: str) -> None:
+    learn_id(run, 'Gov: Root "x"', "--tag", "a")
+    learn_id(run, "multi\nline\n", "--scope", "project:p", "--type", "procedure")
+    learn_id(run, "今天玩成语接龙游戏", "--pin")
+    target = tmp_path / name
+    r = run("export", str(target), "--format", fmt)
+    assert r.exit_code == 0 and "exported 3 engrams" in r.stdout
+    again = run("export", str(target), "--format", fmt)
+    assert again.exit_code == 2 and "--force" in again.stderr
+    other = tmp_path / "other-home"
+    r = CliRunner().invoke(cli, ["--home", str(other), "import", str(target), "--format", fmt])
+    assert r.exit_code == 0 and "imported 3 new engrams, 0 already known" in r.stdout
+    r = CliRunner().invoke(cli, ["--home", str(other), "import", str(target)])
+    assert r.exit_code == 0 and "imported 0 new engrams, 3 already known" in r.stdout
+    mine = {e.id: e.to_dict() for e in EngramStore(home).all()}
+    theirs = {e.id: e.to_dict() for e in EngramStore(other).all()}
+    assert mine == theirs
+
+
+def test_import_of_invalid_file_writes_nothing(run, home: Path, tmp_path: Path) -> None:
+    src = tmp_path / "bad.jsonl"
+    good = Engram.create("fine").to_dict()
+    src.write_text(json.dumps(good) + "\n{broken\n", encoding="utf-8")
+    r = run("import", str(src))
+    assert r.exit_code == 2 and f"{src}:2" in r.stderr
+    assert EngramStore(home).count() == 0
+
+
+# -- recall side ------------------------------------------------------------------------
+def test_recall_explain_json_and_section_bm25_only(run) -> None:
+    rex = learn_id(run, "The user's dog is called Rex.")
+    learn_id(run, "The office is in Leeds.", "--scope", "project:work")
+    r = run("recall", "what is the dog called", "--json")
+    assert r.exit_code == 0, r.output
+    hits = json.loads(r.stdout)
+    assert hits[0]["engram"]["id"] == rex and hits[0]["rank"] == 1 and hits[0]["bm25_rank"] == 1
+    explained = run("recall", "dog", "--explain")
+    assert "bm25#" in explained.stdout and rex in explained.stdout
+    scoped = json.loads(run("recall", "office Leeds", "--scope", "project:other", "--json").stdout)
+    assert scoped == []  # project:work is not visible from project:other
+    block = run("section", "--agent", "a1", "tell me about the dog")
+    assert block.exit_code == 0 and "Rex" in block.stdout
+    assert run("recall", "x", "--mode", "nonsense").exit_code == 2
+    assert "reindexed" in run("reindex").stdout
+
+
+@pytest.mark.slow
+def test_recall_with_the_real_model_shows_both_legs(run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLUR_MODEL", "sentence-transformers/all-MiniLM-L6-v2")
+    monkeypatch.setenv("PLUR_DEVICE", "cpu")
+    rex = learn_id(run, "The user's dog is called Rex.")
+    learn_id(run, "Quarterly taxes are due in April.")
+    hits = json.loads(run("recall", "name of my puppy", "--json").stdout)
+    assert hits[0]["engram"]["id"] == rex and hits[0]["dense_rank"] == 1 and hits[0]["dense_score"] > 0.3
+    report = json.loads(run("doctor", "--json").stdout)
+    assert report["model"]["dims"] == 384
+
+
+# -- process level ----------------------------------------------------------------------
+def test_python_dash_m_plur_and_error_exit_codes(home: Path) -> None:
+    env = {**os.environ, "PLUR_HOME": str(home), "PLUR_MODEL": "none"}
+    ok = subprocess.run([sys.executable, "-m", "plur", "--help"], capture_output=True, text=True, env=env,
+                        cwd=REPO, timeout=60)
+    assert ok.returncode == 0 and "learn" in ok.stdout and "recall" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "plur", "show", "../../etc/passwd"], capture_output=True,
+                         text=True, env=env, cwd=REPO, timeout=60)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.startswith("plur: error: invalid engram id") and bad.stderr.count("\n") == 1
+
+
+def test_store_error_gives_one_line_and_exit_4(run, home: Path) -> None:
+    home.mkdir(parents=True)
+    (home / "engrams").write_text("a file where the engram folder should be", encoding="utf-8")
+    r = run("list")
+    assert r.exit_code == 4
+    assert r.stderr.startswith("plur: error: cannot read the engram folder") and r.stderr.count("\n") == 1
+
+
+def test_doctor_shows_a_lock_held_by_another_process(run, home: Path) -> None:
+    import filelock
+
+    learn_id(run, "exists")
+    with filelock.FileLock(str(home / ".lock"), thread_local=False, preserve_lock_file=True):
+        report = json.loads(run("doctor", "--json").stdout)
+        assert report["lock"]["locked"] is True and report["lock"]["held_here"] is False
+        assert "lock         held" in run("doctor").stdout
+    assert json.loads(run("doctor", "--json").stdout)["lock"]["locked"] is False

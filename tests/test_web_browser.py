@@ -1,0 +1,194 @@
+"""End to end: the real server (uvicorn on a free port) driven by Debian's headless Chromium via Playwright.
+
+Checks the table, filters, sorting, the detail page, the playground, pin and forget actions, that engram
+text with markup never runs as script, and that the page breaks no rule of its own Content-Security-Policy.
+Screenshots land in the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from plur.memory import Memory
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+               "--disable-sync", "--no-first-run"]
+XSS = "<script>alert(1)</script> the <img src=x onerror=alert(2)> label printer"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian chromium: apt-get install -y chromium"),
+]
+
+
+@pytest.fixture
+def base_url(memory: Memory):
+    """Serve ``create_app(memory)`` with uvicorn in a thread on a free loopback port."""
+    uvicorn = pytest.importorskip("uvicorn")
+    from plur.web.server import create_app
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(memory, bound_host="127.0.0.1"), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=15)
+    sock.close()
+
+
+@pytest.fixture
+def browser_page():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(15_000)
+        page.dialogs = []          # (type, message) of every dialog that opened
+        page.console_errors = []   # console errors, CSP violations included
+
+        def on_dialog(dialog) -> None:
+            page.dialogs.append((dialog.type, dialog.message))
+            dialog.accept() if dialog.type == "confirm" else dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        page.on("console", lambda msg: page.console_errors.append(msg.text) if msg.type == "error" else None)
+        page.on("pageerror", lambda exc: page.console_errors.append(str(exc)))
+        yield page
+        browser.close()
+
+
+def seed(memory: Memory) -> dict[str, str]:
+    ids: dict[str, str] = {}
+    items = [{"statement": f"Routine note {i:02d} about the weekly report", "created": f"2025-03-01T00:00:{i:02d}Z",
+              "tags": ["routine"]} for i in range(55)]
+    memory.learn_many(items)
+    ids["dog"] = memory.learn("The user's dog is called Rex and loves the beach.", created="2025-04-01",
+                              tags=["pets"]).id
+    ids["deploy"] = memory.learn("Deploy the shop with make release from the main branch.", created="2025-04-02",
+                                 type="procedure", scope="project:shop", tags=["deploy"]).id
+    ids["xss"] = memory.learn(XSS, created="2025-04-03", scope="project:shop").id
+    for q in ("how do I deploy the shop", "deploy release branch", "label printer"):
+        memory.recall(q, k=1, mode="hybrid", agent="coder")
+    return ids
+
+
+def test_browse_filter_inspect_recall_and_forget(base_url: str, browser_page, memory: Memory,
+                                                 tmp_path: Path) -> None:
+    page = browser_page
+    ids = seed(memory)
+
+    # The table: 58 engrams, first page of 50, newest first, markup shown as text.
+    page.goto(base_url + "/")
+    rows = page.locator("table.engrams tbody tr")
+    assert rows.count() == 50
+    assert rows.first.get_attribute("data-id") == ids["xss"]
+    assert XSS in rows.first.locator("td.statement a").inner_text()
+    assert "Showing 1–50 of 58 matching" in page.locator("#summary").inner_text()
+    page.screenshot(path=str(tmp_path / "engrams.png"), full_page=True)
+
+    # Sort by recalls (most recalled first), then the pager.
+    page.click("th a[data-sort=recalls]")
+    page.wait_for_url("**sort=recalls**")
+    assert page.locator("table.engrams tbody tr").first.get_attribute("data-id") == ids["deploy"]
+    page.goto(base_url + "/")
+    page.click("a[rel=next]")
+    page.wait_for_url("**page=2**")
+    assert page.locator("table.engrams tbody tr").count() == 8
+
+    # Full-text filter, then scope + tag filters.
+    page.goto(base_url + "/")
+    page.fill("input[name=q]", "rex")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url("**q=rex**")
+    assert page.locator("table.engrams tbody tr").count() == 1
+    page.goto(base_url + "/")
+    page.select_option("select[name=scope]", "project:shop")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url("**scope=project%3Ashop**")
+    assert {r.get_attribute("data-id") for r in page.locator("table.engrams tbody tr").all()} == {
+        ids["deploy"], ids["xss"]}
+    page.select_option("select[name=tag]", "deploy")
+    page.click("form.filters button[type=submit]")
+    assert page.locator("table.engrams tbody tr").count() == 1
+
+    # Detail page: YAML, recall history; pin it.
+    page.click(f"tr[data-id={ids['deploy']}] td.statement a")
+    page.wait_for_url(f"**/engrams/{ids['deploy']}")
+    assert "statement: Deploy the shop with make release" in page.locator("#yaml").inner_text()
+    assert page.locator("#recall-history tbody tr").count() >= 1
+    assert "how do I deploy the shop" in page.locator("#recall-history").inner_text()
+    page.click("button[data-action=pin]")
+    page.wait_for_selector(".badges .badge.pinned")
+    assert memory.get(ids["deploy"]).pinned
+    page.screenshot(path=str(tmp_path / "detail.png"), full_page=True)
+
+    # The XSS engram's own page: text, not markup.
+    page.goto(f"{base_url}/engrams/{ids['xss']}")
+    assert page.locator("#statement").inner_text() == XSS
+    assert page.locator("main script, main img").count() == 0
+
+    # Playground: three rankings and the block.
+    page.goto(base_url + "/playground")
+    page.fill("input[name=q]", "deploy the shop")
+    page.select_option("select[name=scope]", "project:shop")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_selector("#memory-block")
+    for leg in ("hybrid", "bm25", "dense"):
+        assert page.locator(f"#leg-{leg} ol.hits li").count() >= 1, leg
+    assert page.locator("#leg-hybrid ol.hits li").first.get_attribute("data-id") == ids["deploy"]
+    block = page.locator("#memory-block").inner_text()
+    assert block.startswith("<plur-memory>") and ids["deploy"] in block
+    page.screenshot(path=str(tmp_path / "playground.png"), full_page=True)
+
+    # Statistics renders its charts.
+    page.goto(base_url + "/stats")
+    assert page.locator("svg.chart").count() >= 4
+    page.screenshot(path=str(tmp_path / "stats.png"), full_page=True)
+
+    # Forget (after confirming the dialog): the file is gone and the table says so.
+    path = memory.store.path_for(ids["dog"])
+    assert path.exists()
+    page.goto(f"{base_url}/engrams/{ids['dog']}")
+    page.click("button[data-action=forget]")
+    page.wait_for_url("**/?forgotten=*")
+    assert f"Forgot {ids['dog']}." in page.locator(".notice").inner_text()
+    assert not path.exists()
+    assert page.locator(f"tr[data-id={ids['dog']}]").count() == 0
+
+    # No alert ever fired (the only dialog was the forget confirmation); no CSP violation or JS error.
+    assert [d[0] for d in page.dialogs] == ["confirm"], page.dialogs
+    assert page.console_errors == []
+    for name in ("engrams", "detail", "playground", "stats"):
+        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+
+
+def test_cross_site_form_post_is_refused(base_url: str, browser_page, memory: Memory) -> None:
+    """A page on another origin (another local port) auto-submits a form at the server: refused."""
+    e = memory.learn("Do not forget me.")
+    page = browser_page
+    page.goto(base_url + "/")                       # the victim has a session cookie
+    hostile = (f'<form id="f" method="post" action="{base_url}/engrams/{e.id}/forget">'
+               '<input name="csrf_token" value="' + "0" * 64 + '"></form>')
+    with socket.socket() as s:                      # an origin other than the server's: an unused port
+        s.bind(("127.0.0.1", 0))
+        other = f"http://127.0.0.1:{s.getsockname()[1]}/"
+    page.route(other, lambda route: route.fulfill(status=200, content_type="text/html", body=hostile))
+    page.goto(other)
+    with page.expect_navigation():
+        page.evaluate("document.getElementById('f').submit()")
+    assert "cross-origin request refused" in page.content()
+    assert memory.store.path_for(e.id).exists()
