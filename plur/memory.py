@@ -68,6 +68,7 @@ class Memory:
         self._scan_cost_s = 0.0
         self._generation = 0                 # bumped on every store change; keys the filter cache
         self._allowed_cache: dict[tuple[Any, ...], set[str] | None] = {}
+        self._pinned_cache: tuple[tuple[str, int], list[Engram]] | None = None
         self._closed = False
         _OPEN.add(self)
 
@@ -245,6 +246,19 @@ class Memory:
                and (needle is None or needle in e.statement.casefold())]
         out.sort(key=lambda e: (e.created, e.id), reverse=True)
         return out
+
+    def pinned(self, scope: str | None = None) -> list[Engram]:
+        """Active pinned engrams visible in ``scope`` (that scope plus ``global``; ``None`` = all), newest first.
+
+        Cached until the store changes, so the recall worker can ask every turn at O(1) cost.
+        """
+        self._scan()
+        key = ("pinned", self._generation)
+        if self._pinned_cache is None or self._pinned_cache[0] != key:
+            every = [e for e in self.store.all() if e.pinned and e.status == "active"]
+            every.sort(key=lambda e: (e.created, e.id), reverse=True)
+            self._pinned_cache = (key, every)
+        return [e for e in self._pinned_cache[1] if scope is None or e.scope in (scope, "global")]
 
     def _legs(self, query: str, k: int, scope: str | None, types: Sequence[str] | None,
               tags: Sequence[str] | None, need_bm25: bool, need_dense: bool

@@ -7,7 +7,7 @@ Layout of a home folder as far as the store is concerned::
     <home>/quarantine/<name>.<timestamp>   files that failed to parse, moved aside
     <home>/quarantine/<name>.<timestamp>.reason   why (YAML: original, reason, when)
     <home>/index/manifest-store.json       cache: (mtime_ns, size, inode, sha256, content_hash, engram)
-    <home>/index/store-generation          random token rewritten by every write (cheap change check)
+    <home>/index/store-journal             names of files written, appended by every writer
     <home>/.lock                           inter-process write lock (filelock, flock on POSIX)
 
 Guarantees:
@@ -18,7 +18,10 @@ Guarantees:
   leaves either the old file or the new one, never a partial engram.
 * **One writer at a time.** Every write takes ``<home>/.lock`` and first brings
   the in-memory view up to date, so processes deduplicate against each other.
-  Reads take no lock.
+  To make that cheap, each writer appends the names it is about to write to
+  ``<home>/index/store-journal`` (before writing them); another process re-checks
+  only the names appended since it last looked, and falls back to a full scan
+  when the journal is missing, rotated (new epoch) or torn. Reads take no lock.
 * **Nothing is lost to bad input.** A file that fails to parse or validate, or
   whose name does not match its ``id``, is moved to ``<home>/quarantine/`` with
   a ``.reason`` file and reported by :meth:`EngramStore.quarantined`; the rest of
@@ -57,7 +60,7 @@ from typing import Any
 
 import yaml
 
-from .engram import Engram, content_hash, format_time, new_id, validate_id
+from .engram import ID_RE, Engram, content_hash, format_time, new_id, validate_id
 from .errors import NotFoundError, StoreError, ValidationError
 
 #: Default statement limit in UTF-8 bytes (1 MiB); see the module docstring.
@@ -72,6 +75,9 @@ STALE_TMP_S = 600.0
 #: Save the manifest on refresh once this many files had to be read (not served by the manifest).
 AUTOSAVE_READS = 32
 MANIFEST_FORMAT = "plur-store-manifest"
+JOURNAL_MAGIC = "plur-store-journal"
+#: The journal is started afresh (new epoch) beyond this size, in bytes (~9,000 writes).
+JOURNAL_MAX_BYTES = 256 * 1024
 MANIFEST_VERSION = 1
 
 
@@ -166,15 +172,15 @@ class EngramStore:
         self.quarantine_dir = self.home / "quarantine"
         self.manifest_path = self.home / "index" / "manifest-store.json"
         self.lock_path = self.home / ".lock"
-        self._gen_path = self.home / "index" / "store-generation"
+        self._journal_path = self.home / "index" / "store-journal"
         self._owner_path = self.home / ".lock.owner"
         self.max_statement_bytes = int(max_statement_bytes)
         self.fsync = bool(fsync)
         self.lock_timeout_s = float(lock_timeout_s)
         self._filelock_mod = filelock
         # filelock polls a non-blocking flock; its 50 ms default makes 8 contending writers
-        # spend most of their time asleep, 5 ms keeps them busy at negligible CPU cost.
-        self._lock = filelock.FileLock(str(self.lock_path), timeout=self.lock_timeout_s, poll_interval=0.005,
+        # spend most of their time asleep; 2 ms keeps the hand-over short at small CPU cost.
+        self._lock = filelock.FileLock(str(self.lock_path), timeout=self.lock_timeout_s, poll_interval=0.002,
                                        thread_local=False, preserve_lock_file=True)
         self._mutex = threading.RLock()
         self._entries: dict[str, _Entry] = {}
@@ -183,8 +189,9 @@ class EngramStore:
         self._sorted: list[Engram] | None = None
         self._pending: dict[str, str] = {}  # id -> "added" | "updated" | "removed"
         self._unmoved: dict[str, dict[str, Any]] = {}  # bad files we could not move aside
-        self._loaded = False
-        self._gen_seen: str | None = None
+        self._loaded = False  # manifest read (entries may still be unmaterialised)
+        self._scanned = False  # the folder was scanned at least once
+        self._journal_pos: tuple[str, int] | None = None  # (epoch, byte offset) seen under the lock
         self._dirty = False  # in-memory state differs from the saved manifest
 
     # -- paths ----------------------------------------------------------------------------
@@ -236,7 +243,7 @@ class EngramStore:
         to pick up changes made elsewhere.
         """
         with self._mutex:
-            if not self._loaded:
+            if not self._scanned:
                 self._full_refresh(locked=False)
             if self._sorted is None:
                 self._sorted = sorted(self._by_id.values(), key=lambda e: (e.created, e.id))
@@ -245,7 +252,7 @@ class EngramStore:
     def count(self) -> int:
         """Number of loaded engrams (loads the store on first use)."""
         with self._mutex:
-            if not self._loaded:
+            if not self._scanned:
                 self._full_refresh(locked=False)
             return len(self._by_id)
 
@@ -273,7 +280,7 @@ class EngramStore:
         :func:`plur.engram.content_hash` (NFKC, case-folded, whitespace collapsed).
         """
         with self._mutex:
-            if not self._loaded:
+            if not self._scanned:
                 self._full_refresh(locked=False)
             return self._duplicate_of(scope, content_hash(statement))
 
@@ -308,17 +315,14 @@ class EngramStore:
         out: list[tuple[Engram, bool]] = []
         with self._write_lock():
             self._sync_for_write()
-            try:
-                for e in batch:
-                    dup = self._duplicate_of(e.scope, e.content_hash) if e.status == "active" else None
-                    if dup is not None:
-                        out.append((dup, False))
-                        continue
-                    e = self._free_id(e)
-                    self._write_engram(e, "added")
-                    out.append((e, True))
-            finally:
-                self._bump_generation()
+            for e in batch:
+                dup = self._duplicate_of(e.scope, e.content_hash) if e.status == "active" else None
+                if dup is not None:
+                    out.append((dup, False))
+                    continue
+                e = self._free_id(e)
+                self._write_engram(e, "added")
+                out.append((e, True))
         if sum(1 for _, c in out if c) >= AUTOSAVE_READS:
             self.save_manifest()
         return out
@@ -347,10 +351,7 @@ class EngramStore:
                 on_disk = None
             if on_disk == data:
                 return self._by_id[engram.id]
-            try:
-                self._write_engram(engram, "updated", data)
-            finally:
-                self._bump_generation()
+            self._write_engram(engram, "updated", data)
         return engram
 
     def delete(self, engram_id: str) -> Engram:
@@ -371,6 +372,7 @@ class EngramStore:
             gone = self._by_id.get(engram_id)
             if gone is None:
                 raise NotFoundError(self._not_found_message(engram_id))
+            self._journal(path.name)
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -380,7 +382,6 @@ class EngramStore:
             if self.fsync:
                 self._fsync_dir(self.root)
             self._forget_entry(path.name)
-            self._bump_generation()
         return gone
 
     # -- health ---------------------------------------------------------------------------
@@ -623,6 +624,7 @@ class EngramStore:
             self._forget_entry(name)
         for name in [n for n in self._unmoved if n not in files]:
             del self._unmoved[name]
+        self._scanned = True
         if reads >= AUTOSAVE_READS or (self._dirty and not self.manifest_path.exists() and self._entries):
             self.save_manifest()
 
@@ -747,6 +749,7 @@ class EngramStore:
                         "bytes": len(data)}
                 self._atomic_write(dst.with_name(dst.name + ".reason"),
                                    yaml.safe_dump(info, allow_unicode=True, sort_keys=False).encode("utf-8"))
+                self._journal(name)
                 os.replace(src, dst)
                 if self.fsync:
                     self._fsync_dir(self.root)
@@ -756,7 +759,6 @@ class EngramStore:
                                        "when": format_time(datetime.now(timezone.utc)), "moved": False}
                 return None
             self._unmoved.pop(name, None)
-            self._bump_generation()
             return None
         finally:
             ctx.__exit__(None, None, None)
@@ -809,27 +811,54 @@ class EngramStore:
             finally:
                 self._lock.release()
 
-    def _read_generation(self) -> str | None:
+    def _journal(self, name: str) -> None:
+        """Under the lock, before touching ``name``: append it to the journal (rotating when large)."""
         try:
-            return self._gen_path.read_text(encoding="ascii").strip() or None
-        except (OSError, UnicodeDecodeError):
-            return None
-
-    def _bump_generation(self) -> None:
-        token = secrets.token_hex(8)
-        with suppress(OSError):
-            self._gen_path.parent.mkdir(parents=True, exist_ok=True)
-            _overwrite(self._gen_path, token.encode("ascii"))
-            self._gen_seen = token
+            size = self._journal_path.stat().st_size
+        except OSError:
+            size = -1
+        # stale: others appended since our last sync (e.g. a quarantine during a lock-free refresh)
+        stale = self._journal_pos is None or size != self._journal_pos[1]
+        try:
+            if stale or size < 0 or size > JOURNAL_MAX_BYTES or not self._journal_pos[0]:
+                # new epoch: every other process does one full scan at its next write
+                epoch = secrets.token_hex(8)
+                header = f"{JOURNAL_MAGIC} {epoch}\n".encode("ascii")
+                self._atomic_write(self._journal_path, header, sync=False)
+                self._journal_pos = (epoch, len(header))
+            with open(self._journal_path, "ab") as f:
+                f.write(name.encode("ascii") + b"\n")
+                self._journal_pos = (self._journal_pos[0], f.tell())
+        except (OSError, StoreError):
+            self._journal_pos = None  # others fall back to a full scan; the write itself goes on
+        if stale:
+            self._journal_pos = None  # we skipped others' names: our next write does a full scan
 
     def _sync_for_write(self) -> None:
-        """Under the lock: full refresh unless no other writer ran since our last write."""
-        token = self._read_generation()
-        if not self._loaded or token is None or token != self._gen_seen:
-            self._gen_seen = token
-            # Other plur writers always replace files (new inode), so equal keys can be trusted
-            # here; same-tick in-place hand edits are caught by the next refresh().
-            self._full_refresh(locked=True, check_racy=False)  # may bump the token (quarantine)
+        """Under the lock: catch up with other writers (journal tail, else a full scan)."""
+        try:
+            with open(self._journal_path, "rb") as f:
+                header = f.readline()
+                parts = header.decode("ascii", "replace").split()
+                epoch = parts[1] if len(parts) == 2 and parts[0] == JOURNAL_MAGIC else None
+                if (self._scanned and epoch is not None and self._journal_pos is not None
+                        and self._journal_pos[0] == epoch):
+                    f.seek(self._journal_pos[1])
+                    tail = f.read()
+                    if tail.endswith(b"\n") or not tail:
+                        for name in set(tail.decode("ascii", "replace").split()):
+                            if name.endswith(".yaml") and ID_RE.match(name[: -len(".yaml")]):
+                                self._check_one(name)
+                        self._journal_pos = (epoch, self._journal_pos[1] + len(tail))
+                        return
+                end = f.seek(0, os.SEEK_END)
+        except OSError:
+            epoch, end = None, -1
+        # Other plur writers always replace files (new inode), so equal keys can be trusted
+        # here; same-tick in-place hand edits are caught by the next refresh().
+        self._full_refresh(locked=True, check_racy=False)
+        # caught up; a missing (-1) or headerless journal ("" epoch) is started afresh by the next write
+        self._journal_pos = (epoch, end) if epoch is not None else ("", end if end else -1)
 
     def _free_id(self, e: Engram) -> Engram:
         for _ in range(100):
@@ -843,6 +872,7 @@ class EngramStore:
     def _write_engram(self, e: Engram, op: str, data: bytes | None = None) -> None:
         data = e.to_yaml().encode("utf-8") if data is None else data
         path = self.root / f"{e.id}.yaml"
+        self._journal(path.name)  # intent first: a writer killed after this leaves a harmless extra name
         self._atomic_write(path, data)
         try:
             st = path.stat()

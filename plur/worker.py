@@ -315,8 +315,7 @@ class RecallWorker:
                 log.exception("plur recall worker: unexpected error handling %s", kind)
 
     def _pinned(self, scope: str | None) -> list[Engram]:
-        return [e for e in self.memory.list(status="active")
-                if e.pinned and (scope is None or e.scope in (scope, "global"))]
+        return self.memory.pinned(scope)
 
     def _process(self, agent_id: str) -> None:
         with self._lock:

@@ -300,6 +300,29 @@ def test_refresh_reports_changes_from_another_process_and_hand_edits(tmp_path: P
     assert [e.statement for e in mine.all()] == ["one, by hand"]
 
 
+def test_writers_catch_up_from_the_journal_without_a_full_scan(tmp_path: Path, monkeypatch) -> None:
+    a, b = make_store(tmp_path), make_store(tmp_path)
+    a.add(Engram.create("warm a"))
+    b.add(Engram.create("warm b"))
+    scans: list[EngramStore] = []
+    real_scan = EngramStore._full_refresh
+
+    def spy(self: EngramStore, *args, **kwargs) -> None:
+        scans.append(self)
+        real_scan(self, *args, **kwargs)
+
+    monkeypatch.setattr(EngramStore, "_full_refresh", spy)
+    x, _ = a.add(Engram.create("learned by A"))
+    y, created = b.add(Engram.create("LEARNED  by a"))  # b dedups against a's new file
+    assert not created and y.id == x.id and scans == []
+    b.delete(x.id)
+    z, created = a.add(Engram.create("learned by A"))  # a saw the delete: learns it afresh
+    assert created and z.id != x.id and scans == []
+    (tmp_path / "index" / "store-journal").unlink()  # journal lost: a full scan, still correct
+    w, created = b.add(Engram.create("learned by a"))
+    assert not created and w.id == z.id and scans == [b]
+
+
 def test_same_size_edit_within_one_timestamp_tick_is_seen(tmp_path: Path) -> None:
     store = make_store(tmp_path)
     e, _ = store.add(Engram.create("The dog is Rex."))
@@ -340,6 +363,15 @@ def test_manifest_makes_a_fresh_process_reread_only_changed_files(tmp_path: Path
     assert reads == [path.name]
     assert len(changes.added) == 40  # a new instance reports everything once
     assert fresh.get(target.id).statement == "engram number seven"
+
+
+def test_get_before_all_still_loads_everything(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    made = [e for e, _ in store.add_many([Engram.create(f"e{i}") for i in range(5)])]
+    store.save_manifest()
+    fresh = make_store(tmp_path)
+    assert fresh.get(made[2].id) == made[2]
+    assert sorted(e.id for e in fresh.all()) == sorted(e.id for e in made) and fresh.count() == 5
 
 
 def test_corrupt_manifest_is_ignored(tmp_path: Path) -> None:

@@ -105,5 +105,8 @@ def attach(agent: Any, section: MemorySection, *, agent_id: AgentIdSource, scope
                     log.warning("plur: could not submit a recall for agent %r: %s", aid, exc)
         return text or None
 
-    agent.instructions(name=name, on_change="rewrite")(plur_memory)
+    try:
+        agent.instructions(name=name, on_change="rewrite")(plur_memory)
+    except TypeError:  # pydantic-ai before named parts / on_change: every dynamic part is rewritten
+        agent.instructions(plur_memory)
     return plur_memory
