@@ -6,9 +6,12 @@ of 10 hits each, a quarter of them followed by an injection). The app runs in uv
 in a background thread; requests go through httpx, one at a time.
 
 Measured (wall-clock ms per request, client side, including HTTP): the first page ``/`` (cold = the very
-first request after opening the store; warm = p50/p99 over ``--requests`` repeats) and, warm, its JSON
-twin, a full-text filter, a sort by recall count, a deep page, an engram's detail page and the statistics
-page. Target from issue 6: first page <= 300 ms at 10,000 engrams.
+first request after the server started, templates not yet compiled; warm = p50/p99 over ``--requests``
+repeats, usage counts and facets cached; "new recall" / "edited" = a recall recorded or an engram edited
+before each request, so the caches are rebuilt) and, warm, its JSON twin, a full-text filter, a sort by
+recall count, a deep page, an engram's detail page and the statistics page. ``open_store_ms`` is opening
+the Memory and reading every engram file once, which ``serve()`` does before it listens.
+Target from issue 6: first page <= 300 ms at 10,000 engrams.
 
 Run:  python bench/bench_web.py [--n 10000] [--recalls 2000] [--requests 50] [--out bench/results/web.json]
 """
@@ -85,7 +88,9 @@ def serve_in_thread(app: Any) -> tuple[Any, threading.Thread, str]:
     """Start uvicorn on a free loopback port; returns (server, thread, base URL)."""
     import uvicorn
 
-    sock = socket.socket()
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the listening
+    # socket says TCP; without it Nagle + delayed ACK add ~40 ms to every keep-alive response.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
@@ -131,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t_open = time.perf_counter()
     mem = Memory(home, model="none")
-    mem.store.all()
+    mem.list()  # what serve() does before listening: read every engram file once
     open_ms = (time.perf_counter() - t_open) * 1000.0
     server, thread, base = serve_in_thread(create_app(mem))
     urls = {
@@ -153,6 +158,21 @@ def main(argv: list[str] | None = None) -> int:
                 ms = [timed_get(client, url) for _ in range(args.requests)]
                 results[name] = {"url": url, "n": len(ms), "p50_ms": round(percentile(ms, 50), 2),
                                  "p99_ms": round(percentile(ms, 99), 2), "mean_ms": round(statistics.fmean(ms), 2)}
+            # Uncached paths: a recall recorded (usage counts re-read) or an engram edited (facets
+            # recomputed) between two loads of the first page. The change itself is not timed.
+            engrams = mem.list()
+            for name, change in (
+                ("first page, new recall", lambda i: mem.stats.record_recall(
+                    agent="bench", scope=None, query="q", mode="bm25", latency_ms=1.0,
+                    hits=[Hit(engram=engrams[i], score=1.0, rank=1)])),
+                ("first page, edited", lambda i: mem.update(engrams[i].id, pinned=not engrams[i].pinned)),
+            ):
+                ms = []
+                for i in range(args.requests):
+                    change(i)
+                    ms.append(timed_get(client, "/"))
+                results[name] = {"url": "/", "n": len(ms), "p50_ms": round(percentile(ms, 50), 2),
+                                 "p99_ms": round(percentile(ms, 99), 2), "mean_ms": round(statistics.fmean(ms), 2)}
             body = client.get("/").text
     finally:
         server.should_exit = True
@@ -169,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'request':<20} {'p50 ms':>8} {'p99 ms':>8}")
     for name, r in results.items():
         print(f"{name:<20} {r['p50_ms']:>8.1f} {r['p99_ms']:>8.1f}")
-    ok = results["first page"]["p99_ms"] <= 300
+    ok = max(results[k]["p99_ms"] for k in ("first page", "first page, new recall", "first page, edited")) <= 300
     print(f"first page p99 {'<=' if ok else '>'} 300 ms target; wrote {args.out}")
     if tmp is not None:
         tmp.cleanup()

@@ -265,13 +265,19 @@ def matrix_markdown(runs: Sequence[Mapping[str, Any]], manifest: Mapping[str, An
              f"(wall time {manifest.get('wall_s', 0) / 60:.1f} min, {manifest.get('machine', {}).get('cpu_count')} "
              f"CPU cores). Model: **{model.get('name')}** (`{model.get('identity')}`, source: {model.get('source')}).",
              ""]
+    seen: set[str] = set()
     for run in runs:
+        if run["dataset"] in seen:
+            continue
+        seen.add(run["dataset"])
         d = run.get("data") or {}
         lines.append(f"- {run['dataset']}: `{Path(str(d.get('path'))).name}` ({run['n_questions']} questions, "
                      f"sha256 `{str(d.get('sha256'))[:12]}`)")
     lines += ["", "Headline populations: LongMemEval without abstention questions (official protocol; n=470 on the "
-              "full LongMemEval-S); LoCoMo categories 1-4 with evidence. `session (from turn ranking)` is the "
-              "official turn-to-session metric.", ""]
+              "full LongMemEval-S); LoCoMo categories 1-4 with evidence (category 5 and per-category tables in each "
+              "run's summary.md). `session (from turn ranking)` is the official turn-to-session metric; its NDCG "
+              "counts every turn of a gold session in the ideal ranking, as the official code does, so it is not "
+              "comparable with session-granularity NDCG.", ""]
     lines += _table(MATRIX_HEADER, matrix_rows(runs))
     cmp_ = fusion_comparison(runs)
     if cmp_["winner"]:

@@ -154,7 +154,6 @@ class Engine:
         """The resolved settings of the temporary stores (JSON-safe; home omitted)."""
         return {k: v for k, v in vars(self.settings).items() if k != "home"}
 
-
     def run_task(self, task: Task, variants: Sequence[Variant],
                  on_progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
         """Learn ``task``'s corpus into a temporary store and score every query under every variant.

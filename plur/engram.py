@@ -133,6 +133,13 @@ def _check_statement(statement: Any, max_bytes: int | None) -> str:
         raise ValidationError(f"statement must be text, got {type(statement).__name__} {statement!r:.60}")
     if not statement.strip():
         raise ValidationError(f"statement {statement!r:.60} is empty or whitespace only; give the fact to remember")
+    try:
+        statement.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"statement is not valid Unicode text ({exc.reason} at position {exc.start}: "
+            f"{statement[exc.start:exc.start + 1]!r}); check the terminal's or file's encoding (UTF-8 expected)"
+        ) from None
     if "\x00" in statement:
         raise ValidationError("statement contains a NUL character (\\x00); remove it")
     if max_bytes is not None:
@@ -312,7 +319,12 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     # Multi-line text reads best as a literal block; PyYAML falls back to a
     # double-quoted scalar by itself when a literal block cannot hold the text
     # exactly (trailing spaces, special characters), so the round trip is exact.
-    style = "|" if "\n" in value else None
+    # U+0085, U+2028 and U+2029 are line breaks to a YAML reader: only a double-quoted scalar
+    # (which escapes them) keeps them exactly.
+    if any(c in value for c in "\x85\u2028\u2029"):
+        style: str | None = '"'
+    else:
+        style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 

@@ -427,6 +427,7 @@ class Memory:
             self._closed = True
             if self._stats is not None:
                 self._stats.close()
+            self.store.close()
             _OPEN.discard(self)
 
     def __enter__(self) -> "Memory":

@@ -673,18 +673,16 @@ class EngramStore:
         key = (st.st_mtime_ns, st.st_size, st.st_ino)
         sha = _sha(data)
         ent = self._entries.get(name)
-        if ent is not None and ent.sha == sha and ent.engram is not None:
-            ent.key, ent.observed_ns = key, now
+        if ent is not None and ent.sha == sha and (ent.engram is not None or self._materialise(name, ent)):
+            ent.key, ent.observed_ns = key, now  # same bytes: no parse needed
             self._dirty = True
             return
         try:
             engram = self._parse(name, data)
         except ValidationError as exc:
-            engram = self._quarantine(name, str(exc))
-            if engram is None:
+            if self._quarantine(name, str(exc)) is None:  # else: it loaded when re-read under the lock
                 self._forget_entry(name)
-                return
-            return  # _quarantine re-read it under the lock and it loaded after all
+            return
         # a manifest entry never materialised was never reported: it is "added"
         op = "updated" if ent is not None and ent.engram is not None else "added"
         self._set_entry(name, _Entry(key, now, sha, engram), op)

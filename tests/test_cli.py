@@ -72,10 +72,10 @@ def test_learn_list_show_forget_round_trip(run, home: Path) -> None:
     assert missing.exit_code == 3 and missing.stderr.startswith("plur: error: no engram")
 
 
-def test_list_newest_first_with_limit(run) -> None:
+def test_list_newest_first_with_limit(run, home: Path) -> None:
     ids = [learn_id(run, f"fact {i}") for i in range(3)]
+    store = EngramStore(home)
     for i, eid in enumerate(ids):  # make creation order explicit
-        store = EngramStore(Path(os.environ["PLUR_HOME"]))
         store.put(store.get(eid).replace(created=f"2025-01-0{i + 1}T00:00:00Z"))
     out = json.loads(run("list", "--limit", "2", "--json").stdout)
     assert [d["id"] for d in out] == [ids[2], ids[1]]
@@ -96,7 +96,7 @@ def test_bad_ids_give_one_line_and_exit_2(run, command: str, bad: str) -> None:
 def test_blank_statement_is_refused(run, home: Path, blank: str) -> None:
     r = run("learn", blank)
     assert r.exit_code == 2 and "empty or whitespace" in r.stderr
-    assert not list((home / "engrams").glob("*.yaml")) if (home / "engrams").exists() else True
+    assert not list((home / "engrams").glob("*.yaml"))
 
 
 def test_statement_over_the_limit_is_refused_from_stdin(run) -> None:

@@ -73,9 +73,16 @@ def test_statement_survives_save_and_reload_byte_for_byte(tmp_path: Path, statem
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @example("a\x85b")
 @example("\u2029 x \x1b \ud7ff \U0010ffff")
+@example("lone surrogate \ud800")
 @given(st.text(alphabet=st.characters(blacklist_characters="\x00"), min_size=1, max_size=300)
        .filter(lambda s: s.strip() != ""))
 def test_any_text_round_trips(statement: str) -> None:
+    try:
+        statement.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates cannot go into a UTF-8 file: a clear refusal
+        with pytest.raises(ValidationError):
+            Engram.create(statement)
+        return
     with tempfile.TemporaryDirectory() as d:
         store = make_store(Path(d))
         stored, _ = store.add(Engram.create(statement))

@@ -225,7 +225,8 @@ def test_playground_shows_three_rankings_and_the_exact_block(client: TestClient,
     assert top["bm25_rank"] == 1 and top["bm25_score"] > 0
     assert all(-1.0 <= h["dense_score"] <= 1.0 for h in data["legs"]["dense"])
     legs = memory.recall_legs("deploy key", 5, scope="project:shop", record=False)
-    pinned = [memory.get(ids["dog"])]
+    pinned = memory.pinned("project:shop")
+    assert [e.id for e in pinned] == [ids["dog"]]
     expected = build_block(legs["hybrid"], memory.settings.budget_tokens, pinned=pinned)
     assert data["block"]["text"] == expected.text and data["block"]["tokens"] == expected.tokens
     assert data["block"]["engram_ids"][0] == ids["dog"]                      # pinned goes first
@@ -262,7 +263,8 @@ def test_pin_retire_edit_forget_through_forms(client: TestClient, memory: Memory
 
 def test_actions_json_twin_with_header_token(client: TestClient, memory: Memory) -> None:
     ids = seed(memory)
-    tok = client.get("/?format=json") and token_of(client)
+    tok = client.get("/?format=json").headers["x-csrf-token"]
+    assert tok == token_of(client)
     r = client.post(f"/engrams/{ids['dog']}/pin?format=json", json={},
                     headers={"Origin": ORIGIN, "X-CSRF-Token": tok})
     assert r.status_code == 200 and r.json()["engram"]["pinned"] is True

@@ -33,7 +33,9 @@ def base_url(memory: Memory):
     uvicorn = pytest.importorskip("uvicorn")
     from plur.web.server import create_app
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP matters: asyncio sets TCP_NODELAY on accepted sockets only when the listening
+    # socket says TCP; without it Nagle + delayed ACK add ~40 ms to every keep-alive response.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]

@@ -215,7 +215,9 @@ class SessionCookie:
 
     Sets ``scope["state"]["session_id"]`` and ``scope["state"]["csrf_token"]``; when the
     request had no valid cookie, the response sets one (``HttpOnly; SameSite=Strict;
-    Path=/``). Mutating requests are checked in :func:`check_mutation`, not here.
+    Path=/``). Every response also carries the token in an ``X-CSRF-Token`` header, so a
+    script using the JSON twins can send it back (only a same-origin reader can see it).
+    Mutating requests are checked in :func:`check_mutation`, not here.
 
     Args:
         app: the wrapped ASGI app.
@@ -241,9 +243,13 @@ class SessionCookie:
         state["csrf_token"] = csrf_token(self.secret, sid or "")
 
         async def send_with_cookie(message: Message) -> None:
-            if fresh and message["type"] == "http.response.start":
-                cookie = f"{COOKIE_NAME}={sid}; Path=/; HttpOnly; SameSite=Strict"
-                message["headers"] = list(message.get("headers", [])) + [(b"set-cookie", cookie.encode())]
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.append((HEADER_NAME.encode(), state["csrf_token"].encode()))
+                if fresh:
+                    cookie = f"{COOKIE_NAME}={sid}; Path=/; HttpOnly; SameSite=Strict"
+                    headers.append((b"set-cookie", cookie.encode()))
+                message["headers"] = headers
             await send(message)
 
         await self.app(scope, receive, send_with_cookie)

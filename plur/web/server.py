@@ -177,10 +177,13 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
     from .queries import UsageCounts
 
     env = _environment()
+    for name in ("engrams.html", "engram.html", "stats.html", "playground.html", "error.html"):
+        env.get_template(name)  # compile now: a template error fails at start, and the first page is not slower
     key = secret or secrets.token_bytes(32)
     caches = views.Caches(usage=UsageCounts(memory.stats.path))
+    # One memory call at a time: page loads are short, and the store's refresh is not meant to race.
     lock = threading.Lock()
-    home = str(getattr(getattr(memory, "settings", None), "home", ""))
+    home = str(memory.settings.home)
 
     async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         def locked() -> Any:
@@ -199,8 +202,8 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
         html = env.get_template(page.template).render(context)
         return HTMLResponse(html, status_code=page.status)
 
-    def error(request: Request, exc: PlurError, status: int | None = None) -> Response:
-        code = status or _status_for(exc)
+    def error(request: Request, exc: PlurError) -> Response:
+        code = _status_for(exc)
         try:
             as_json = wants_json(request)
         except ValidationError:
@@ -348,8 +351,10 @@ def serve(home: str | Path | None = None, host: str = "127.0.0.1", port: int = 7
     memory = Memory(home)
     try:
         app = create_app(memory, bound_host=host, allow_hosts=extra)
+        n = len(memory.list())  # read every engram file now, not on the first page load
         url = display_url(host, port)
-        print(f"plur: serving {memory.settings.home} at {url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        print(f"plur: serving {n} engrams from {memory.settings.home} at {url} (Ctrl-C to stop)",
+              file=sys.stderr, flush=True)
         if open_browser:
             threading.Timer(0.8, webbrowser.open, args=(url,)).start()
         uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",

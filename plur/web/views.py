@@ -180,19 +180,14 @@ def _hit(h: "Hit") -> dict[str, Any]:
             "dense_rank": h.dense_rank, "dense_score": h.dense_score}
 
 
-def pinned_in_scope(engrams: list[Engram], scope: str | None) -> list[Engram]:
-    """Active pinned engrams a recall in ``scope`` may see (``None``: all; else that scope and global)."""
-    return [e for e in engrams if e.pinned and e.status == "active"
-            and (scope is None or e.scope in (scope, "global"))]
-
-
 def memory_block(memory: "Memory", hits: list["Hit"], pinned: list[Engram]) -> dict[str, Any]:
-    """The block the prompt section would inject for ``hits``, built by :mod:`plur.section`.
+    """The block the prompt section would inject for ``hits``: :func:`plur.section.build_block`, called as
+    the recall worker calls it (``settings.budget_tokens``, pinned engrams of the scope).
 
     Args:
         memory: the facade (for the ``budget_tokens`` setting).
         hits: the ranking the block is built from.
-        pinned: always-on pinned engrams (see :func:`pinned_in_scope`).
+        pinned: always-on pinned engrams (``Memory.pinned(scope)``, as the recall worker passes them).
 
     Returns:
         ``{text, tokens, budget_tokens, engram_ids, available, note}``; ``available`` is False
@@ -243,7 +238,7 @@ def playground_page(memory: "Memory", params: Mapping[str, str], caches: Caches 
         legs = memory.recall_legs(q, k, scope=scope, record=False)
         data["latency_ms"] = round((time.perf_counter() - t0) * 1000.0, 2)
         data["legs"] = {m: [_hit(h) for h in legs.get(m, [])] for m in MODES}
-        data["block"] = memory_block(memory, list(legs.get(mode, [])), pinned_in_scope(engrams, scope))
+        data["block"] = memory_block(memory, list(legs.get(mode, [])), memory.pinned(scope))
     return Page("playground.html", data)
 
 
