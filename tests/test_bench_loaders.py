@@ -147,7 +147,6 @@ def test_normalize_evidence():
     assert dropped == ["D", "D10:19"]
 
 
-@pytest.mark.skipif(not (SHARED / "locomo" / "locomo10.json").is_file(), reason="shared LoCoMo copy not present")
 def test_real_locomo_counts_match_its_readme():
     tasks, notes = locomo.load_tasks(SHARED / "locomo" / "locomo10.json", "turn")
     assert len(tasks) == 10

@@ -86,7 +86,7 @@ class Seen:
 
 
 def _drive(mem: Memory, turns: int, keep_history: bool) -> tuple[list[Seen], list[str], str]:
-    pydantic_ai = pytest.importorskip("pydantic_ai")
+    import pydantic_ai
     from pydantic_ai.messages import ModelResponse, TextPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -151,7 +151,7 @@ def test_pydantic_ai_agent_gets_a_fresh_bounded_block_every_turn(mem: Memory, to
 
 
 def test_pydantic_ai_agent_id_from_deps_keeps_agents_apart_and_survives_a_closed_worker(mem: Memory) -> None:
-    pydantic_ai = pytest.importorskip("pydantic_ai")
+    import pydantic_ai
     from pydantic_ai.messages import ModelResponse, TextPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
 

@@ -61,7 +61,7 @@ def test_estimate_tokens_follows_the_documented_rule(text: str, expected: int) -
 
 
 def test_estimate_is_at_least_the_real_bpe_count_on_typical_text() -> None:
-    bpe = pytest.importorskip("bpe_openai", reason="dev dependency bpe-openai (cl100k/o200k tokenizers)")
+    import bpe_openai as bpe
     encoders = [bpe.get_encoding("cl100k_base"), bpe.get_encoding("o200k_base")]
     rng = random.Random(7)
     samples = {
@@ -140,7 +140,7 @@ def test_fifty_long_engrams_stay_within_budget_by_dropping_whole_engrams(budget:
 
 
 def test_budget_holds_against_real_tokenizers_for_a_full_block() -> None:
-    bpe = pytest.importorskip("bpe_openai", reason="dev dependency bpe-openai (cl100k/o200k tokenizers)")
+    import bpe_openai as bpe
     rng = random.Random(3)
     extra = ["中文的记忆条目也要算进预算里。", "Заметка на русском языке.", "code: `x = f(a, b)` -> 42 🚀"]
     engrams = [engram(long_statement(rng, 80) + " " + rng.choice(extra)) for _ in range(50)]

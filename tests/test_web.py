@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("starlette")
+import starlette  # noqa: F401  (the web extra)
 from starlette.testclient import TestClient  # noqa: E402
 
 from plur.memory import Memory  # noqa: E402
