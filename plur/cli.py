@@ -352,11 +352,12 @@ def reindex(app: _App) -> None:
 @click.pass_obj
 def section(app: _App, message: str, agent: str, scope: str | None) -> None:
     """Print the memory block that would be injected for MESSAGE."""
-    from .section import render_block
+    from .section import build_block
 
     mem = app.memory
     hits = mem.recall(message, mem.settings.recall_k, scope=scope, agent=agent)
-    block = render_block(hits, budget_tokens=mem.settings.budget_tokens)
+    # The same selection the recall worker makes: pinned engrams of the scope first, then the hits.
+    block = build_block(hits, budget_tokens=mem.settings.budget_tokens, pinned=mem.pinned(scope)).text
     click.echo(block if block else "(empty memory block: nothing recalled)")
 
 

@@ -69,6 +69,7 @@ class Memory:
         self._generation = 0                 # bumped on every store change; keys the filter cache
         self._allowed_cache: dict[tuple[Any, ...], set[str] | None] = {}
         self._pinned_cache: tuple[tuple[str, int], list[Engram]] | None = None
+        self._newest_cache: tuple[int, list[Engram]] | None = None
         self._closed = False
         _OPEN.add(self)
 
@@ -239,13 +240,15 @@ class Memory:
              status: str | None = None, text: str | None = None) -> list[Engram]:
         """Engrams matching every given filter, newest first (``text``: case-insensitive substring)."""
         self._scan()
+        if self._newest_cache is None or self._newest_cache[0] != self._generation:
+            every = self.store.all()
+            every.sort(key=lambda e: (e.created, e.id), reverse=True)
+            self._newest_cache = (self._generation, every)
         needle = text.casefold() if text else None
-        out = [e for e in self.store.all()
-               if (scope is None or e.scope == scope) and (type is None or e.type == type)
-               and (tag is None or tag in e.tags) and (status is None or e.status == status)
-               and (needle is None or needle in e.statement.casefold())]
-        out.sort(key=lambda e: (e.created, e.id), reverse=True)
-        return out
+        return [e for e in self._newest_cache[1]
+                if (scope is None or e.scope == scope) and (type is None or e.type == type)
+                and (tag is None or tag in e.tags) and (status is None or e.status == status)
+                and (needle is None or needle in e.statement.casefold())]
 
     def pinned(self, scope: str | None = None) -> list[Engram]:
         """Active pinned engrams visible in ``scope`` (that scope plus ``global``; ``None`` = all), newest first.
