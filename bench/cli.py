@@ -131,14 +131,16 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``python -m bench`` argument parser."""
     parser = argparse.ArgumentParser(prog="python -m bench", description="plur retrieval benchmarks")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="the README's main job: learn, recall and benchmark one real conversation "
+                                "(python -m bench demo --help)", add_help=False)
     for name, default in (("longmemeval", DEFAULT_LONGMEMEVAL), ("locomo", SHARED_LOCOMO)):
         p = sub.add_parser(name, help=f"run {name}")
         p.add_argument("--data", type=Path, default=default, help=f"data file (default {default})")
         p.add_argument("--granularity", choices=("session", "turn"), default="session")
         p.add_argument("--mode", default=",".join(MODES), type=lambda v: _csv(v, MODES, "--mode"),
                        help="bm25, dense, hybrid, or a comma list (default all three)")
-        p.add_argument("--fusion", default="rrf", type=lambda v: _csv(v, FUSIONS, "--fusion"),
-                       help="hybrid fusion: rrf, weighted, or rrf,weighted (default rrf)")
+        p.add_argument("--fusion", default="weighted", type=lambda v: _csv(v, FUSIONS, "--fusion"),
+                       help="hybrid fusion: weighted, rrf, or rrf,weighted (default weighted, plur's default)")
         if name == "longmemeval":
             p.add_argument("--include-assistant", action="store_true",
                            help="also index assistant turns (not the official protocol; labelled)")
@@ -192,6 +194,11 @@ def cmd_all(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (PlurError -> one line on stderr and its exit code)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["demo"]:
+        from .demo import main as demo_main
+
+        return demo_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if args.command == "all":

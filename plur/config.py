@@ -44,7 +44,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("bm25_k1", 1.5, float, "BM25 term-frequency saturation k1 (Robertson & Zaragoza 2009; rank-bm25 default)."),
     Setting("bm25_b", 0.75, float, "BM25 length normalisation b (0 = none, 1 = full)."),
     Setting("stemming", False, bool, "Apply the Snowball English stemmer (PyStemmer) to tokens."),
-    Setting("fusion", "rrf", str, "How BM25 and dense rankings are fused: rrf or weighted.", ("rrf", "weighted")),
+    Setting("fusion", "weighted", str,
+            "How BM25 and dense rankings are fused: weighted (min-max normalised scores; won on LoCoMo, see README) "
+            "or rrf.", ("rrf", "weighted")),
     Setting("rrf_k", 60, int, "RRF constant k (Cormack, Clarke & Buettcher, SIGIR 2009)."),
     Setting("dense_weight", 0.5, float, "Weight of the dense leg in weighted fusion (0..1); BM25 gets the rest."),
     Setting("candidates", 100, int, "Candidates taken from each leg before fusion (per leg, engrams)."),
@@ -88,7 +90,7 @@ class Settings:
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
     stemming: bool = False
-    fusion: str = "rrf"
+    fusion: str = "weighted"
     rrf_k: int = 60
     dense_weight: float = 0.5
     candidates: int = 100
