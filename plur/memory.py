@@ -97,7 +97,7 @@ class Memory:
         """
         with self._lock:
             if self._resolution is None:
-                from . import embed
+                from . import embed, embed_cache
 
                 if self._explicit_embedder is not None:
                     res = embed.Resolution(embedder=self._explicit_embedder, source="path",
@@ -105,8 +105,8 @@ class Memory:
                 else:
                     res = embed.resolve_embedder(self.settings)
                 if res.embedder is not None:
-                    cache = embed.EmbeddingCache(self.cache_dir / "embeddings.sqlite")
-                    res = dataclasses.replace(res, embedder=embed.CachedEmbedder(res.embedder, cache))
+                    cache = embed_cache.EmbeddingCache(self.cache_dir / "embeddings.sqlite")
+                    res = dataclasses.replace(res, embedder=embed_cache.CachedEmbedder(res.embedder, cache))
                 self._resolution = res
             return self._resolution
 

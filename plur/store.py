@@ -38,47 +38,54 @@ Guarantees:
 
 The store knows nothing about indexes: callers learn what changed from
 :meth:`EngramStore.refresh`, which returns :class:`Changes`.
+
+Helpers, one job each: :mod:`plur.atomic` (atomic writes, stale temp files),
+:mod:`plur.quarantine` (moving bad files aside, listing them),
+:mod:`plur.store_manifest` (the manifest and the writer journal),
+:mod:`plur.store_lock` (the write lock and its owner record).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
-import secrets
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from .engram import ID_RE, Engram, content_hash, format_time, new_id, validate_id
+from . import store_manifest
+from .atomic import STALE_TMP_S, TMP_PREFIX, atomic_write, clean_stale_temps, fsync_dir
+from .engram import Engram, content_hash, new_id, validate_id
 from .errors import NotFoundError, StoreError, ValidationError
+from .quarantine import list_quarantined, move_aside, unmoved_record
+from .store_lock import StoreLock
+from .store_manifest import (
+    JOURNAL_MAGIC,
+    JOURNAL_MAX_BYTES,
+    MANIFEST_FORMAT,
+    MANIFEST_VERSION,
+    RACY_WINDOW_NS,
+    FileEntry,
+    JournalTail,
+    WriterJournal,
+    file_sha,
+    load_manifest,
+)
+
+__all__ = [
+    "AUTOSAVE_READS", "DEFAULT_MAX_STATEMENT_BYTES", "JOURNAL_MAGIC", "JOURNAL_MAX_BYTES", "MANIFEST_FORMAT",
+    "MANIFEST_VERSION", "RACY_WINDOW_NS", "STALE_TMP_S", "TMP_PREFIX", "Changes", "EngramStore",
+]
 
 #: Default statement limit in UTF-8 bytes (1 MiB); see the module docstring.
 DEFAULT_MAX_STATEMENT_BYTES = 1 << 20
-#: Entries whose mtime is this close (ns) to when they were read are re-checked by content.
-#: 2 s covers coarse timestamps (FAT 2 s, HFS+ 1 s, ext4/xfs one jiffy).
-RACY_WINDOW_NS = 2_000_000_000
-#: Temp files of atomic writes start with this; loading skips every name starting with ".".
-TMP_PREFIX = ".tmp-"
-#: A temp file older than this (s) is stale even when seen without the lock.
-STALE_TMP_S = 600.0
 #: Save the manifest on refresh once this many files had to be read (not served by the manifest).
 AUTOSAVE_READS = 32
-MANIFEST_FORMAT = "plur-store-manifest"
-JOURNAL_MAGIC = "plur-store-journal"
-#: The journal is started afresh (new epoch) beyond this size, in bytes (~9,000 writes).
-JOURNAL_MAX_BYTES = 256 * 1024
-MANIFEST_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -97,20 +104,6 @@ class Changes:
         return bool(self.added or self.updated or self.removed)
 
 
-@dataclass
-class _Entry:
-    """What the store knows about one file (by file name)."""
-
-    key: tuple[int, int, int]  # (st_mtime_ns, st_size, st_ino)
-    observed_ns: int  # wall clock (time.time_ns) when the bytes were last read
-    sha: str  # sha256 hex of the file bytes (first 32 hex)
-    engram: Engram | None  # None only for manifest entries not yet materialised
-    data: dict[str, Any] | None = None  # Engram.to_dict() from the manifest
-
-    def racy(self) -> bool:
-        return self.key[0] + RACY_WINDOW_NS > self.observed_ns
-
-
 def _merge_op(prev: str | None, new: str) -> str | None:
     """Combine two successive change kinds for one id (None = net no change)."""
     if prev is None:
@@ -120,29 +113,6 @@ def _merge_op(prev: str | None, new: str) -> str | None:
     if prev == "removed":
         return "updated" if new == "added" else "removed"
     return "removed" if new == "removed" else "updated"  # prev == "updated"
-
-
-def _overwrite(path: Path, data: bytes, width: int = 80) -> None:
-    """Write a small file in place, padded with spaces to ``width`` bytes.
-
-    No truncation: on ext4 (auto_da_alloc) truncating and rewriting a file forces a
-    data flush, which cost ~4 ms per write here. Readers strip the padding.
-    """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        os.pwrite(fd, data.ljust(width), 0)
-        if os.fstat(fd).st_size > max(width, len(data)):
-            os.ftruncate(fd, max(width, len(data)))
-    finally:
-        os.close(fd)
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:32]
-
-
-def _stamp() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
 
 
 class EngramStore:
@@ -165,25 +135,18 @@ class EngramStore:
 
     def __init__(self, home: str | os.PathLike[str], max_statement_bytes: int = DEFAULT_MAX_STATEMENT_BYTES,
                  fsync: bool = True, lock_timeout_s: float = 30.0) -> None:
-        import filelock  # light, but only writers need it
-
         self.home = Path(home).expanduser()
         self.root = self.home / "engrams"
         self.quarantine_dir = self.home / "quarantine"
         self.manifest_path = self.home / "index" / "manifest-store.json"
-        self.lock_path = self.home / ".lock"
-        self._journal_path = self.home / "index" / "store-journal"
-        self._owner_path = self.home / ".lock.owner"
         self.max_statement_bytes = int(max_statement_bytes)
         self.fsync = bool(fsync)
         self.lock_timeout_s = float(lock_timeout_s)
-        self._filelock_mod = filelock
-        # filelock polls a non-blocking flock; its 50 ms default makes 8 contending writers
-        # spend most of their time asleep; 2 ms keeps the hand-over short at small CPU cost.
-        self._lock = filelock.FileLock(str(self.lock_path), timeout=self.lock_timeout_s, poll_interval=0.002,
-                                       thread_local=False, preserve_lock_file=True)
+        self._lock = StoreLock(self.home, self.lock_timeout_s)
+        self.lock_path = self._lock.path
+        self._writes = WriterJournal(self.home / "index" / "store-journal")
         self._mutex = threading.RLock()
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, FileEntry] = {}
         self._by_id: dict[str, Engram] = {}
         self._by_key: dict[tuple[str, str], set[str]] = {}  # (scope, content_hash) -> active ids
         self._sorted: list[Engram] | None = None
@@ -191,7 +154,6 @@ class EngramStore:
         self._unmoved: dict[str, dict[str, Any]] = {}  # bad files we could not move aside
         self._loaded = False  # manifest read (entries may still be unmaterialised)
         self._scanned = False  # the folder was scanned at least once
-        self._journal_pos: tuple[str, int] | None = None  # (epoch, byte offset) seen under the lock
         self._dirty = False  # in-memory state differs from the saved manifest
 
     # -- paths ----------------------------------------------------------------------------
@@ -372,7 +334,7 @@ class EngramStore:
             gone = self._by_id.get(engram_id)
             if gone is None:
                 raise NotFoundError(self._not_found_message(engram_id))
-            self._journal(path.name)
+            self._writes.append(path.name)
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -380,7 +342,7 @@ class EngramStore:
             except OSError as exc:
                 raise StoreError(f"cannot remove {path} ({exc}); check the folder's permissions") from None
             if self.fsync:
-                self._fsync_dir(self.root)
+                fsync_dir(self.root)
             self._forget_entry(path.name)
         return gone
 
@@ -394,25 +356,7 @@ class EngramStore:
             UTC. Files that could not be moved (read-only home) appear with
             ``moved: False`` and ``path == original``.
         """
-        out: list[dict[str, Any]] = []
-        try:
-            reasons = sorted(self.quarantine_dir.glob("*.reason"))
-        except OSError:
-            reasons = []
-        for rp in reasons:
-            try:
-                info = yaml.safe_load(rp.read_text(encoding="utf-8")) or {}
-            except (OSError, yaml.YAMLError, UnicodeDecodeError):
-                info = {}
-            if not isinstance(info, dict):
-                info = {}
-            out.append({
-                "path": str(rp.with_suffix("")),
-                "original": str(info.get("original", "")),
-                "reason": str(info.get("reason", "(unreadable .reason file)")),
-                "when": str(info.get("when", "")),
-                "moved": True,
-            })
+        out = list_quarantined(self.quarantine_dir)
         with self._mutex:
             out.extend(dict(v) for v in self._unmoved.values())
         out.sort(key=lambda d: d["when"])
@@ -427,24 +371,7 @@ class EngramStore:
             ``{pid, since}`` as recorded in ``<home>/.lock.owner`` (may be stale when
             ``locked`` is False).
         """
-        state: dict[str, Any] = {"path": str(self.lock_path), "exists": self.lock_path.exists(),
-                                 "held_here": bool(self._lock.is_locked), "locked": False, "owner": None}
-        with suppress(OSError, yaml.YAMLError, UnicodeDecodeError):
-            owner = yaml.safe_load(self._owner_path.read_text(encoding="utf-8"))
-            if isinstance(owner, dict):
-                state["owner"] = owner
-        if state["held_here"]:
-            state["locked"] = True
-        elif state["exists"]:
-            probe = self._filelock_mod.FileLock(str(self.lock_path), thread_local=False,
-                                                preserve_lock_file=True)
-            try:
-                probe.acquire(blocking=False)
-            except self._filelock_mod.Timeout:
-                state["locked"] = True
-            else:
-                probe.release()
-        return state
+        return self._lock.state()
 
     def manifest_info(self) -> dict[str, Any]:
         """``{path, exists, bytes, entries}`` of the manifest file (for ``plur doctor``)."""
@@ -459,29 +386,8 @@ class EngramStore:
         with self._mutex:
             if not self._loaded:
                 return
-            files: dict[str, list[Any]] = {}
-            for name, ent in self._entries.items():
-                e = ent.engram
-                data = ent.data if e is None else e.to_dict()
-                files[name] = [ent.key[0], ent.key[1], ent.key[2], ent.observed_ns, ent.sha,
-                               e.content_hash if e is not None else "", data]
-            doc = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "root": str(self.root),
-                   "saved_ns": time.time_ns(), "files": files}
-            try:
-                text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-            except (TypeError, ValueError):  # an unknown key holds a non-JSON value: keep it out
-                for row in files.values():
-                    try:
-                        json.dumps(row[6])
-                    except (TypeError, ValueError):
-                        row[6] = None
-                text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-            try:
-                self.manifest_path.parent.mkdir(parents=True, exist_ok=True)
-                self._atomic_write(self.manifest_path, text.encode("utf-8"), sync=False)
-            except (OSError, StoreError):
-                return  # a manifest is only a cache; a read-only home still works
-            self._dirty = False
+            if store_manifest.save_manifest(self.manifest_path, self.root, self._entries):
+                self._dirty = False
 
     def close(self) -> None:
         """Save the manifest if the cache changed since it was last saved."""
@@ -528,7 +434,7 @@ class EngramStore:
         else:
             self._pending[engram_id] = merged
 
-    def _set_entry(self, name: str, ent: _Entry, op: str | None) -> None:
+    def _set_entry(self, name: str, ent: FileEntry, op: str | None) -> None:
         assert ent.engram is not None
         old = self._entries.get(name)
         if old is not None and old.engram is not None:
@@ -559,23 +465,7 @@ class EngramStore:
     def _load_manifest(self) -> None:
         """Seed the cache from the manifest (unmaterialised); any problem = no manifest."""
         self._loaded = True
-        try:
-            doc = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, UnicodeDecodeError):
-            return
-        if (not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT
-                or doc.get("version") != MANIFEST_VERSION or doc.get("root") != str(self.root)
-                or not isinstance(doc.get("files"), dict)):
-            return
-        for name, row in doc["files"].items():
-            try:
-                mtime, size, ino, observed, sha, _chash, data = row
-                ent = _Entry((int(mtime), int(size), int(ino)), int(observed), str(sha), None,
-                             data if isinstance(data, dict) else None)
-            except (TypeError, ValueError):
-                continue
-            if ent.data is not None:
-                self._entries[name] = ent
+        self._entries.update(load_manifest(self.manifest_path, self.root))
 
     def _scan(self) -> tuple[dict[str, os.stat_result], list[str]]:
         files: dict[str, os.stat_result] = {}
@@ -608,7 +498,7 @@ class EngramStore:
         if not self._loaded:
             self._load_manifest()
         files, temps = self._scan()
-        self._clean_temps(temps, locked)
+        clean_stale_temps(self.root, temps, locked)
         reads = 0
         for name, st in files.items():
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -628,7 +518,7 @@ class EngramStore:
         if reads >= AUTOSAVE_READS or (self._dirty and not self.manifest_path.exists() and self._entries):
             self.save_manifest()
 
-    def _materialise(self, name: str, ent: _Entry) -> bool:
+    def _materialise(self, name: str, ent: FileEntry) -> bool:
         """Turn a manifest entry into an Engram; False if the data no longer validates."""
         try:
             e = Engram.from_dict(ent.data or {})
@@ -671,7 +561,7 @@ class EngramStore:
             raise StoreError(f"cannot read {path} ({exc}); check its permissions") from None
         now = time.time_ns()
         key = (st.st_mtime_ns, st.st_size, st.st_ino)
-        sha = _sha(data)
+        sha = file_sha(data)
         ent = self._entries.get(name)
         if ent is not None and ent.sha == sha and (ent.engram is not None or self._materialise(name, ent)):
             ent.key, ent.observed_ns = key, now  # same bytes: no parse needed
@@ -685,7 +575,7 @@ class EngramStore:
             return
         # a manifest entry never materialised was never reported: it is "added"
         op = "updated" if ent is not None and ent.engram is not None else "added"
-        self._set_entry(name, _Entry(key, now, sha, engram), op)
+        self._set_entry(name, FileEntry(key, now, sha, engram), op)
 
     def _parse(self, name: str, data: bytes) -> Engram:
         stem = name[: -len(".yaml")]
@@ -715,8 +605,7 @@ class EngramStore:
             ctx = self._write_lock()
             ctx.__enter__()
         except StoreError:
-            self._unmoved[name] = {"path": str(src), "original": str(src), "reason": reason,
-                                   "when": format_time(datetime.now(timezone.utc)), "moved": False}
+            self._unmoved[name] = unmoved_record(src, reason)
             return None
         try:
             try:
@@ -733,42 +622,18 @@ class EngramStore:
                 key = (st.st_mtime_ns, st.st_size, st.st_ino)
                 ent = self._entries.get(name)
                 op = "updated" if ent is not None and ent.engram is not None else "added"
-                self._set_entry(name, _Entry(key, time.time_ns(), _sha(data), engram), op)
+                self._set_entry(name, FileEntry(key, time.time_ns(), file_sha(data), engram), op)
                 return engram
-            stamp = _stamp()
             try:
-                self.quarantine_dir.mkdir(parents=True, exist_ok=True)
-                dst = self.quarantine_dir / f"{name}.{stamp}"
-                n = 1
-                while dst.exists() or dst.with_name(dst.name + ".reason").exists():
-                    dst = self.quarantine_dir / f"{name}.{stamp}-{n}"
-                    n += 1
-                info = {"original": str(src), "reason": reason, "when": format_time(datetime.now(timezone.utc)),
-                        "bytes": len(data)}
-                self._atomic_write(dst.with_name(dst.name + ".reason"),
-                                   yaml.safe_dump(info, allow_unicode=True, sort_keys=False).encode("utf-8"))
-                self._journal(name)
-                os.replace(src, dst)
-                if self.fsync:
-                    self._fsync_dir(self.root)
-                    self._fsync_dir(self.quarantine_dir)
+                move_aside(src, self.quarantine_dir, reason, len(data), fsync=self.fsync,
+                           before_move=lambda: self._writes.append(name))
             except (OSError, StoreError):
-                self._unmoved[name] = {"path": str(src), "original": str(src), "reason": reason,
-                                       "when": format_time(datetime.now(timezone.utc)), "moved": False}
+                self._unmoved[name] = unmoved_record(src, reason)
                 return None
             self._unmoved.pop(name, None)
             return None
         finally:
             ctx.__exit__(None, None, None)
-
-    def _clean_temps(self, temps: list[str], locked: bool) -> None:
-        """Remove temp files left by killed writers: all of them under the lock, old ones otherwise."""
-        now = time.time()
-        for n in temps:
-            p = self.root / n
-            with suppress(OSError):
-                if locked or now - p.stat().st_mtime > STALE_TMP_S:
-                    p.unlink()
 
     # -- internals: writing ---------------------------------------------------------------
     def _size_message(self, statement: str) -> str:
@@ -784,79 +649,25 @@ class EngramStore:
 
     @contextmanager
     def _write_lock(self) -> Iterator[None]:
-        with self._mutex:
-            outer = not self._lock.is_locked
-            try:
-                self.home.mkdir(parents=True, exist_ok=True)
-                self._lock.acquire(timeout=self.lock_timeout_s)
-            except self._filelock_mod.Timeout:
-                owner = ""
-                with suppress(OSError):
-                    owner = " (last holder: " + self._owner_path.read_text(encoding="utf-8").replace("\n", " ").strip() + ")"
-                raise StoreError(
-                    f"the store at {self.home} is locked by another process{owner}; waited "
-                    f"{self.lock_timeout_s:g} s for {self.lock_path}. Retry when that process finishes"
-                ) from None
-            except OSError as exc:
-                raise StoreError(f"cannot create or lock {self.lock_path} ({exc}); check that {self.home} "
-                                 "is writable") from None
-            try:
-                if outer:
-                    with suppress(OSError):
-                        _overwrite(self._owner_path, f"pid: {os.getpid()}\nsince: "
-                                   f"'{format_time(datetime.now(timezone.utc))}'\n".encode("ascii"))
-                yield
-            finally:
-                self._lock.release()
-
-    def _journal(self, name: str) -> None:
-        """Under the lock, before touching ``name``: append it to the journal (rotating when large)."""
-        try:
-            size = self._journal_path.stat().st_size
-        except OSError:
-            size = -1
-        # stale: others appended since our last sync (e.g. a quarantine during a lock-free refresh)
-        stale = self._journal_pos is None or size != self._journal_pos[1]
-        try:
-            if stale or size < 0 or size > JOURNAL_MAX_BYTES or not self._journal_pos[0]:
-                # new epoch: every other process does one full scan at its next write
-                epoch = secrets.token_hex(8)
-                header = f"{JOURNAL_MAGIC} {epoch}\n".encode("ascii")
-                self._atomic_write(self._journal_path, header, sync=False)
-                self._journal_pos = (epoch, len(header))
-            with open(self._journal_path, "ab") as f:
-                f.write(name.encode("ascii") + b"\n")
-                self._journal_pos = (self._journal_pos[0], f.tell())
-        except (OSError, StoreError):
-            self._journal_pos = None  # others fall back to a full scan; the write itself goes on
-        if stale:
-            self._journal_pos = None  # we skipped others' names: our next write does a full scan
+        with self._mutex, self._lock.hold():
+            yield
 
     def _sync_for_write(self) -> None:
         """Under the lock: catch up with other writers (journal tail, else a full scan)."""
-        try:
-            with open(self._journal_path, "rb") as f:
-                header = f.readline()
-                parts = header.decode("ascii", "replace").split()
-                epoch = parts[1] if len(parts) == 2 and parts[0] == JOURNAL_MAGIC else None
-                if (self._scanned and epoch is not None and self._journal_pos is not None
-                        and self._journal_pos[0] == epoch):
-                    f.seek(self._journal_pos[1])
-                    tail = f.read()
-                    if tail.endswith(b"\n") or not tail:
-                        for name in set(tail.decode("ascii", "replace").split()):
-                            if name.endswith(".yaml") and ID_RE.match(name[: -len(".yaml")]):
-                                self._check_one(name)
-                        self._journal_pos = (epoch, self._journal_pos[1] + len(tail))
-                        return
-                end = f.seek(0, os.SEEK_END)
-        except OSError:
-            epoch, end = None, -1
+        tail = self._writes.read_tail(self._scanned)
+        if tail.names is not None:
+            try:
+                for name in tail.names:
+                    self._check_one(name)
+            except OSError:
+                tail = JournalTail(None, -1)
+            else:
+                self._writes.advance(tail)
+                return
         # Other plur writers always replace files (new inode), so equal keys can be trusted
         # here; same-tick in-place hand edits are caught by the next refresh().
         self._full_refresh(locked=True, check_racy=False)
-        # caught up; a missing (-1) or headerless journal ("" epoch) is started afresh by the next write
-        self._journal_pos = (epoch, end) if epoch is not None else ("", end if end else -1)
+        self._writes.caught_up(tail)
 
     def _free_id(self, e: Engram) -> Engram:
         for _ in range(100):
@@ -870,50 +681,11 @@ class EngramStore:
     def _write_engram(self, e: Engram, op: str, data: bytes | None = None) -> None:
         data = e.to_yaml().encode("utf-8") if data is None else data
         path = self.root / f"{e.id}.yaml"
-        self._journal(path.name)  # intent first: a writer killed after this leaves a harmless extra name
-        self._atomic_write(path, data)
+        self._writes.append(path.name)  # intent first: a writer killed after this leaves a harmless extra name
+        atomic_write(path, data, sync=self.fsync)
         try:
             st = path.stat()
         except OSError as exc:
             raise StoreError(f"wrote {path} but cannot stat it ({exc})") from None
-        self._set_entry(path.name, _Entry((st.st_mtime_ns, st.st_size, st.st_ino), time.time_ns(),
-                                          _sha(data), e), op)
-
-    def _atomic_write(self, path: Path, data: bytes, sync: bool | None = None) -> None:
-        """temp file in the same folder -> write -> flush -> fsync -> os.replace -> fsync folder."""
-        sync = self.fsync if sync is None else sync
-        folder = path.parent
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=path.suffix or ".tmp", dir=folder)
-        except OSError as exc:
-            raise StoreError(f"cannot write in {folder} ({exc}); check that it exists and is writable") from None
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                if sync:
-                    os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException as exc:
-            with suppress(OSError):
-                os.unlink(tmp)
-            if isinstance(exc, OSError):
-                raise StoreError(f"cannot write {path} ({exc}); check free space and permissions") from None
-            raise
-        if sync:
-            self._fsync_dir(folder)
-
-    @staticmethod
-    def _fsync_dir(folder: Path) -> None:
-        try:
-            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        except OSError:
-            return  # e.g. Windows: directories cannot be opened; rename is already durable enough there
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-
+        self._set_entry(path.name, FileEntry((st.st_mtime_ns, st.st_size, st.st_ino), time.time_ns(),
+                                             file_sha(data), e), op)

@@ -15,15 +15,31 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 #: module -> plur modules it must never import (lower layers know nothing of higher ones).
 FORBIDDEN = {
     "errors": {"*"},
-    "engram": {"store", "lexical", "dense", "embed", "indexes", "recall", "memory", "section", "worker", "web", "cli"},
-    "store": {"tokenize", "lexical", "dense", "embed", "indexes", "recall", "memory", "section", "worker", "web",
-              "cli", "stats"},
-    "tokenize": {"store", "lexical", "dense", "embed", "indexes", "memory", "web", "cli"},
-    "lexical": {"store", "dense", "embed", "indexes", "memory", "web", "cli"},
-    "dense": {"store", "lexical", "embed", "indexes", "memory", "web", "cli"},
-    "embed": {"store", "lexical", "dense", "indexes", "memory", "web", "cli"},
-    "fusion": {"store", "lexical", "dense", "embed", "indexes", "memory", "web", "cli"},
-    "stats": {"store", "lexical", "dense", "embed", "indexes", "memory", "web", "cli"},
+    "engram": {"store", "lexical", "dense", "models_lock", "embed", "embed_cache", "indexes", "recall", "memory",
+               "section", "worker", "web", "cli"},
+    "store": {"tokenize", "lexical", "dense", "models_lock", "embed", "embed_cache", "indexes", "recall", "memory",
+              "section", "worker", "web", "cli", "stats"},
+    # store helpers, below store.py: atomic <- quarantine, store_manifest; store_lock stands alone.
+    "atomic": {"store", "quarantine", "store_manifest", "store_lock", "tokenize", "lexical", "dense", "models_lock",
+               "embed", "embed_cache", "indexes", "recall", "memory", "section", "worker", "web", "cli", "stats"},
+    "quarantine": {"store", "store_manifest", "store_lock", "tokenize", "lexical", "dense", "models_lock", "embed",
+                   "embed_cache", "indexes", "recall", "memory", "section", "worker", "web", "cli", "stats"},
+    "store_manifest": {"store", "quarantine", "store_lock", "tokenize", "lexical", "dense", "models_lock", "embed",
+                       "embed_cache", "indexes", "recall", "memory", "section", "worker", "web", "cli", "stats"},
+    "store_lock": {"store", "atomic", "quarantine", "store_manifest", "tokenize", "lexical", "dense", "models_lock",
+                   "embed", "embed_cache", "indexes", "recall", "memory", "section", "worker", "web", "cli", "stats"},
+    "tokenize": {"store", "lexical", "dense", "models_lock", "embed", "embed_cache", "indexes", "memory", "web", "cli"},
+    "lexical": {"store", "dense", "models_lock", "embed", "embed_cache", "indexes", "memory", "web", "cli"},
+    "dense": {"store", "lexical", "models_lock", "embed", "embed_cache", "indexes", "memory", "web", "cli"},
+    # models_lock <- embed <- embed_cache: the lock knows no model; the Embedder knows no cache.
+    "models_lock": {"config", "engram", "store", "tokenize", "lexical", "dense", "embed", "embed_cache", "fusion",
+                    "indexes", "recall", "stats", "memory", "section", "worker", "web", "cli"},
+    "embed": {"store", "lexical", "dense", "embed_cache", "indexes", "recall", "stats", "memory", "section", "worker",
+              "web", "cli"},
+    "embed_cache": {"store", "lexical", "dense", "indexes", "recall", "stats", "memory", "section", "worker", "web",
+                    "cli"},
+    "fusion": {"store", "lexical", "dense", "models_lock", "embed", "embed_cache", "indexes", "memory", "web", "cli"},
+    "stats": {"store", "lexical", "dense", "models_lock", "embed", "embed_cache", "indexes", "memory", "web", "cli"},
     "recall": {"store", "memory", "web", "cli", "worker", "section"},
     "memory": {"web", "cli", "worker", "section"},
     "section": {"web", "cli", "store"},
@@ -57,7 +73,7 @@ def test_imports_flow_downward() -> None:
 
 
 def test_import_plur_is_light() -> None:
-    code = ("import sys, plur, plur.memory, plur.store, plur.recall; "
+    code = ("import sys, plur, plur.memory, plur.store, plur.recall, plur.models_lock, plur.embed, plur.embed_cache; "
             "heavy = [m for m in ('torch', 'sentence_transformers', 'hnswlib', 'scipy', 'starlette', 'matplotlib') "
             "if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -1,4 +1,5 @@
-"""plur.embed: models.lock, verification, resolution and fallbacks, chunking, the embedding cache.
+"""plur.models_lock, plur.embed and plur.embed_cache: models.lock, verification, resolution and
+fallbacks, chunking, the embedding cache.
 
 Real model throughout: the packaged all-MiniLM-L6-v2 (BGE weights cannot be downloaded here),
 loaded once per session by the ``embedder`` fixture in conftest.py; a few tests load it again
@@ -19,9 +20,10 @@ import numpy as np
 import pytest
 
 from plur.config import load_settings
-from plur.embed import (
-    PACKAGED_MODEL, CachedEmbedder, EmbeddingCache, ModelFallbackWarning, ModelSpec, SentenceTransformerEmbedder,
-    dump_lock, find_spec, hf_snapshot_folder, load_lock, lock_header, resolve_embedder, text_key, verify_files,
+from plur.embed import ModelFallbackWarning, SentenceTransformerEmbedder, resolve_embedder
+from plur.embed_cache import CachedEmbedder, EmbeddingCache, text_key
+from plur.models_lock import (
+    PACKAGED_MODEL, ModelSpec, dump_lock, find_spec, hf_snapshot_folder, load_lock, lock_header, verify_files,
 )
 from plur.errors import ModelError
 

@@ -428,3 +428,23 @@ def test_reason_file_is_readable_yaml(tmp_path: Path) -> None:
     (reason,) = (tmp_path / "quarantine").glob("*.reason")
     info = yaml.safe_load(reason.read_text(encoding="utf-8"))
     assert info["original"].endswith(f"{e.id}.yaml") and "YAML" in info["reason"] and info["when"].endswith("Z")
+
+
+def test_writer_catching_up_on_a_file_another_writer_left_corrupt(tmp_path):
+    """A journalled file that fails to parse during catch-up is quarantined; the write still succeeds."""
+    from plur.engram import Engram
+    from plur.store import EngramStore
+
+    home = tmp_path / "shared-home"
+    a, b = EngramStore(home, fsync=False), EngramStore(home, fsync=False)
+    a.add(Engram.create("warm a"))
+    b.add(Engram.create("warm b"))
+    x, _ = b.add(Engram.create("written by b"))
+    b.path_for(x.id).write_text("not: [valid", encoding="utf-8")
+    written, created = a.add(Engram.create("a writes after b's file went bad"))
+    assert created
+    assert [q for q in a.quarantined() if x.id in str(q["path"])]
+    fresh = EngramStore(home, fsync=False)
+    assert {e.statement for e in fresh.all()} == {"warm a", "warm b", "a writes after b's file went bad"}
+    later, _ = a.add(Engram.create("and one more"))
+    assert later.id in {e.id for e in EngramStore(home, fsync=False).all()}

@@ -1,0 +1,258 @@
+"""The persistent embedding cache: no text is embedded twice with the same model, across runs too.
+
+:class:`EmbeddingCache` keeps vectors in SQLite keyed by (model identity, :func:`text_key`);
+:class:`CachedEmbedder` wraps any :class:`plur.embed.Embedder` so only unseen texts reach the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import StoreError
+
+if TYPE_CHECKING:
+    from .embed import Embedder
+
+#: A child of ``plur.embed``, so handlers and levels set there still apply to the cache's warnings.
+log = logging.getLogger("plur.embed.cache")
+
+
+def text_key(text: str) -> bytes:
+    """The cache key of a text: sha256 of its UTF-8 bytes (32 bytes)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+class EmbeddingCache:
+    """Vectors on disk keyed by (model identity, sha256 of the text).
+
+    One SQLite file (WAL journal, so readers never block the writer and several processes can
+    share it), table ``vectors(identity, text_sha256, dims, vector)``: vectors are float32 blobs.
+    The cache is disposable: a file that is not a readable SQLite database is renamed to
+    ``<name>.corrupt-<unix time>`` and a new one started, with a warning.
+
+    Args:
+        path: the database file, e.g. ``<home>/cache/embeddings.sqlite``; parent folders are created.
+    """
+
+    _BATCH = 500  # keys per SELECT (well under SQLite's variable limit)
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._conn = self._open()
+        except sqlite3.DatabaseError as exc:
+            aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
+            log.warning("embedding cache %s is unreadable (%s); moved aside to %s", self.path, exc, aside)
+            self.path.rename(aside)
+            for suffix in ("-wal", "-shm"):
+                Path(str(self.path) + suffix).unlink(missing_ok=True)
+            self._conn = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, text_sha256 BLOB NOT NULL, "
+                "dims INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256)) WITHOUT ROWID"
+            )
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    def get_many(self, identity: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """Look up vectors.
+
+        Args:
+            identity: model identity.
+            keys: :func:`text_key` digests.
+
+        Returns:
+            key -> ``[dims] float32`` for the keys present (absent keys are left out).
+        """
+        found: dict[bytes, np.ndarray] = {}
+        with self._lock:
+            for start in range(0, len(keys), self._BATCH):
+                part = list(keys[start:start + self._BATCH])
+                marks = ",".join("?" * len(part))
+                rows = self._conn.execute(
+                    f"SELECT text_sha256, dims, vector FROM vectors WHERE identity = ? AND text_sha256 IN ({marks})",
+                    [identity, *part],
+                ).fetchall()
+                for key, dims, blob in rows:
+                    if len(blob) == 4 * dims:
+                        found[bytes(key)] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, identity: str, items: Iterable[tuple[bytes, np.ndarray]]) -> None:
+        """Store vectors (one transaction); an existing (identity, key) is overwritten."""
+        rows = [(identity, key, int(v.shape[-1]), np.ascontiguousarray(v, dtype=np.float32).tobytes())
+                for key, v in items]
+        if not rows:
+            return
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise StoreError(f"cannot write the embedding cache {self.path} ({exc}); check disk space "
+                                 "and permissions, or delete the file (it is only a cache)") from None
+
+    def count(self, identity: str | None = None) -> int:
+        """Number of cached vectors, for one identity or all."""
+        with self._lock:
+            if identity is None:
+                return int(self._conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
+            return int(self._conn.execute("SELECT COUNT(*) FROM vectors WHERE identity = ?", (identity,)).fetchone()[0])
+
+    def identities(self) -> dict[str, int]:
+        """identity -> number of vectors (for ``plur doctor`` and pruning stale models)."""
+        with self._lock:
+            return dict(self._conn.execute("SELECT identity, COUNT(*) FROM vectors GROUP BY identity").fetchall())
+
+    def clear(self, identity: str | None = None) -> int:
+        """Delete the vectors of one identity (or all); returns how many were deleted."""
+        with self._lock:
+            if identity is None:
+                cur = self._conn.execute("DELETE FROM vectors")
+            else:
+                cur = self._conn.execute("DELETE FROM vectors WHERE identity = ?", (identity,))
+            return cur.rowcount
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> "EmbeddingCache":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class CacheStats:
+    """Counters of a :class:`CachedEmbedder`: texts served from the cache / embedded by the model."""
+
+    hits: int = 0
+    misses: int = 0
+    query_hits: int = 0
+    query_misses: int = 0
+
+
+class CachedEmbedder:
+    """An :class:`plur.embed.Embedder` that asks ``inner`` only for texts it has not embedded before.
+
+    Documents go through :class:`EmbeddingCache` (persistent); duplicates within one call are
+    embedded once. Queries are kept in an in-memory LRU of ``query_cache_size`` entries.
+
+    Args:
+        inner: the embedder doing the work.
+        cache: where document vectors persist.
+        query_cache_size: queries kept in memory.
+    """
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache, query_cache_size: int = 1024) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.stats = CacheStats()
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_cache_size = query_cache_size
+        self._qlock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dims(self) -> int:
+        return self.inner.dims
+
+    @property
+    def identity(self) -> str:
+        return self.inner.identity
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.inner.max_seq_length
+
+    @property
+    def device(self) -> str | None:
+        return getattr(self.inner, "device", None)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Like :meth:`plur.embed.Embedder.embed_documents`; only unseen texts reach ``inner`` (in one batch).
+
+        Returns:
+            ``[len(texts), dims] float32`` unit vectors, identical to what ``inner`` returned when
+            each text was first embedded.
+        """
+        texts = list(texts)
+        out = np.empty((len(texts), self.dims), dtype=np.float32)
+        if not texts:
+            return out
+        keys = [text_key(t) for t in texts]
+        unique: dict[bytes, int] = {}
+        for i, k in enumerate(keys):
+            unique.setdefault(k, i)
+        found = self.cache.get_many(self.identity, list(unique))
+        todo = [k for k in unique if k not in found]
+        if todo:
+            vecs = self.inner.embed_documents([texts[unique[k]] for k in todo])
+            self.cache.put_many(self.identity, zip(todo, vecs))
+            found.update(zip(todo, vecs))
+        self.stats.hits += len(unique) - len(todo)
+        self.stats.misses += len(todo)
+        for i, k in enumerate(keys):
+            out[i] = found[k]
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Like :meth:`plur.embed.Embedder.embed_query`, memoised in memory: ``[dims] float32``."""
+        with self._qlock:
+            hit = self._queries.get(text)
+            if hit is not None:
+                self._queries.move_to_end(text)
+                self.stats.query_hits += 1
+                return hit.copy()
+        vec = np.asarray(self.inner.embed_query(text), dtype=np.float32)
+        with self._qlock:
+            self.stats.query_misses += 1
+            self._queries[text] = vec
+            while len(self._queries) > self._query_cache_size:
+                self._queries.popitem(last=False)
+        return vec.copy()
+
+    def chunk_texts(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """Delegates to ``inner.chunk_texts``."""
+        return self.inner.chunk_texts(texts)
+
+    def embed_document_chunks(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Chunk with ``inner``'s tokenizer, then embed the chunks through the cache."""
+        chunks, owners = self.inner.chunk_texts(texts)
+        return self.embed_documents(chunks), owners
+
+    def __repr__(self) -> str:
+        return f"CachedEmbedder({self.inner!r}, cache={str(self.cache.path)!r})"
+
+
+__all__ = ["CacheStats", "CachedEmbedder", "EmbeddingCache", "text_key"]

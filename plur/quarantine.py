@@ -1,0 +1,112 @@
+"""Quarantine: bad files moved aside with a reason, and the list of them.
+
+Layout::
+
+    <quarantine>/<name>.<timestamp>          the file as it was (timestamp UTC, ``%Y%m%dT%H%M%S.%fZ``)
+    <quarantine>/<name>.<timestamp>.reason   YAML: original, reason, when (ISO-8601 UTC), bytes
+
+A name already taken gets a ``-1``, ``-2``... suffix, so nothing is ever overwritten.
+This module only moves and lists files; deciding what is bad (and taking the
+write lock) is the caller's job.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .atomic import atomic_write, fsync_dir
+from .engram import format_time
+
+
+def _stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def unmoved_record(src: Path, reason: str) -> dict[str, Any]:
+    """The :func:`list_quarantined`-shaped record of a bad file that could not be moved.
+
+    Returns:
+        ``{path, original, reason, when, moved: False}`` with ``path == original == str(src)``
+        and ``when`` the current time, ISO-8601 UTC.
+    """
+    return {"path": str(src), "original": str(src), "reason": reason,
+            "when": format_time(datetime.now(timezone.utc)), "moved": False}
+
+
+def move_aside(src: Path, quarantine_dir: Path, reason: str, nbytes: int, fsync: bool = True,
+               before_move: Callable[[], None] | None = None) -> Path:
+    """Move ``src`` into ``quarantine_dir`` next to a ``.reason`` file; see the module docstring.
+
+    Order: the ``.reason`` file is written (atomically), then ``before_move`` runs
+    (e.g. to journal the name), then ``src`` is renamed into place.
+
+    Args:
+        src: the bad file.
+        quarantine_dir: where it goes (created when missing).
+        reason: why it was moved, for people (one line).
+        nbytes: its size in bytes, recorded in the ``.reason`` file.
+        fsync: fsync the ``.reason`` file and both folders (crash safety).
+        before_move: called just before the rename.
+
+    Returns:
+        The new path of the file.
+
+    Raises:
+        OSError: the rename or the folder creation failed (read-only home...).
+        StoreError: the ``.reason`` file could not be written.
+    """
+    stamp = _stamp()
+    quarantine_dir.mkdir(parents=True, exist_ok=True)
+    name = src.name
+    dst = quarantine_dir / f"{name}.{stamp}"
+    n = 1
+    while dst.exists() or dst.with_name(dst.name + ".reason").exists():
+        dst = quarantine_dir / f"{name}.{stamp}-{n}"
+        n += 1
+    info = {"original": str(src), "reason": reason, "when": format_time(datetime.now(timezone.utc)),
+            "bytes": nbytes}
+    atomic_write(dst.with_name(dst.name + ".reason"),
+                 yaml.safe_dump(info, allow_unicode=True, sort_keys=False).encode("utf-8"), sync=fsync)
+    if before_move is not None:
+        before_move()
+    os.replace(src, dst)
+    if fsync:
+        fsync_dir(src.parent)
+        fsync_dir(quarantine_dir)
+    return dst
+
+
+def list_quarantined(quarantine_dir: Path) -> list[dict[str, Any]]:
+    """Files moved into ``quarantine_dir``, in file-name order.
+
+    Returns:
+        Dicts ``{path, original, reason, when, moved: True}``: ``path`` is where the
+        file is now, ``original`` where it was, ``when`` ISO-8601 UTC. An unreadable
+        ``.reason`` file yields empty fields and the reason ``(unreadable .reason file)``.
+    """
+    out: list[dict[str, Any]] = []
+    try:
+        reasons = sorted(quarantine_dir.glob("*.reason"))
+    except OSError:
+        reasons = []
+    for rp in reasons:
+        try:
+            info = yaml.safe_load(rp.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            info = {}
+        if not isinstance(info, dict):
+            info = {}
+        out.append({
+            "path": str(rp.with_suffix("")),
+            "original": str(info.get("original", "")),
+            "reason": str(info.get("reason", "(unreadable .reason file)")),
+            "when": str(info.get("when", "")),
+            "moved": True,
+        })
+    return out

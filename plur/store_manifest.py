@@ -1,0 +1,226 @@
+"""The store's bookkeeping files: the manifest (a cache) and the writer journal.
+
+Manifest, ``<home>/index/manifest-store.json``: one row per engram file,
+``name -> [mtime_ns, size, inode, observed_ns, sha256, content_hash, engram dict]``,
+so a fresh process re-reads only files whose ``(mtime_ns, size, inode)`` changed.
+Entries whose mtime is within :data:`RACY_WINDOW_NS` of when they were read are
+re-checked by content hash, because filesystem timestamps are coarse (the "racy
+git" problem, see git's Documentation/technical/racy-git.txt). Any problem with
+the file (missing, torn, other format, other root) means "no manifest".
+
+Journal, ``<home>/index/store-journal``: a header line ``plur-store-journal <epoch>``
+then one file name per line, appended under the write lock by every writer
+before it touches that file. A writer that saw the journal up to byte ``n`` of
+epoch ``e`` re-checks only the names after ``n``; a missing, rotated (new epoch)
+or torn journal means a full scan instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .atomic import atomic_write
+from .engram import ID_RE, Engram
+from .errors import StoreError
+
+#: Entries whose mtime is this close (ns) to when they were read are re-checked by content.
+#: 2 s covers coarse timestamps (FAT 2 s, HFS+ 1 s, ext4/xfs one jiffy).
+RACY_WINDOW_NS = 2_000_000_000
+MANIFEST_FORMAT = "plur-store-manifest"
+MANIFEST_VERSION = 1
+JOURNAL_MAGIC = "plur-store-journal"
+#: The journal is started afresh (new epoch) beyond this size, in bytes (~9,000 writes).
+JOURNAL_MAX_BYTES = 256 * 1024
+
+
+def file_sha(data: bytes) -> str:
+    """sha256 of a file's bytes, first 32 hex digits (128 bits)."""
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+@dataclass
+class FileEntry:
+    """What the store knows about one engram file (by file name)."""
+
+    key: tuple[int, int, int]  # (st_mtime_ns, st_size, st_ino)
+    observed_ns: int  # wall clock (time.time_ns) when the bytes were last read
+    sha: str  # file_sha of the file bytes
+    engram: Engram | None  # None only for manifest entries not yet materialised
+    data: dict[str, Any] | None = None  # Engram.to_dict() from the manifest
+
+    def racy(self) -> bool:
+        """True when the file's mtime is within :data:`RACY_WINDOW_NS` of when it was read."""
+        return self.key[0] + RACY_WINDOW_NS > self.observed_ns
+
+
+def load_manifest(path: Path, root: Path) -> dict[str, FileEntry]:
+    """Entries of the manifest at ``path`` written for the engram folder ``root``, unmaterialised.
+
+    Returns:
+        ``{file name: FileEntry}`` with ``engram=None`` and ``data`` set; empty when the
+        file is missing, unreadable, of another format/version or for another root.
+        Malformed rows are skipped.
+    """
+    out: dict[str, FileEntry] = {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return out
+    if (not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT
+            or doc.get("version") != MANIFEST_VERSION or doc.get("root") != str(root)
+            or not isinstance(doc.get("files"), dict)):
+        return out
+    for name, row in doc["files"].items():
+        try:
+            mtime, size, ino, observed, sha, _chash, data = row
+            ent = FileEntry((int(mtime), int(size), int(ino)), int(observed), str(sha), None,
+                            data if isinstance(data, dict) else None)
+        except (TypeError, ValueError):
+            continue
+        if ent.data is not None:
+            out[name] = ent
+    return out
+
+
+def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool:
+    """Write the manifest atomically (no fsync: it is a cache).
+
+    An engram field holding a non-JSON value drops that row's engram data (the
+    file is then re-read on the next open).
+
+    Returns:
+        True when written; False when the write failed (e.g. a read-only home).
+    """
+    files: dict[str, list[Any]] = {}
+    for name, ent in entries.items():
+        e = ent.engram
+        data = ent.data if e is None else e.to_dict()
+        files[name] = [ent.key[0], ent.key[1], ent.key[2], ent.observed_ns, ent.sha,
+                       e.content_hash if e is not None else "", data]
+    doc = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "root": str(root),
+           "saved_ns": time.time_ns(), "files": files}
+    try:
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):  # an unknown key holds a non-JSON value: keep it out
+        for row in files.values():
+            try:
+                json.dumps(row[6])
+            except (TypeError, ValueError):
+                row[6] = None
+        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text.encode("utf-8"), sync=False)
+    except (OSError, StoreError):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class JournalTail:
+    """What :meth:`WriterJournal.read_tail` found.
+
+    Attributes:
+        epoch: the journal's epoch, None when missing or headerless.
+        end: its size in bytes (-1 when unreadable); set only when ``names`` is None.
+        names: engram file names appended since the caller last looked, or None
+            when the caller must do a full scan instead.
+        nbytes: bytes of the tail that ``names`` came from.
+    """
+
+    epoch: str | None
+    end: int = -1
+    names: list[str] | None = None
+    nbytes: int = 0
+
+
+class WriterJournal:
+    """The append-only list of file names writers touch; see the module docstring.
+
+    Use only under the store's write lock.
+
+    Attributes:
+        path: the journal file.
+        pos: ``(epoch, byte offset)`` seen so far, or None when unknown (next sync scans).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.pos: tuple[str, int] | None = None
+
+    def append(self, name: str) -> None:
+        """Before touching ``name``: append it (rotating to a new epoch when large or stale).
+
+        Never raises: on failure ``pos`` becomes None, so this process does a full
+        scan at its next write, and others fall back to one too.
+        """
+        try:
+            size = self.path.stat().st_size
+        except OSError:
+            size = -1
+        # stale: others appended since our last sync (e.g. a quarantine during a lock-free refresh)
+        stale = self.pos is None or size != self.pos[1]
+        try:
+            if stale or size < 0 or size > JOURNAL_MAX_BYTES or not self.pos[0]:
+                # new epoch: every other process does one full scan at its next write
+                epoch = secrets.token_hex(8)
+                header = f"{JOURNAL_MAGIC} {epoch}\n".encode("ascii")
+                atomic_write(self.path, header, sync=False)
+                self.pos = (epoch, len(header))
+            with open(self.path, "ab") as f:
+                f.write(name.encode("ascii") + b"\n")
+                self.pos = (self.pos[0], f.tell())
+        except (OSError, StoreError):
+            self.pos = None  # others fall back to a full scan; the write itself goes on
+        if stale:
+            self.pos = None  # we skipped others' names: our next write does a full scan
+
+    def read_tail(self, scanned: bool) -> JournalTail:
+        """The engram file names appended since :attr:`pos`, when they can be trusted.
+
+        Args:
+            scanned: the caller's cache was filled by a full scan at least once.
+
+        Returns:
+            A :class:`JournalTail`; ``names`` is None (full scan needed) when the
+            caller never scanned, the journal is missing, headerless, of another
+            epoch, or its tail is torn (no final newline).
+        """
+        try:
+            with open(self.path, "rb") as f:
+                header = f.readline()
+                parts = header.decode("ascii", "replace").split()
+                epoch = parts[1] if len(parts) == 2 and parts[0] == JOURNAL_MAGIC else None
+                if scanned and epoch is not None and self.pos is not None and self.pos[0] == epoch:
+                    f.seek(self.pos[1])
+                    tail = f.read()
+                    if tail.endswith(b"\n") or not tail:
+                        names = [n for n in set(tail.decode("ascii", "replace").split())
+                                 if n.endswith(".yaml") and ID_RE.match(n[: -len(".yaml")])]
+                        return JournalTail(epoch, names=names, nbytes=len(tail))
+                end = f.seek(0, os.SEEK_END)
+        except OSError:
+            return JournalTail(None, -1)
+        return JournalTail(epoch, end)
+
+    def advance(self, tail: JournalTail) -> None:
+        """After re-checking ``tail.names``: mark them seen."""
+        if self.pos is None:
+            # An append() during the re-check (a quarantine) found the journal stale: stay unknown,
+            # so the next write does a full scan instead of trusting a position we no longer know.
+            return
+        self.pos = (tail.epoch or "", self.pos[1] + tail.nbytes)
+
+    def caught_up(self, tail: JournalTail) -> None:
+        """After a full scan: everything up to ``tail.end`` is seen.
+
+        A missing (-1) or headerless journal ("" epoch) is started afresh by the next append.
+        """
+        self.pos = (tail.epoch, tail.end) if tail.epoch is not None else ("", tail.end if tail.end else -1)
