@@ -42,7 +42,9 @@ from plur.embed import SentenceTransformerEmbedder  # noqa: E402
 from plur.embed_cache import CachedEmbedder, EmbeddingCache  # noqa: E402
 from plur.models_lock import PACKAGED_MODEL, find_spec, load_lock  # noqa: E402
 
-DATA = Path("/work/shared/data/longmemeval/MuhammadNoor7__longmemeval_s__grouped_3items.json")
+from bench.paths import SHARED_DATA  # noqa: E402
+
+DATA = SHARED_DATA / "longmemeval" / "MuhammadNoor7__longmemeval_s__grouped_3items.json"
 
 
 def load_turns(path: Path, n: int) -> tuple[list[str], int]:

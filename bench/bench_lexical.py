@@ -34,7 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from plur.lexical import BM25Index  # noqa: E402
 from plur.tokenize import Tokenizer  # noqa: E402
 
-DATA = Path("/work/shared/data/longmemeval/MuhammadNoor7__longmemeval_s__grouped_3items.json")
+from bench.paths import SHARED_DATA  # noqa: E402
+
+DATA = SHARED_DATA / "longmemeval" / "MuhammadNoor7__longmemeval_s__grouped_3items.json"
 
 
 def load_pool(path: Path) -> tuple[list[str], list[str], list[str]]:

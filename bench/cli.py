@@ -26,11 +26,11 @@ from plur.errors import PlurError
 
 from . import locomo, longmemeval, report
 from .manifest import base_manifest, dataset_info
+from .paths import SHARED_DATA
 from .runner import FUSIONS, MODES, EngineConfig, default_cache_dir, make_variants, run_tasks
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_LONGMEMEVAL = REPO / "tests" / "data" / "longmemeval_sample.json"
-SHARED_DATA = REPO.parent / "shared" / "data"
 SHARED_LONGMEMEVAL = SHARED_DATA / "longmemeval" / "MuhammadNoor7__longmemeval_s__grouped_3items.json"
 SHARED_LOCOMO = SHARED_DATA / "locomo" / "locomo10.json"
 RESULTS = REPO / "bench" / "results"

@@ -16,6 +16,7 @@ import argparse
 import re
 import tempfile
 import time
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-k", type=int, default=8)
     ap.add_argument("--no-bench", action="store_true", help="skip the benchmark summary")
     args = ap.parse_args(argv)
+    warnings.filterwarnings("ignore", message="plur: embedding model")   # logged once per load already
     run(args.data, args.model, args.k)
     if args.no_bench:
         return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -375,6 +376,8 @@ def serve(app: _App, host: str, port: int, open_browser: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code."""
+    # A model fallback is logged once on stderr (plur.embed); don't repeat it as a Python warning.
+    warnings.filterwarnings("ignore", message="plur: embedding model")
     try:
         cli.main(args=argv, prog_name="plur", standalone_mode=True)
     except SystemExit as exc:

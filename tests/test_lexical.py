@@ -3,7 +3,7 @@
 The truth for scores is rank-bm25 0.2.2's ``BM25Okapi`` with its idf replaced by the
 Lucene / BM25+ idf ``log(1 + (N - n + 0.5) / (n + 0.5))`` (the one documented in
 plur.lexical), fed the same tokens. The corpus is the user turns of the LongMemEval-S
-sample in /work/shared/data (606 turns).
+sample in ../shared/data (606 turns).
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from plur.errors import ValidationError
 from plur.lexical import BM25Index
 from plur.tokenize import Tokenizer
 
-DATA = Path("/work/shared/data/longmemeval/MuhammadNoor7__longmemeval_s__grouped_3items.json")
+from conftest import SHARED as SHARED_DATA  # noqa: E402
+
+DATA = SHARED_DATA / "longmemeval" / "MuhammadNoor7__longmemeval_s__grouped_3items.json"
 
 
 class LuceneIdfOkapi(BM25Okapi):
