@@ -40,6 +40,9 @@ FORMAT_VERSION = 1
 _COMPACT_MIN_DEAD = 1024  # compact once dead rows exceed max(this, live rows)
 
 
+#: Rows scored or copied per block when the vectors live in the HNSW graph (16384 x 384 x 4 B = 24 MiB).
+_BLOCK_ROWS = 16384
+
 class DenseIndex:
     """Cosine top-k over (id, vector) pairs.
 
@@ -77,7 +80,9 @@ class DenseIndex:
         self._reset()
 
     def _reset(self) -> None:
-        self._vecs = np.empty((0, self.dims), dtype=np.float32)  # [capacity, dims]; rows [0, _n) used
+        # [capacity, dims] float32; rows [0, _n) used. None once an HNSW graph holds the vectors: hnswlib
+        # keeps its own copy, and a second one would cost 150 MB at 100k x 384 (see _matrix()).
+        self._vecs: np.ndarray | None = np.empty((0, self.dims), dtype=np.float32)
         self._row_slot = np.empty(0, dtype=np.int64)             # row -> slot of its id, -1 if dead
         self._n = 0
         self._slot_ids: list[str] = []                           # slot -> id
@@ -138,12 +143,13 @@ class DenseIndex:
             self._maybe_compact()
             start = self._n
             self._grow(start + len(ids))
-            self._vecs[start:start + len(ids)] = x
+            if self._vecs is not None:
+                self._vecs[start:start + len(ids)] = x
             for row, i in enumerate(ids, start):
                 self._attach(row, i)
             self._n += len(ids)
             if self._hnsw is not None:
-                self._hnsw_add(start, self._n)
+                self._hnsw_add(start, self._n, x)
 
     def remove(self, ids: Iterable[str]) -> int:
         """Remove ids and all their vectors; unknown ids are ignored.
@@ -184,15 +190,26 @@ class DenseIndex:
         return True
 
     def _grow(self, needed: int) -> None:
-        cap = self._vecs.shape[0]
+        cap = self._row_slot.shape[0]
         if needed <= cap:
             return
-        new_cap = max(needed, 2 * cap, 64)
-        vecs = np.empty((new_cap, self.dims), dtype=np.float32)
-        vecs[:self._n] = self._vecs[:self._n]
+        new_cap = max(needed, cap + cap // 2, 64)
+        if self._vecs is not None:
+            vecs = np.empty((new_cap, self.dims), dtype=np.float32)
+            vecs[:self._n] = self._vecs[:self._n]
+            self._vecs = vecs
         slots = np.full(new_cap, -1, dtype=np.int64)
         slots[:self._n] = self._row_slot[:self._n]
-        self._vecs, self._row_slot = vecs, slots
+        self._row_slot = slots
+
+    def _matrix(self, rows: np.ndarray) -> np.ndarray:
+        """Vectors of live ``rows`` (``[len(rows), dims] float32``), from ``_vecs`` or the HNSW graph."""
+        if self._vecs is not None:
+            return self._vecs[rows]
+        if len(rows) == 0:
+            return np.empty((0, self.dims), dtype=np.float32)
+        return np.asarray(self._hnsw.get_items(np.asarray(rows, dtype=np.int64), return_type="numpy"),
+                          dtype=np.float32)
 
     def _maybe_compact(self) -> None:
         dead = self._n - self._live_rows
@@ -203,7 +220,7 @@ class DenseIndex:
         """Drop dead rows and forgotten slots; the HNSW graph is rebuilt on next use."""
         owners = [i for i, rows in self._rows_of.items() for _ in rows]
         keep = [r for rows in self._rows_of.values() for r in rows]
-        vecs = self._vecs[keep] if keep else np.empty((0, self.dims), dtype=np.float32)
+        vecs = self._matrix(np.asarray(keep, dtype=np.int64))
         self._reset()
         self._grow(len(keep))
         self._vecs[:len(keep)] = vecs
@@ -223,19 +240,24 @@ class DenseIndex:
         if self._n > self._live_rows:
             self._compact()
         index = hnswlib.Index(space="ip", dim=self.dims)
-        index.init_index(max_elements=max(1024, 2 * self._n), M=self.m, ef_construction=self.ef_construction,
+        # hnswlib allocates max_elements up front (~1.7 KB per 384-d element at M=16): leave 25% headroom,
+        # not 100%, and grow by 25% (resize_index copies once per growth step).
+        index.init_index(max_elements=self._n + max(1024, self._n // 4), M=self.m,
+                         ef_construction=self.ef_construction,
                          random_seed=self.seed)
         index.set_ef(self.ef_search)
         self._hnsw = index
-        self._hnsw_add(0, self._n)
+        self._hnsw_add(0, self._n, self._vecs[:self._n])
+        self._vecs = None  # the graph holds the vectors now
 
-    def _hnsw_add(self, start: int, end: int) -> None:
+    def _hnsw_add(self, start: int, end: int, vectors: np.ndarray) -> None:
+        """Add rows ``[start, end)`` whose vectors are ``vectors`` (``[end - start, dims]``) to the graph."""
         if end <= start:
             return
         cap = self._hnsw.get_max_elements()
         if end > cap:
-            self._hnsw.resize_index(max(end, 2 * cap))
-        self._hnsw.add_items(self._vecs[start:end], np.arange(start, end), num_threads=self.num_threads)
+            self._hnsw.resize_index(max(end, cap + cap // 4))
+        self._hnsw.add_items(vectors, np.arange(start, end), num_threads=self.num_threads)
 
     # -- search ----------------------------------------------------------------------------------
     def search(self, vector: np.ndarray, k: int, allowed: Collection[str] | None = None) -> list[tuple[str, float]]:
@@ -282,7 +304,7 @@ class DenseIndex:
     def _exact_subset(self, q: np.ndarray, k: int, slots: np.ndarray) -> list[tuple[str, float]]:
         ids = [self._slot_ids[s] for s in slots.tolist()]
         rows = [r for i in ids for r in self._rows_of[i]]
-        scores = self._vecs[rows] @ q
+        scores = self._matrix(np.asarray(rows, dtype=np.int64)) @ q
         best: dict[str, float] = {}
         for r, s in zip(rows, scores.tolist()):
             i = self._slot_ids[self._row_slot[r]]
@@ -292,11 +314,18 @@ class DenseIndex:
 
     def _exact_all(self, q: np.ndarray, k: int, slot_ok: np.ndarray | None) -> list[tuple[str, float]]:
         n = self._n
-        scores = self._vecs[:n] @ q
         slots = self._row_slot[:n]
         valid = slots >= 0
         if slot_ok is not None:
             valid &= slot_ok[np.where(valid, slots, 0)]
+        if self._vecs is not None:
+            scores = self._vecs[:n] @ q
+        else:  # vectors live in the graph: score the valid rows in blocks (bounded memory)
+            scores = np.full(n, -np.inf, dtype=np.float32)
+            live = np.flatnonzero(valid)
+            for c in range(0, len(live), _BLOCK_ROWS):
+                block = live[c:c + _BLOCK_ROWS]
+                scores[block] = self._matrix(block) @ q
         if self._multi:
             best = np.full(len(self._slot_ids), -np.inf, dtype=np.float32)
             np.maximum.at(best, slots[valid], scores[valid])
@@ -358,7 +387,7 @@ class DenseIndex:
                 self._build_hnsw()  # pay the build here, not on the first search after load
             ids = [self._slot_ids[s] if s >= 0 else None for s in self._row_slot[:self._n].tolist()]
             ids_bytes = json.dumps(ids, ensure_ascii=False).encode("utf-8")
-            _atomic(folder / "vectors.npy", lambda p: np.save(p, self._vecs[:self._n], allow_pickle=False))
+            _atomic(folder / "vectors.npy", self._write_vectors)
             _atomic(folder / "ids.json", lambda p: p.write_bytes(ids_bytes))
             if self._hnsw is not None:
                 _atomic(folder / "hnsw.bin", lambda p: self._hnsw.save_index(str(p)))
@@ -373,6 +402,16 @@ class DenseIndex:
                 "versions": {"numpy": np.__version__, "hnswlib": _hnswlib_version()},
             }
             _atomic(folder / "meta.json", lambda p: p.write_text(json.dumps(meta, indent=2), encoding="utf-8"))
+
+    def _write_vectors(self, path: Path) -> None:
+        """``vectors.npy`` of rows ``[0, _n)`` (dead rows zero), written in blocks (bounded memory)."""
+        mm = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=(self._n, self.dims))
+        for c in range(0, self._n, _BLOCK_ROWS):
+            rows = np.arange(c, min(self._n, c + _BLOCK_ROWS))
+            live = rows[self._row_slot[rows] >= 0]
+            mm[live] = self._matrix(live)
+        mm.flush()
+        del mm
 
     @classmethod
     def load(cls, folder: Path, dims: int, identity: str | None = None) -> "DenseIndex":
@@ -395,7 +434,7 @@ class DenseIndex:
         try:
             meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
             ids_bytes = (folder / "ids.json").read_bytes()
-            vecs = np.load(folder / "vectors.npy", allow_pickle=False)
+            vecs = np.load(folder / "vectors.npy", allow_pickle=False, mmap_mode="r")
         except (OSError, ValueError) as exc:
             raise StoreError(f"dense index at {folder} cannot be read ({exc}); {fix}") from None
         if meta.get("format_version") != FORMAT_VERSION:
@@ -414,17 +453,22 @@ class DenseIndex:
                     exact_threshold=meta["exact_threshold"], seed=meta["seed"])
         index.identity = meta.get("identity", "")
         n = vecs.shape[0]
+        with_graph = bool(meta.get("hnsw")) and (folder / "hnsw.bin").is_file()
+        if with_graph:
+            index._vecs = None  # hnsw.bin carries the vectors; vectors.npy stays on disk
         index._grow(n)
-        index._vecs[:n] = vecs
+        if index._vecs is not None:
+            index._vecs[:n] = vecs
+        del vecs
         for row, i in enumerate(ids):
             if i is not None:
                 index._attach(row, i)
         index._n = n
-        if meta.get("hnsw") and (folder / "hnsw.bin").is_file():
+        if with_graph:
             hnswlib = require("hnswlib", "embed")
             h = hnswlib.Index(space="ip", dim=dims)
             try:
-                h.load_index(str(folder / "hnsw.bin"), max_elements=max(1024, 2 * n))
+                h.load_index(str(folder / "hnsw.bin"), max_elements=n + max(1024, n // 4))
             except RuntimeError as exc:
                 raise StoreError(f"dense index at {folder}: hnsw.bin cannot be read ({exc}); {fix}") from None
             if h.element_count != n:

@@ -196,6 +196,10 @@ class IndexSet:
             vectors, owners = self.embedder.embed_document_chunks([e.statement for e in chunk])
             ids = [chunk[int(o)].id for o in owners]
             self.dense.add(ids, vectors)
+            if self.dense.uses_hnsw:
+                # Build the graph as soon as the index is big enough for it, so later batches go straight
+                # into the graph instead of a second full copy of the vectors (peak RSS at 100k engrams).
+                self.dense.build()
             for e in chunk:
                 self.dense_hashes[e.id] = e.content_hash
                 self._pending_dense.pop(e.id, None)

@@ -17,10 +17,12 @@ or torn journal means a full scan instead.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import secrets
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,36 +92,45 @@ def load_manifest(path: Path, root: Path) -> dict[str, FileEntry]:
 
 
 def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool:
-    """Write the manifest atomically (no fsync: it is a cache).
+    """Write the manifest atomically (temp file + rename; no fsync: it is a cache).
 
+    Rows are streamed to the temp file one at a time, so saving a 100k-engram
+    manifest never holds the whole document (tens of MB of dicts and text) in memory.
     An engram field holding a non-JSON value drops that row's engram data (the
     file is then re-read on the next open).
 
     Returns:
         True when written; False when the write failed (e.g. a read-only home).
     """
-    files: dict[str, list[Any]] = {}
-    for name, ent in entries.items():
-        e = ent.engram
-        data = ent.data if e is None else e.to_dict()
-        files[name] = [ent.key[0], ent.key[1], ent.key[2], ent.observed_ns, ent.sha,
-                       e.content_hash if e is not None else "", data]
-    doc = {"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "root": str(root),
-           "saved_ns": time.time_ns(), "files": files}
-    try:
-        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError):  # an unknown key holds a non-JSON value: keep it out
-        for row in files.values():
-            try:
-                json.dumps(row[6])
-            except (TypeError, ValueError):
-                row[6] = None
-        text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
+    head = json.dumps({"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "root": str(root),
+                       "saved_ns": time.time_ns()}, ensure_ascii=False, separators=(",", ":"))
+    tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, text.encode("utf-8"), sync=False)
-    except (OSError, StoreError):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-manifest-", suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(head[:-1] + ',"files":{')
+            sep = ""
+            for name, ent in entries.items():
+                e = ent.engram
+                row = [ent.key[0], ent.key[1], ent.key[2], ent.observed_ns, ent.sha,
+                       e.content_hash if e is not None else "", ent.data if e is None else e.to_dict()]
+                try:
+                    text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+                except (TypeError, ValueError):  # an unknown key holds a non-JSON value: keep it out
+                    row[6] = None
+                    text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
+                fh.write(f"{sep}{json.dumps(name)}:{text}")
+                sep = ","
+            fh.write("}}")
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
         return False
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
     return True
 
 

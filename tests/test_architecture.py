@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from plur.config import SETTINGS
+from plur.config import SETTINGS, settings_markdown
 
 PKG = Path(__file__).resolve().parents[1] / "plur"
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -84,3 +84,4 @@ def test_every_setting_is_documented_in_readme() -> None:
     text = README.read_text(encoding="utf-8")
     missing = [s.name for s in SETTINGS if f"`{s.name}`" not in text]
     assert not missing, f"settings missing from the README table: {missing}"
+    assert settings_markdown() in text, "README settings table is stale: paste plur.config.settings_markdown()"
