@@ -44,7 +44,8 @@ SETTINGS: tuple[Setting, ...] = (
             "then to BM25 only."),
     Setting("bm25_k1", 1.5, float, "BM25 term-frequency saturation k1 (Robertson & Zaragoza 2009; rank-bm25 default)."),
     Setting("bm25_b", 0.75, float, "BM25 length normalisation b (0 = none, 1 = full)."),
-    Setting("stemming", False, bool, "Apply the Snowball English stemmer (PyStemmer) to tokens."),
+    Setting("stemming", True, bool,
+            "Apply the Snowball English stemmer (PyStemmer) to tokens (on: +0.033 turn / +0.018 session BM25 NDCG@5 on LoCoMo)."),
     Setting("fusion", "weighted", str,
             "How BM25 and dense rankings are fused: weighted (min-max normalised scores; won on LoCoMo, see README) "
             "or rrf.", ("rrf", "weighted")),
@@ -97,7 +98,7 @@ class Settings:
     allow_fallback: bool = True
     bm25_k1: float = 1.5
     bm25_b: float = 0.75
-    stemming: bool = False
+    stemming: bool = True
     fusion: str = "weighted"
     rrf_k: int = 60
     dense_weight: float = 0.5
