@@ -210,3 +210,30 @@ def test_many_deletes_compact_without_changing_results() -> None:
     for row in (2500, 2777, 2999):
         assert index.search(x[row], 1)[0][0] == f"e{row}"
     assert all(int(i[1:]) >= 2500 for i, _ in index.search(x[10], 50))
+
+
+def test_graph_owned_vectors_survive_compaction_save_and_load(tmp_path):
+    """Once HNSW holds the vectors (no second copy in RAM), exact paths, compaction and save/load still agree."""
+    import numpy as np
+
+    from plur.dense import DenseIndex
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3000, 24)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    ids = [f"v{i}" for i in range(3000)]
+    index = DenseIndex(24, exact_threshold=500)
+    index.add(ids, x)
+    index.build()
+    assert index._vecs is None                      # the graph owns the vectors
+    index.remove(ids[:2000])                        # dead rows > live rows: compaction
+    live = np.arange(2000, 3000)
+    q = x[2500]
+    truth = [f"v{i}" for i in live[np.argsort(-(x[live] @ q))][:5]]
+    assert [i for i, _ in index.search(q, 5)] == truth
+    subset = {f"v{i}" for i in range(2490, 2510)}
+    assert [i for i, _ in index.search(q, 3, allowed=subset)][0] == "v2500"
+    index.save(tmp_path / "dense")
+    loaded = DenseIndex.load(tmp_path / "dense", dims=24)
+    assert [i for i, _ in loaded.search(q, 5)] == truth
+    assert np.allclose(np.load(tmp_path / "dense" / "vectors.npy")[[index._rows_of["v2500"][0]]], x[2500])
