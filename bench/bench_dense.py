@@ -28,6 +28,7 @@ from plur.dense import DenseIndex  # noqa: E402
 
 
 def clustered(n: int, seed: int = 42, dims: int = 384, clusters: int = 64, latent: int = 24) -> np.ndarray:
+    """``[n, dims] float32`` unit vectors in ``clusters`` seeded clusters (a low-rank latent lifted to ``dims``)."""
     rng = np.random.default_rng(seed)
     centres = rng.normal(size=(clusters, latent))
     lift = rng.normal(size=(latent, dims)) / np.sqrt(latent)

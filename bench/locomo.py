@@ -22,7 +22,6 @@ and stores ``adversarial_answer`` instead of ``answer``) is reported separately
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Any
 
 from plur.errors import ValidationError
 
-from .tasks import Query, Task
+from .tasks import Query, Task, read_json
 
 GRANULARITIES: tuple[str, ...] = ("session", "turn")
 ADVERSARIAL = 5
@@ -143,13 +142,8 @@ def load_tasks(path: str | Path, granularity: str, *, limit: int | None = None) 
         ValidationError: the file is missing or not a LoCoMo list of samples.
     """
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValidationError(f"LoCoMo file {str(p)!r} does not exist; pass --data with the path "
-                              "of locomo10.json (github.com/snap-research/LoCoMo, data/)") from None
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"LoCoMo file {str(p)!r} is not valid JSON ({exc})") from None
+    data = read_json(p, "LoCoMo file", "pass --data with the path "
+                     "of locomo10.json (github.com/snap-research/LoCoMo, data/)")
     if not isinstance(data, list) or not all(isinstance(x, dict) and "qa" in x for x in data):
         raise ValidationError(f"LoCoMo file {str(p)!r} must be a list of samples with 'conversation' and 'qa'")
     tasks: list[Task] = []

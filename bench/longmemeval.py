@@ -35,14 +35,13 @@ items are skipped with a note.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from plur.errors import ValidationError
 
-from .tasks import Query, Task
+from .tasks import Query, Task, read_json
 
 GRANULARITIES: tuple[str, ...] = ("session", "turn")
 
@@ -62,13 +61,8 @@ def load_entries(path: str | Path) -> tuple[list[dict[str, Any]], list[str]]:
         ValidationError: the file is missing, not JSON, or not a list of question objects.
     """
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValidationError(f"LongMemEval file {str(p)!r} does not exist; pass --data with a path "
-                              "(scripts/fetch_longmemeval.py downloads LongMemEval-S)") from None
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"LongMemEval file {str(p)!r} is not valid JSON ({exc})") from None
+    data = read_json(p, "LongMemEval file", "pass --data with a path "
+                     "(scripts/fetch_longmemeval.py downloads LongMemEval-S)")
     if not isinstance(data, list) or not all(isinstance(x, dict) for x in data):
         raise ValidationError(f"LongMemEval file {str(p)!r} must hold a JSON list of question objects")
     entries: list[dict[str, Any]] = []

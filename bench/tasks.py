@@ -6,8 +6,12 @@ LoCoMo gives one task per conversation (its questions share the conversation).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from plur.errors import ValidationError
 
 
 @dataclass(frozen=True)
@@ -59,3 +63,23 @@ class Task:
             raise ValueError(f"task {self.name!r}: {len(self.doc_ids)} ids but {len(self.texts)} texts")
         if len(set(self.doc_ids)) != len(self.doc_ids):
             raise ValueError(f"task {self.name!r}: corpus ids are not unique")
+
+
+def read_json(path: str | Path, label: str, fix: str) -> Any:
+    """Parse a benchmark data file.
+
+    Args:
+        path: the file.
+        label: what it should be, for messages (e.g. ``"LoCoMo file"``).
+        fix: how to get it, appended to the missing-file message.
+
+    Raises:
+        ValidationError: the file is missing or not valid JSON; the message names the path.
+    """
+    p = Path(path)
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValidationError(f"{label} {str(p)!r} does not exist; {fix}") from None
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{label} {str(p)!r} is not valid JSON ({exc})") from None

@@ -330,12 +330,9 @@ class Memory:
             return []
         t0 = time.perf_counter()
         with self._lock:
-            bm25, dense = self._legs(query, k, scope, types, tags, mode != "dense", mode != "bm25")
-            if mode == "dense" and self._index().dense is None:
-                bm25, _ = self._legs(query, k, scope, types, tags, True, False)
-                mode_used = "bm25"
-            else:
-                mode_used = mode
+            # Without an embedding model, dense recall degrades to BM25 (the fallback was already loud).
+            mode_used = "bm25" if mode == "dense" and self._index().dense is None else mode
+            bm25, dense = self._legs(query, k, scope, types, tags, mode_used != "dense", mode_used != "bm25")
             hits = combine(bm25, dense, mode=mode_used, k=k, lookup=self._get_or_none,
                            fusion_method=self.settings.fusion, rrf_k=self.settings.rrf_k,
                            dense_weight=self.settings.dense_weight)

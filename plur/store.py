@@ -363,14 +363,7 @@ class EngramStore:
         return out
 
     def lock_state(self) -> dict[str, Any]:
-        """Who holds the write lock, without waiting for it.
-
-        Returns:
-            ``{path, exists, held_here, locked, owner}``: ``locked`` is True when any
-            process (this one included) holds it now; ``owner`` is the last holder's
-            ``{pid, since}`` as recorded in ``<home>/.lock.owner`` (may be stale when
-            ``locked`` is False).
-        """
+        """Who holds the write lock, without waiting for it; see :meth:`plur.store_lock.StoreLock.state`."""
         return self._lock.state()
 
     def manifest_info(self) -> dict[str, Any]:

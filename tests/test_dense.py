@@ -13,20 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.bench_dense import clustered  # the same seeded, clustered vectors the benchmark uses
 from plur.dense import DenseIndex
 from plur.errors import StoreError, ValidationError
 
 DIMS = 384
 PATHS = {"exact": 10**9, "hnsw": 0}
-
-
-def clustered(n: int, seed: int = 42, dims: int = DIMS, clusters: int = 64, latent: int = 24) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(size=(clusters, latent))
-    lift = rng.normal(size=(latent, dims)) / np.sqrt(latent)
-    z = centres[rng.integers(0, clusters, n)] + 0.5 * rng.normal(size=(n, latent))
-    x = (z @ lift + 0.15 * rng.normal(size=(n, dims))).astype(np.float32)
-    return x / np.linalg.norm(x, axis=1, keepdims=True)
 
 
 def near(x: np.ndarray, seed: int, scale: float = 0.1) -> np.ndarray:
