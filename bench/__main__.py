@@ -1,7 +1,14 @@
-"""``python -m bench``: see :mod:`bench.cli`."""
+"""``python -m bench``: ``demo`` runs :mod:`bench.demo` (the README's main job); anything else is
+:mod:`bench.cli`. Dispatching here keeps the two one-way: the demo calls the CLI, never the reverse."""
 
 import sys
 
+argv = sys.argv[1:]
+if argv[:1] == ["demo"]:
+    from .demo import main as demo_main
+
+    sys.exit(demo_main(argv[1:]))
+
 from .cli import main
 
-sys.exit(main())
+sys.exit(main(argv))

@@ -24,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from plur.dense import DenseIndex  # noqa: E402
+from plur.index.dense import DenseIndex  # noqa: E402
 
 
 def clustered(n: int, seed: int = 42, dims: int = 384, clusters: int = 64, latent: int = 24) -> np.ndarray:

@@ -8,8 +8,8 @@ Measured on the same texts, same batch size, one process, alternating runs (best
 ``--repeats``), after a warm-up batch:
 
 * ``raw``     -- ``model.encode(texts, batch_size, normalize_embeddings=True)``;
-* ``plur``    -- :class:`plur.embed.SentenceTransformerEmbedder.embed_documents` on the same model;
-* ``cold``    -- :class:`plur.embed_cache.CachedEmbedder` over an empty cache (every text embedded,
+* ``plur``    -- :class:`plur.embed.embedder.SentenceTransformerEmbedder.embed_documents` on the same model;
+* ``cold``    -- :class:`plur.embed.cache.CachedEmbedder` over an empty cache (every text embedded,
   hashed and written to SQLite): the overhead the cache adds, target <= 10%;
 * ``warm``    -- the same call again (every text served from the cache).
 
@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from plur.embed import SentenceTransformerEmbedder  # noqa: E402
-from plur.embed_cache import CachedEmbedder, EmbeddingCache  # noqa: E402
-from plur.models_lock import PACKAGED_MODEL, find_spec, load_lock  # noqa: E402
+from plur.embed.embedder import SentenceTransformerEmbedder  # noqa: E402
+from plur.embed.cache import CachedEmbedder, EmbeddingCache  # noqa: E402
+from plur.embed.models_lock import PACKAGED_MODEL, find_spec, load_lock  # noqa: E402
 
 from bench.paths import SHARED_DATA  # noqa: E402
 

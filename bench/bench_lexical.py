@@ -31,8 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from plur.lexical import BM25Index  # noqa: E402
-from plur.tokenize import Tokenizer  # noqa: E402
+from plur.index.lexical import BM25Index  # noqa: E402
+from plur.index.tokenize import Tokenizer  # noqa: E402
 
 from bench.paths import SHARED_DATA  # noqa: E402
 

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from plur.memory import Memory
-from plur.section import MemorySection, estimate_tokens
-from plur.worker import RecallWorker
+from plur.prompt.block import estimate_tokens
+from plur.prompt.section import MemorySection
+from plur.prompt.worker import RecallWorker
 
 P99_LIMIT_US = 50.0
 WORDS = ("deploy database release budget meeting editor coffee holiday invoice laptop garden python "

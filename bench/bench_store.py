@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from plur.memory import Memory  # noqa: E402
-from plur.store import RACY_WINDOW_NS  # noqa: E402
+from plur.store.store import RACY_WINDOW_NS  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "longmemeval" / "MuhammadNoor7__longmemeval_s__grouped_3items.json"
 

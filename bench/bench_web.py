@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.manifest import base_manifest  # noqa: E402
 from plur.memory import Memory  # noqa: E402
-from plur.recall import Hit  # noqa: E402
+from plur.index.recall import Hit  # noqa: E402
 
 WORDS = ("deploy release branch shop vault key printer label beach dog cat meeting standup report weekly "
          "invoice tax python rust tabs spaces editor theme coffee tea train bike garden recipe pasta "

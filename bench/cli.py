@@ -195,10 +195,6 @@ def cmd_all(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (PlurError -> one line on stderr and its exit code)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["demo"]:
-        from .demo import main as demo_main
-
-        return demo_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if args.command == "all":

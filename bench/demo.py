@@ -45,7 +45,7 @@ def _clip(text: str, n: int = 96) -> str:
 def run(data: Path, model: str | None, k: int) -> dict[str, Any]:
     """Learn, recall and print; returns ``{engrams, hits, gold_found, recall_ms, learn_s}``."""
     from plur.memory import Memory
-    from plur.section import build_block
+    from plur.prompt.block import build_block
 
     entries, _ = longmemeval.load_entries(data)
     entry = entries[0]

@@ -116,7 +116,7 @@ class Engine:
 
     Args:
         config: the run's :class:`EngineConfig`.
-        embedder: an already loaded :class:`plur.embed.Embedder` to use instead of resolving
+        embedder: an already loaded :class:`plur.embed.embedder.Embedder` to use instead of resolving
             ``config.model`` (tests share one model this way).
     """
 

@@ -13,12 +13,12 @@ __version__ = "0.1.0"
 __all__ = ["Memory", "Engram", "Hit", "Settings", "load_settings", "PlurError", "__version__"]
 
 from .config import Settings, load_settings
-from .engram import Engram
+from .store.engram import Engram
 from .errors import PlurError
 
 if TYPE_CHECKING:
     from .memory import Memory
-    from .recall import Hit
+    from .index.recall import Hit
 
 
 def __getattr__(name: str) -> Any:
@@ -27,7 +27,7 @@ def __getattr__(name: str) -> Any:
 
         return Memory
     if name == "Hit":
-        from .recall import Hit
+        from .index.recall import Hit
 
         return Hit
     raise AttributeError(f"module 'plur' has no attribute {name!r}")

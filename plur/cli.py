@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from . import __version__
-from .engram import STATUSES, TYPES, Engram
+from .store.engram import STATUSES, TYPES, Engram
 from .errors import PlurError, ValidationError
 
 if TYPE_CHECKING:
@@ -235,7 +235,7 @@ def forget(app: _App, engram_id: str, yes: bool) -> None:
 @click.pass_obj
 def import_(app: _App, source: Path, fmt: str | None, scope: str | None, as_json: bool) -> None:
     """Import engrams from SOURCE; duplicates already in the store are skipped."""
-    from .transfer import read_engrams
+    from .store.transfer import read_engrams
 
     engrams = read_engrams(source, fmt, scope=scope)
     results = app.memory.store.add_many(engrams)
@@ -258,7 +258,7 @@ def import_(app: _App, source: Path, fmt: str | None, scope: str | None, as_json
 @click.pass_obj
 def export(app: _App, target: Path, fmt: str | None, scope: str | None, status: str | None, force: bool) -> None:
     """Export engrams (oldest first) to TARGET: JSONL, PLUR engrams.yaml or a Claude memory folder."""
-    from .transfer import write_engrams
+    from .store.transfer import write_engrams
 
     engrams = app.memory.list(scope=scope, status=status)[::-1]
     n = write_engrams(engrams, target, fmt, force=force)
@@ -353,7 +353,7 @@ def reindex(app: _App) -> None:
 @click.pass_obj
 def section(app: _App, message: str, agent: str, scope: str | None) -> None:
     """Print the memory block that would be injected for MESSAGE."""
-    from .section import build_block
+    from .prompt.block import build_block
 
     mem = app.memory
     hits = mem.recall(message, mem.settings.recall_k, scope=scope, agent=agent)

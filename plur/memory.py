@@ -8,7 +8,7 @@
 Writes go to the store at once (atomic YAML files). Indexes are opened lazily on
 the first recall, so ``plur learn`` never loads an embedding model; they catch up
 from the store by content hash, so engrams written by other processes or edited
-by hand are indexed at the next recall (see :mod:`plur.indexes`).
+by hand are indexed at the next recall (see :mod:`plur.index.indexes`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from .config import Settings, load_settings
-from .engram import Engram, _check_scope
+from .store.engram import Engram, _check_scope
 from .errors import ValidationError
-from .recall import Hit, allowed_ids, check_mode, combine
+from .index.recall import Hit, allowed_ids, check_mode, combine
 from .stats import StatsDB
-from .store import EngramStore
+from .store.store import EngramStore
 
 log = logging.getLogger("plur")
 
@@ -40,7 +40,7 @@ class Memory:
     Args:
         home: plur home folder (default ``$PLUR_HOME`` or ``~/.plur``).
         settings: a resolved :class:`~plur.config.Settings`; default :func:`load_settings(home, **overrides)`.
-        embedder: an :class:`plur.embed.Embedder` to use instead of resolving ``settings.model``
+        embedder: an :class:`plur.embed.embedder.Embedder` to use instead of resolving ``settings.model``
             (it is wrapped in the on-disk embedding cache).
         **overrides: setting name -> value (see ``plur.config.SETTINGS``).
 
@@ -89,15 +89,15 @@ class Memory:
         return Path(self.settings.cache_dir).expanduser() if self.settings.cache_dir else self.home / "cache"
 
     def model_resolution(self) -> Any:
-        """Resolve (once) which embedding model serves the dense leg; see :func:`plur.embed.resolve_embedder`.
+        """Resolve (once) which embedding model serves the dense leg; see :func:`plur.embed.embedder.resolve_embedder`.
 
         Returns:
-            A :class:`plur.embed.Resolution` whose ``embedder`` is wrapped in the embedding cache,
+            A :class:`plur.embed.embedder.Resolution` whose ``embedder`` is wrapped in the embedding cache,
             or has ``embedder=None`` (BM25 only) with ``source`` and ``reason`` saying why.
         """
         with self._lock:
             if self._resolution is None:
-                from . import embed, embed_cache
+                from .embed import embedder as embed, cache as embed_cache
 
                 if self._explicit_embedder is not None:
                     res = embed.Resolution(embedder=self._explicit_embedder, source="path",
@@ -111,9 +111,9 @@ class Memory:
             return self._resolution
 
     def _index(self) -> Any:
-        """The :class:`~plur.indexes.IndexSet`, opened and synced with the store on first use."""
+        """The :class:`~plur.index.indexes.IndexSet`, opened and synced with the store on first use."""
         if self._indexes is None:
-            from .indexes import IndexSet
+            from .index.indexes import IndexSet
 
             res = self.model_resolution()
             idx = IndexSet(self.home / "index", self.settings, res.embedder)
@@ -319,7 +319,7 @@ class Memory:
             record: write the recall to stats.db (and ``settings.record_stats``).
 
         Returns:
-            At most ``k`` :class:`~plur.recall.Hit` objects, ``rank`` 1..n.
+            At most ``k`` :class:`~plur.index.recall.Hit` objects, ``rank`` 1..n.
 
         Raises:
             ValidationError: bad query type, k, scope or mode.
@@ -372,7 +372,7 @@ class Memory:
         """
         import shutil
 
-        from .indexes import IndexSet
+        from .index.indexes import IndexSet
 
         with self._lock:
             self._indexes = None

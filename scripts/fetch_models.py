@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from plur.models_lock import (  # noqa: E402  (after the path tweak, so a checkout works without install)
+from plur.embed.models_lock import (  # noqa: E402  (after the path tweak, so a checkout works without install)
     ModelSpec, VerifyReport, default_lock_path, download_pinned, dump_lock, find_spec, hf_snapshot_folder,
     load_lock, lock_header, verify_files,
 )

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from plur.cli import cli
-from plur.engram import Engram
-from plur.store import EngramStore
+from plur.store.engram import Engram
+from plur.store.store import EngramStore
 
 REPO = Path(__file__).resolve().parents[1]
 BAD_IDS = ["../../x", "/etc/passwd", "..\\x", "x\0y", ""]

@@ -1,4 +1,4 @@
-"""plur.dense: exact and HNSW paths, deletes, chunked ids, the allowed filter, persistence.
+"""plur.index.dense: exact and HNSW paths, deletes, chunked ids, the allowed filter, persistence.
 
 Every case runs on both paths: ``exact_threshold=10**9`` forces exact search, ``0`` forces HNSW.
 Vectors are seeded random points around cluster centres in a low-dimensional latent space lifted
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bench.bench_dense import clustered  # the same seeded, clustered vectors the benchmark uses
-from plur.dense import DenseIndex
+from plur.index.dense import DenseIndex
 from plur.errors import StoreError, ValidationError
 
 DIMS = 384
@@ -208,7 +208,7 @@ def test_graph_owned_vectors_survive_compaction_save_and_load(tmp_path):
     """Once HNSW holds the vectors (no second copy in RAM), exact paths, compaction and save/load still agree."""
     import numpy as np
 
-    from plur.dense import DenseIndex
+    from plur.index.dense import DenseIndex
 
     rng = np.random.default_rng(3)
     x = rng.standard_normal((3000, 24)).astype(np.float32)

@@ -1,4 +1,4 @@
-"""plur.models_lock, plur.embed and plur.embed_cache: models.lock, verification, resolution and
+"""plur.embed.models_lock, plur.embed.embedder and plur.embed.cache: models.lock, verification, resolution and
 fallbacks, chunking, the embedding cache.
 
 Real model throughout: the packaged all-MiniLM-L6-v2 (BGE weights cannot be downloaded here),
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from plur.config import load_settings
-from plur.embed import ModelFallbackWarning, SentenceTransformerEmbedder, resolve_embedder
-from plur.embed_cache import CachedEmbedder, EmbeddingCache, text_key
-from plur.models_lock import (
+from plur.embed.embedder import ModelFallbackWarning, SentenceTransformerEmbedder, resolve_embedder
+from plur.embed.cache import CachedEmbedder, EmbeddingCache, text_key
+from plur.embed.models_lock import (
     PACKAGED_MODEL, ModelSpec, dump_lock, find_spec, hf_snapshot_folder, load_lock, lock_header, verify_files,
 )
 from plur.errors import ModelError

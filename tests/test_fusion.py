@@ -1,4 +1,4 @@
-"""Tests for plur.fusion: literal inputs with hand-computed expected values."""
+"""Tests for plur.index.fusion: literal inputs with hand-computed expected values."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plur.errors import ValidationError
-from plur.fusion import rrf, weighted
+from plur.index.fusion import rrf, weighted
 
 
 def close(got: list[tuple[str, float]], expected: list[tuple[str, float]]) -> bool:

@@ -17,8 +17,9 @@ import pytest
 from plur.errors import ValidationError
 from plur.hosts.registry import PromptRegistry
 from plur.memory import Memory
-from plur.section import FENCE_CLOSE, FENCE_OPEN, MemorySection, estimate_tokens
-from plur.worker import RecallWorker
+from plur.prompt.block import FENCE_CLOSE, FENCE_OPEN, estimate_tokens
+from plur.prompt.section import MemorySection
+from plur.prompt.worker import RecallWorker
 
 WAIT_S = 30.0
 ID_RE = re.compile(r"ENG-\d{4}-\d\d-\d\d-[0-9a-f]{6}")

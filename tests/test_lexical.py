@@ -1,8 +1,8 @@
-"""Tests for plur.lexical.BM25Index.
+"""Tests for plur.index.lexical.BM25Index.
 
 The truth for scores is rank-bm25 0.2.2's ``BM25Okapi`` with its idf replaced by the
 Lucene / BM25+ idf ``log(1 + (N - n + 0.5) / (n + 0.5))`` (the one documented in
-plur.lexical), fed the same tokens. The corpus is the user turns of the LongMemEval-S
+plur.index.lexical), fed the same tokens. The corpus is the user turns of the LongMemEval-S
 sample in ../shared/data (606 turns).
 """
 
@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from plur.errors import ValidationError
-from plur.lexical import BM25Index
-from plur.tokenize import Tokenizer
+from plur.index.lexical import BM25Index
+from plur.index.tokenize import Tokenizer
 
 from conftest import SHARED as SHARED_DATA  # noqa: E402
 

@@ -14,9 +14,9 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from plur.engram import Engram
+from plur.store.engram import Engram
 from plur.errors import InvalidIdError, NotFoundError, StoreError, ValidationError
-from plur.store import EngramStore
+from plur.store.store import EngramStore
 
 TRICKY = [
     'Gov: Root "x"',
@@ -432,8 +432,8 @@ def test_reason_file_is_readable_yaml(tmp_path: Path) -> None:
 
 def test_writer_catching_up_on_a_file_another_writer_left_corrupt(tmp_path):
     """A journalled file that fails to parse during catch-up is quarantined; the write still succeeds."""
-    from plur.engram import Engram
-    from plur.store import EngramStore
+    from plur.store.engram import Engram
+    from plur.store.store import EngramStore
 
     home = tmp_path / "shared-home"
     a, b = EngramStore(home, fsync=False), EngramStore(home, fsync=False)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from plur.engram import Engram
-from plur.store import EngramStore
+from plur.store.engram import Engram
+from plur.store.store import EngramStore
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -72,8 +72,8 @@ def test_eight_processes_learning_the_same_facts_deduplicate(tmp_path: Path) -> 
 
 WRITER = textwrap.dedent("""
     import sys
-    from plur.engram import Engram
-    from plur.store import EngramStore
+    from plur.store.engram import Engram
+    from plur.store.store import EngramStore
     store = EngramStore(sys.argv[1], fsync=True)
     e, _ = store.add(Engram.create("A" * 900_000))
     print(e.id, flush=True)

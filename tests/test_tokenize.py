@@ -1,4 +1,4 @@
-"""Tests for plur.tokenize: literal inputs, hand-written expected tokens."""
+"""Tests for plur.index.tokenize: literal inputs, hand-written expected tokens."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from plur.tokenize import STOP_WORDS, TOKENIZER_VERSION, Tokenizer
+from plur.index.tokenize import STOP_WORDS, TOKENIZER_VERSION, Tokenizer
 
 tok = Tokenizer()
 

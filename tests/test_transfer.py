@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from plur.engram import Engram
+from plur.store.engram import Engram
 from plur.errors import ValidationError
-from plur.transfer import FORMATS, detect_format, from_plur, read_engrams, to_plur, write_engrams
+from plur.store.transfer import FORMATS, detect_format, from_plur, read_engrams, to_plur, write_engrams
 
 #: Shaped like the TypeScript PLUR's engrams.yaml (packages/core/src/schemas/engram.ts):
 #: ids ENG-YYYY-MMDD-NNN, its four types, free-form scopes, activation/relations/feedback blocks.

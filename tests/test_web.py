@@ -209,7 +209,7 @@ def test_stats_page(client: TestClient, memory: Memory) -> None:
 
 
 def test_playground_shows_three_rankings_and_the_exact_block(client: TestClient, memory: Memory) -> None:
-    from plur.section import build_block
+    from plur.prompt.block import build_block
 
     ids = seed(memory)
     memory.update(ids["dog"], pinned=True)

@@ -20,8 +20,9 @@ import pytest
 
 from plur.errors import PlurError, ValidationError
 from plur.memory import Memory
-from plur.section import MemorySection, estimate_tokens
-from plur.worker import RecallWorker
+from plur.prompt.block import estimate_tokens
+from plur.prompt.section import MemorySection
+from plur.prompt.worker import RecallWorker
 
 ID_RE = re.compile(r"ENG-\d{4}-\d\d-\d\d-[0-9a-f]{6}")
 WAIT_S = 30.0  # generous upper bound for waits on a busy 2-core machine; never asserted as a timing
@@ -124,7 +125,7 @@ def test_a_failed_recall_keeps_the_previous_block_and_is_logged(
         mem: SlowMemory, facts: SimpleNamespace, caplog: pytest.LogCaptureFixture) -> None:
     with RecallWorker(mem) as worker:
         before = worker.warm("A", "dog", scope="project:a")
-        with caplog.at_level(logging.WARNING, logger="plur.worker"):
+        with caplog.at_level(logging.WARNING, logger="plur.prompt.worker"):
             worker.submit("A", "fail please", scope="project:a")
             assert worker.wait_idle(WAIT_S)
         assert worker.read("A") == before != ""
@@ -140,7 +141,7 @@ def test_a_recall_past_the_deadline_keeps_the_previous_block(
     mem.late_s = 0.6
     with RecallWorker(mem, timeout_s=0.15) as worker:
         before = worker.warm("A", "dog", scope="project:a")
-        with caplog.at_level(logging.WARNING, logger="plur.worker"):
+        with caplog.at_level(logging.WARNING, logger="plur.prompt.worker"):
             worker.submit("A", "late: cat", scope="project:a")
             assert worker.wait_idle(WAIT_S)
         assert worker.read("A") == before and facts.dog.id in ids_in(before)

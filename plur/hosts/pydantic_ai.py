@@ -12,8 +12,8 @@ Example (``pip install 'plur[host]'``)::
 
     from pydantic_ai import Agent
     from plur import Memory
-    from plur.worker import RecallWorker
-    from plur.section import MemorySection
+    from plur.prompt.worker import RecallWorker
+    from plur.prompt.section import MemorySection
     from plur.hosts.pydantic_ai import attach
 
     memory = Memory()
@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import PlurError, require
-from ..section import MemorySection
+from ..prompt.section import MemorySection
 
 log = logging.getLogger("plur.hosts")
 
@@ -60,12 +60,12 @@ def attach(agent: Any, section: MemorySection, *, agent_id: AgentIdSource, scope
 
     On each model request the registered function (1) reads the agent's cached block (a lock-free
     dictionary read; never waits on recall) and (2) on the first request of a run, submits the run's
-    user prompt to the section's :class:`~plur.worker.RecallWorker`, so the block for that prompt is
+    user prompt to the section's :class:`~plur.prompt.worker.RecallWorker`, so the block for that prompt is
     ready for the next turn (and for later requests of the same run, e.g. after tool calls).
 
     Args:
         agent: a ``pydantic_ai.Agent``.
-        section: the :class:`~plur.section.MemorySection` (one per host; many agents may share it).
+        section: the :class:`~plur.prompt.section.MemorySection` (one per host; many agents may share it).
         agent_id: the plur agent id, or a function ``RunContext -> id | None`` (e.g. from ``ctx.deps``).
             ``None`` means no agent: no block, nothing submitted.
         scope: the agent's scope (``'project:a'`` sees ``project:a`` and ``global``), a function of

@@ -23,7 +23,7 @@ SectionText = str | Callable[[Any], str]
 
 
 class SectionLike(Protocol):
-    """Anything with ``name``, ``order`` and ``text(assembly)``; :class:`plur.section.MemorySection` is one."""
+    """Anything with ``name``, ``order`` and ``text(assembly)``; :class:`plur.prompt.section.MemorySection` is one."""
 
     name: str
     order: int

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from ..engram import STATUSES, TYPES, Engram, format_time
+from ..store.engram import STATUSES, TYPES, Engram, format_time
 from ..errors import ValidationError
 
 #: Columns a person can sort by (the ``sort`` parameter).
@@ -35,7 +35,7 @@ class TableQuery:
     Attributes:
         q: case-insensitive substring searched in the statement, tags and id ('' = none).
         scope: exact scope, e.g. ``project:a`` ('' = any).
-        type: one of :data:`plur.engram.TYPES` ('' = any).
+        type: one of :data:`plur.store.engram.TYPES` ('' = any).
         tag: exact tag ('' = any).
         status: ``active``, ``retired`` or '' (any).
         sort: one of :data:`SORT_KEYS`.

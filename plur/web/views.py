@@ -15,16 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..engram import ID_RE, STATUSES, TYPES, Engram, format_time, utcnow, validate_id
+from ..store.engram import ID_RE, STATUSES, TYPES, Engram, format_time, utcnow, validate_id
 from ..errors import ValidationError
 from . import table
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..memory import Memory
-    from ..recall import Hit
+    from ..index.recall import Hit
     from .queries import UsageCounts
 
-#: Recall modes offered in the playground (see :data:`plur.recall.MODES`).
+#: Recall modes offered in the playground (see :data:`plur.index.recall.MODES`).
 MODES: tuple[str, ...] = ("hybrid", "bm25", "dense")
 #: Largest k the playground accepts.
 PLAYGROUND_K_MAX = 100
@@ -181,7 +181,7 @@ def _hit(h: "Hit") -> dict[str, Any]:
 
 
 def memory_block(memory: "Memory", hits: list["Hit"], pinned: list[Engram]) -> dict[str, Any]:
-    """The block the prompt section would inject for ``hits``: :func:`plur.section.build_block`, called as
+    """The block the prompt section would inject for ``hits``: :func:`plur.prompt.block.build_block`, called as
     the recall worker calls it (``settings.budget_tokens``, pinned engrams of the scope).
 
     Args:
@@ -191,14 +191,14 @@ def memory_block(memory: "Memory", hits: list["Hit"], pinned: list[Engram]) -> d
 
     Returns:
         ``{text, tokens, budget_tokens, engram_ids, available, note}``; ``available`` is False
-        (with a note) when :mod:`plur.section` cannot be imported.
+        (with a note) when :mod:`plur.prompt.block` cannot be imported.
     """
     budget = int(memory.settings.budget_tokens)
     try:
-        from ..section import build_block  # lazy: keeps the page importable without it
+        from ..prompt.block import build_block  # lazy: keeps the page importable without it
     except ImportError as exc:
         return {"text": "", "tokens": None, "budget_tokens": budget, "engram_ids": [], "available": False,
-                "note": f"plur.section is unavailable ({exc})"}
+                "note": f"plur.prompt.block is unavailable ({exc})"}
     block = build_block(hits, budget, pinned=pinned)
     return {"text": block.text, "tokens": block.tokens, "budget_tokens": budget,
             "engram_ids": list(block.engram_ids), "available": True,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 __all__ = ["rrf", "weighted"]
 

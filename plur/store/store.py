@@ -39,10 +39,10 @@ Guarantees:
 The store knows nothing about indexes: callers learn what changed from
 :meth:`EngramStore.refresh`, which returns :class:`Changes`.
 
-Helpers, one job each: :mod:`plur.atomic` (atomic writes, stale temp files),
-:mod:`plur.quarantine` (moving bad files aside, listing them),
-:mod:`plur.store_manifest` (the manifest and the writer journal),
-:mod:`plur.store_lock` (the write lock and its owner record).
+Helpers, one job each: :mod:`plur.store.atomic` (atomic writes, stale temp files),
+:mod:`plur.store.quarantine` (moving bad files aside, listing them),
+:mod:`plur.store.manifest` (the manifest and the writer journal),
+:mod:`plur.store.lock` (the write lock and its owner record).
 """
 
 from __future__ import annotations
@@ -58,13 +58,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import store_manifest
+from . import manifest as store_manifest
 from .atomic import STALE_TMP_S, TMP_PREFIX, atomic_write, clean_stale_temps, fsync_dir
 from .engram import Engram, content_hash, new_id, validate_id
-from .errors import NotFoundError, StoreError, ValidationError
+from ..errors import NotFoundError, StoreError, ValidationError
 from .quarantine import list_quarantined, move_aside, unmoved_record
-from .store_lock import StoreLock
-from .store_manifest import (
+from .lock import StoreLock
+from .manifest import (
     JOURNAL_MAGIC,
     JOURNAL_MAX_BYTES,
     MANIFEST_FORMAT,
@@ -239,7 +239,7 @@ class EngramStore:
         """The active engram in ``scope`` whose normalised statement equals ``statement``, if any.
 
         Uses the cache (loads the store on first use); duplicates are decided by
-        :func:`plur.engram.content_hash` (NFKC, case-folded, whitespace collapsed).
+        :func:`plur.store.engram.content_hash` (NFKC, case-folded, whitespace collapsed).
         """
         with self._mutex:
             if not self._scanned:
@@ -363,7 +363,7 @@ class EngramStore:
         return out
 
     def lock_state(self) -> dict[str, Any]:
-        """Who holds the write lock, without waiting for it; see :meth:`plur.store_lock.StoreLock.state`."""
+        """Who holds the write lock, without waiting for it; see :meth:`plur.store.lock.StoreLock.state`."""
         return self._lock.state()
 
     def manifest_info(self) -> dict[str, Any]:

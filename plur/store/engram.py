@@ -1,6 +1,6 @@
 """The :class:`Engram` data model: validation, YAML (de)serialisation, content hash, id format.
 
-No I/O lives here: :mod:`plur.store` reads and writes the text this module produces.
+No I/O lives here: :mod:`plur.store.store` reads and writes the text this module produces.
 
 On-disk form: one YAML mapping per engram, known fields in a fixed order
 (:data:`FIELD_ORDER`), then any unknown keys in the order they were read, so a
@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from .errors import InvalidIdError, ValidationError
+from ..errors import InvalidIdError, ValidationError
 
 #: ``ENG-YYYY-MM-DD-<6 lower-case hex>``. Anchored with ``\A``/``\Z`` so no
 #: newline, separator, dot or NUL can pass: an id can never be a path.

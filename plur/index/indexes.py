@@ -26,10 +26,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .engram import Engram
+from ..config import Settings
+from ..store.engram import Engram
 
-log = logging.getLogger("plur.indexes")
+log = logging.getLogger("plur.index.indexes")
 FORMAT = 1
 
 
@@ -47,7 +47,7 @@ class IndexSet:
     Args:
         folder: ``<home>/index``.
         settings: BM25 k1/b, tokenizer stemming, HNSW parameters.
-        embedder: an :class:`plur.embed.Embedder` (usually cached), or ``None`` for BM25 only.
+        embedder: an :class:`plur.embed.embedder.Embedder` (usually cached), or ``None`` for BM25 only.
     """
 
     def __init__(self, folder: Path, settings: Settings, embedder: Any | None) -> None:

@@ -6,7 +6,7 @@
 * :func:`hf_cache_dir`, :func:`hf_snapshot_folder`, :func:`hf_offline`, :func:`download_pinned`:
   where a pinned revision lives in the Hugging Face cache, and fetching it.
 
-No model is loaded here (that is :mod:`plur.embed`); huggingface_hub is imported inside
+No model is loaded here (that is :mod:`plur.embed.embedder`); huggingface_hub is imported inside
 :func:`download_pinned` only.
 """
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ModelError, require
+from ..errors import ModelError, require
 
 #: Version of the models.lock format read by :func:`load_lock` and written by :func:`dump_lock`.
 LOCK_FORMAT_VERSION = 1
@@ -61,7 +61,7 @@ class ModelSpec:
         dims: embedding width (384, 768, 1024...).
         pooling: ``"cls"`` or ``"mean"`` (what the model was trained with).
         normalize: whether the model L2-normalises its output (plur always does, see
-            :meth:`plur.embed.SentenceTransformerEmbedder.embed_documents`).
+            :meth:`plur.embed.embedder.SentenceTransformerEmbedder.embed_documents`).
         max_seq_length: token limit of one input, special tokens included.
         query_instruction: prefix for queries only (BGE: "Represent this sentence for searching
             relevant passages: "); ``""`` for none.
@@ -118,7 +118,7 @@ def vector_identity(base: str, dims: int, pooling: str, normalize: bool, max_seq
     """``"<base>:<dims>:<pooling>:norm|raw:<max_seq_length>"``: the identity string of a vector space.
 
     Used by :attr:`ModelSpec.identity` (base ``name@rev7``) and for unpinned local folders by
-    :class:`plur.embed.SentenceTransformerEmbedder` (base ``local:<folder>#<fingerprint>``).
+    :class:`plur.embed.embedder.SentenceTransformerEmbedder` (base ``local:<folder>#<fingerprint>``).
     """
     return f"{base}:{dims}:{pooling}:{'norm' if normalize else 'raw'}:{max_seq_length}"
 
@@ -134,7 +134,7 @@ def default_lock_path() -> Path:
     env = os.environ.get("PLUR_MODELS_LOCK")
     if env:
         return Path(env).expanduser()
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # plur/ (this module lives in plur/embed/)
     for candidate in (package.parent / "models.lock", package / "models.lock"):
         if candidate.is_file():
             return candidate

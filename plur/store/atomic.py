@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 
-from .errors import StoreError
+from ..errors import StoreError
 
 #: Temp files of atomic writes start with this; loaders skip every name starting with ".".
 TMP_PREFIX = ".tmp-"

@@ -52,7 +52,7 @@ from typing import Any
 import yaml
 
 from .engram import FIELD_ORDER, ID_RE, SCOPE_RE, TYPES, Engram, content_hash, new_id, parse_time, utcnow
-from .errors import StoreError, ValidationError
+from ..errors import StoreError, ValidationError
 
 FORMATS: tuple[str, ...] = ("jsonl", "plur-yaml", "claude-dir")
 

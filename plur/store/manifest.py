@@ -30,7 +30,7 @@ from typing import Any
 
 from .atomic import atomic_write
 from .engram import ID_RE, Engram
-from .errors import StoreError
+from ..errors import StoreError
 
 #: Entries whose mtime is this close (ns) to when they were read are re-checked by content.
 #: 2 s covers coarse timestamps (FAT 2 s, HFS+ 1 s, ext4/xfs one jiffy).

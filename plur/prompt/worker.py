@@ -1,7 +1,7 @@
 """Off-turn recall: a background worker that keeps one memory block per agent ready to read.
 
 A host calls :meth:`RecallWorker.submit` when a message arrives (it returns at once) and
-reads the agent's block through :class:`plur.section.MemorySection` whenever it assembles a
+reads the agent's block through :class:`plur.prompt.section.MemorySection` whenever it assembles a
 prompt. Recall, rendering and stats writes all happen on the worker's thread(s), so a turn
 never waits on memory. The honest cost: a block reflects the previous submission until the
 recall for the newest one lands, so it appears from the second assembly of a session on
@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from .engram import SCOPE_RE, Engram
-from .errors import PlurError, ValidationError
-from .section import Block, build_block
+from ..store.engram import SCOPE_RE, Engram
+from ..errors import PlurError, ValidationError
+from .block import Block, build_block
 
-log = logging.getLogger("plur.worker")
+log = logging.getLogger("plur.prompt.worker")
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ class RecallWorker:
         return entry.block.text
 
     def peek(self, agent_id: str) -> Block | None:
-        """The agent's cached :class:`~plur.section.Block` without counting a read (debugging, tests)."""
+        """The agent's cached :class:`~plur.prompt.block.Block` without counting a read (debugging, tests)."""
         entry = self._cache.get(agent_id)
         return None if entry is None else entry.block
 

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ValidationError
+from ..errors import ValidationError
 from .tokenize import TOKENIZER_VERSION, Tokenizer
 
 __all__ = ["BM25Index", "FORMAT_VERSION"]
@@ -66,7 +66,7 @@ class BM25Index:
             Zaragoza suggest 1.2-2.0). Can be changed at any time without a rebuild.
         b: length normalisation in [0, 1] (0 = none, 1 = full). Also changeable.
         tokenizer: turns documents and queries into terms; its
-            :attr:`~plur.tokenize.Tokenizer.identity` is saved with the index.
+            :attr:`~plur.index.tokenize.Tokenizer.identity` is saved with the index.
 
     Raises:
         ValidationError: if ``k1`` or ``b`` is out of range.
@@ -427,7 +427,7 @@ class BM25Index:
              k1: float | None = None, b: float | None = None) -> BM25Index | None:
         """Load an index written by :meth:`save`, or return ``None`` so the caller rebuilds.
 
-        ``None`` (with the reason logged at WARNING on ``plur.lexical``) when the folder
+        ``None`` (with the reason logged at WARNING on ``plur.index.lexical``) when the folder
         is missing, unreadable or inconsistent, written by another format version, or
         by another tokenizer than ``tokenizer`` (or than this plur's tokenizer of the
         saved kind when ``tokenizer`` is None). It never raises for a bad index:

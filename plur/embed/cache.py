@@ -1,7 +1,7 @@
 """The persistent embedding cache: no text is embedded twice with the same model, across runs too.
 
 :class:`EmbeddingCache` keeps vectors in SQLite keyed by (model identity, :func:`text_key`);
-:class:`CachedEmbedder` wraps any :class:`plur.embed.Embedder` so only unseen texts reach the model.
+:class:`CachedEmbedder` wraps any :class:`plur.embed.embedder.Embedder` so only unseen texts reach the model.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import StoreError
+from ..errors import StoreError
 
 if TYPE_CHECKING:
-    from .embed import Embedder
+    from .embedder import Embedder
 
 #: A child of ``plur.embed``, so handlers and levels set there still apply to the cache's warnings.
 log = logging.getLogger("plur.embed.cache")
@@ -160,7 +160,7 @@ class CacheStats:
 
 
 class CachedEmbedder:
-    """An :class:`plur.embed.Embedder` that asks ``inner`` only for texts it has not embedded before.
+    """An :class:`plur.embed.embedder.Embedder` that asks ``inner`` only for texts it has not embedded before.
 
     Documents go through :class:`EmbeddingCache` (persistent); duplicates within one call are
     embedded once. Queries are kept in an in-memory LRU of ``query_cache_size`` entries.
@@ -200,7 +200,7 @@ class CachedEmbedder:
         return getattr(self.inner, "device", None)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Like :meth:`plur.embed.Embedder.embed_documents`; only unseen texts reach ``inner`` (in one batch).
+        """Like :meth:`plur.embed.embedder.Embedder.embed_documents`; only unseen texts reach ``inner`` (in one batch).
 
         Returns:
             ``[len(texts), dims] float32`` unit vectors, identical to what ``inner`` returned when
@@ -227,7 +227,7 @@ class CachedEmbedder:
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Like :meth:`plur.embed.Embedder.embed_query`, memoised in memory: ``[dims] float32``."""
+        """Like :meth:`plur.embed.embedder.Embedder.embed_query`, memoised in memory: ``[dims] float32``."""
         with self._qlock:
             hit = self._queries.get(text)
             if hit is not None:

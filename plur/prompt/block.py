@@ -1,12 +1,9 @@
-"""The memory block a host puts in its system prompt, and the section that serves it.
+"""The memory block a host puts in its system prompt: rendering within a token budget (pure).
 
-Two parts, both cheap:
-
-* :func:`render_block` (pure) turns recalled hits into one fenced block that fits a
-  token budget. The recall worker (:mod:`plur.worker`) calls it off the turn path.
-* :class:`MemorySection` is what a host registers as a prompt section. Its
-  :meth:`~MemorySection.text` only reads the worker's per-agent cache: it never
-  recalls, never touches disk and never takes a lock the worker holds.
+:func:`render_block` / :func:`build_block` turn recalled hits into one fenced block that fits a
+token budget. The recall worker (:mod:`plur.prompt.worker`) calls them off the turn path; the
+section (:mod:`plur.prompt.section`) only reads what the worker cached. Nothing here knows the
+worker or the section.
 
 Because the host re-renders the section on every request, the block replaces the
 previous one instead of piling up in the conversation: its size is bounded by the
@@ -30,15 +27,12 @@ import math
 import re
 import sys
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
-from .engram import Engram
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .worker import RecallWorker
+from ..store.engram import Engram
 
 #: Opening and closing fence of the block. Engram text can never contain ``<`` or ``>``
 #: (see :func:`neutralise`), so it can neither close this fence nor open a tag of its own.
@@ -154,7 +148,7 @@ def neutralise(text: str) -> str:
 # -- the block ----------------------------------------------------------------------------------
 
 class HitLike(Protocol):
-    """What :func:`render_block` reads from a hit: :class:`plur.recall.Hit` satisfies it."""
+    """What :func:`render_block` reads from a hit: :class:`plur.index.recall.Hit` satisfies it."""
 
     @property
     def engram(self) -> Engram: ...
@@ -186,7 +180,7 @@ EMPTY_BLOCK = Block(text="", engram_ids=(), tokens=0, hash="")
 def engram_line(engram: Engram) -> str:
     """One block line: ``- [id | type | scope | date(| pinned)] <neutralised statement>``.
 
-    ``id``, ``type`` and ``scope`` are validated by :class:`~plur.engram.Engram` (no spaces, no
+    ``id``, ``type`` and ``scope`` are validated by :class:`~plur.store.engram.Engram` (no spaces, no
     ``<>``, no ``|`` or ``]``); the date is ``updated`` or else ``created``, UTC, ``YYYY-MM-DD``.
     """
     when = (engram.updated or engram.created).astimezone(timezone.utc).date().isoformat()
@@ -293,85 +287,3 @@ def render_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: dateti
         The block, or '' when there is nothing to show.
     """
     return build_block(hits, budget_tokens, now).text
-
-
-# -- the prompt section -------------------------------------------------------------------------
-
-def agent_id_of(assembly: Any) -> str | None:
-    """The agent id an assembly is for, or ``None`` when it has no agent.
-
-    Accepts, in this order: ``None``; a plain id (``str``, or ``int``); a mapping with
-    ``"agent_id"`` or ``"agent"`` (itself an id, a mapping with ``"id"`` or an object with ``.id``);
-    an object with ``.agent`` (an object with ``.id`` or a mapping with ``"id"``) or ``.agent_id``.
-    Empty ids count as no agent. Never raises.
-    """
-    try:
-        if assembly is None:
-            return None
-        if isinstance(assembly, (str, int)) and not isinstance(assembly, bool):
-            agent: Any = assembly
-        elif isinstance(assembly, Mapping):
-            agent = assembly.get("agent_id")
-            if agent is None:
-                agent = _id_of(assembly.get("agent"))
-        else:
-            agent = _id_of(getattr(assembly, "agent", None))
-            if agent is None:
-                agent = getattr(assembly, "agent_id", None)
-        if isinstance(agent, bool) or not isinstance(agent, (str, int)):
-            return None
-        agent = str(agent)
-        return agent or None
-    except Exception:  # noqa: BLE001 - a host's odd object must never break prompt assembly
-        return None
-
-
-def _id_of(agent: Any) -> Any:
-    if agent is None:
-        return None
-    if isinstance(agent, (str, int)):
-        return agent
-    if isinstance(agent, Mapping):
-        return agent.get("id")
-    return getattr(agent, "id", None)
-
-
-class MemorySection:
-    """A prompt section whose text is the agent's memory block, read from a :class:`RecallWorker`'s cache.
-
-    Register one section per host (not one per agent): the text depends on the assembly's agent.
-
-    Args:
-        worker: the :class:`~plur.worker.RecallWorker` that fills the cache.
-        name: the section's name in the host's registry.
-        order: position among the host's sections (lower first).
-
-    Attributes:
-        name: as given. order: as given. worker: as given.
-    """
-
-    def __init__(self, worker: "RecallWorker", name: str = "plur:memory", order: int = 50) -> None:
-        self.worker = worker
-        self.name = name
-        self.order = order
-
-    def text(self, assembly: Any = None) -> str:
-        """The memory block for the assembly's agent, '' when it has no agent or no block yet.
-
-        Synchronous and cheap (p50 0.24 us, p99 < 1.2 us while the worker recalls; ``bench/bench_section.py``): a lock-free read
-        of the worker's cache. It never recalls, never touches disk, never waits for the worker,
-        and never returns another agent's block. The first read of each new block queues one
-        injection event, which the worker thread writes to stats.db.
-
-        Args:
-            assembly: anything :func:`agent_id_of` accepts.
-        """
-        agent = agent_id_of(assembly)
-        if agent is None:
-            return ""
-        return self.worker.read(agent)
-
-    __call__ = text
-
-    def __repr__(self) -> str:
-        return f"MemorySection(name={self.name!r}, order={self.order})"

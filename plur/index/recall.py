@@ -1,7 +1,7 @@
 """Query -> ranked :class:`Hit` list: fuse the BM25 and dense legs, keep per-leg ranks.
 
 This module is pure: it takes the legs' ranked ``(id, score)`` lists (from
-:mod:`plur.lexical` and :mod:`plur.dense`) and the engrams they name, and returns
+:mod:`plur.index.lexical` and :mod:`plur.index.dense`) and the engrams they name, and returns
 hits. The facade (:mod:`plur.memory`) runs the legs, applies the scope filter
 (an authorisation boundary) and records the recall in ``stats.db``.
 """
@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import fusion
-from .engram import Engram
-from .errors import ValidationError
+from ..store.engram import Engram
+from ..errors import ValidationError
 
 MODES: tuple[str, ...] = ("hybrid", "bm25", "dense")
 Ranking = Sequence[tuple[str, float]]

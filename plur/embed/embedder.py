@@ -9,9 +9,9 @@ Sections, top to bottom:
    pinned revision > download of the pinned revision > packaged all-MiniLM-L6-v2 (loud) > none
    (BM25 only, loud).
 
-What is pinned and how it is verified lives in :mod:`plur.models_lock`; the persistent embedding
-cache in :mod:`plur.embed_cache`. torch, sentence-transformers and transformers are imported inside
-functions, so ``import plur.embed`` stays light (numpy only).
+What is pinned and how it is verified lives in :mod:`plur.embed.models_lock`; the persistent embedding
+cache in :mod:`plur.embed.cache`. torch, sentence-transformers and transformers are imported inside
+functions, so ``import plur.embed.embedder`` stays light (numpy only).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import ModelError, ValidationError, require
+from ..errors import ModelError, ValidationError, require
 from .models_lock import (
     PACKAGED_MODEL, ModelSpec, download_pinned, find_spec, hf_offline, hf_snapshot_folder, load_lock, sha256_file,
     vector_identity, verify_files,
@@ -64,7 +64,7 @@ class Embedder(Protocol):
 
     @property
     def identity(self) -> str:
-        """Vector-space identity; see :attr:`plur.models_lock.ModelSpec.identity`."""
+        """Vector-space identity; see :attr:`plur.embed.models_lock.ModelSpec.identity`."""
 
     @property
     def max_seq_length(self) -> int:
@@ -136,7 +136,7 @@ class SentenceTransformerEmbedder:
     """An :class:`Embedder` backed by sentence-transformers.
 
     Args:
-        spec_or_path: a :class:`plur.models_lock.ModelSpec` (loaded from ``folder``, or by name at
+        spec_or_path: a :class:`plur.embed.models_lock.ModelSpec` (loaded from ``folder``, or by name at
             the pinned revision when ``folder`` is None), or the path of a local model folder (its
             pooling, token limit and query prompt are read from its config files).
         device: ``"auto"`` (cuda, then mps, then cpu), ``"cuda"``, ``"mps"`` or ``"cpu"``.
@@ -368,8 +368,8 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
 
     Args:
         settings: a :class:`plur.config.Settings` (uses model, device, embed_batch_size, allow_fallback).
-        lock_path: models.lock to read (default :func:`plur.models_lock.default_lock_path`).
-        cache_dir: Hugging Face cache (default :func:`plur.models_lock.hf_cache_dir`, read at call time).
+        lock_path: models.lock to read (default :func:`plur.embed.models_lock.default_lock_path`).
+        cache_dir: Hugging Face cache (default :func:`plur.embed.models_lock.hf_cache_dir`, read at call time).
         download: allow the download step (still skipped when ``HF_HUB_OFFLINE`` is set).
 
     Returns:

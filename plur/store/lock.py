@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from .engram import format_time
-from .errors import StoreError
+from ..errors import StoreError
 
 
 def _overwrite(path: Path, data: bytes, width: int = 80) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import StoreError, ValidationError, require
+from ..errors import StoreError, ValidationError, require
 
 FORMAT_VERSION = 1
 _COMPACT_MIN_DEAD = 1024  # compact once dead rows exceed max(this, live rows)
