@@ -89,15 +89,15 @@ class Memory:
         return Path(self.settings.cache_dir).expanduser() if self.settings.cache_dir else self.home / "cache"
 
     def model_resolution(self) -> Any:
-        """Resolve (once) which embedding model serves the dense leg; see :func:`plur.embed.embedder.resolve_embedder`.
+        """Resolve (once) which embedding model serves the dense leg; see :func:`plur.embed.resolve.resolve_embedder`.
 
         Returns:
-            A :class:`plur.embed.embedder.Resolution` whose ``embedder`` is wrapped in the embedding cache,
+            A :class:`plur.embed.resolve.Resolution` whose ``embedder`` is wrapped in the embedding cache,
             or has ``embedder=None`` (BM25 only) with ``source`` and ``reason`` saying why.
         """
         with self._lock:
             if self._resolution is None:
-                from .embed import embedder as embed, cache as embed_cache
+                from .embed import cache as embed_cache, resolve as embed
 
                 if self._explicit_embedder is not None:
                     res = embed.Resolution(embedder=self._explicit_embedder, source="path",
@@ -229,6 +229,27 @@ class Memory:
             self._note_own_write()
         self.stats.forget_engram(removed.id)
         return removed
+
+    def feedback(self, engram_id: str, useful: bool, *, agent: str | None = None,
+                 query: str | None = None) -> dict[str, int]:
+        """Record that an engram was (or was not) useful, in stats.db (the engram file is not touched).
+
+        Args:
+            engram_id: the engram the feedback is about (must exist).
+            useful: ``True`` useful, ``False`` not useful.
+            agent: who says so (an agent id), if known. query: the recall query it answered, if known.
+
+        Returns:
+            The engram's feedback totals so far, ``{"useful": n, "not_useful": m}``.
+
+        Raises:
+            NotFoundError, InvalidIdError: no such engram. ValidationError: ``useful`` is not a bool.
+        """
+        if not isinstance(useful, bool):
+            raise ValidationError(f"useful must be true or false, got {useful!r}")
+        self.get(engram_id)
+        self.stats.record_feedback(engram_id=engram_id, useful=useful, agent=agent, query=query)
+        return self.stats.feedback_counts(engram_id)
 
     # -- reads ----------------------------------------------------------------------------
     def get(self, engram_id: str) -> Engram:

@@ -43,6 +43,10 @@ CREATE TABLE IF NOT EXISTS injection_engrams(
     injection_id INTEGER NOT NULL REFERENCES injections(id) ON DELETE CASCADE,
     engram_id TEXT NOT NULL, position INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS injection_engrams_engram ON injection_engrams(engram_id);
+CREATE TABLE IF NOT EXISTS feedback(
+    id INTEGER PRIMARY KEY, ts REAL NOT NULL, engram_id TEXT NOT NULL, useful INTEGER NOT NULL,
+    agent TEXT, query TEXT);
+CREATE INDEX IF NOT EXISTS feedback_engram ON feedback(engram_id);
 """
 
 
@@ -119,9 +123,25 @@ class StatsDB:
                                  [(iid, e, i + 1) for i, e in enumerate(engram_ids)])
         return iid
 
+    def record_feedback(self, *, engram_id: str, useful: bool, agent: str | None = None,
+                        query: str | None = None, ts: float | None = None) -> int:
+        """Log that ``engram_id`` was (``useful=True``) or was not useful to ``agent`` for ``query``."""
+        with self._lock, self._db:
+            cur = self._db.execute("INSERT INTO feedback(ts, engram_id, useful, agent, query) VALUES(?,?,?,?,?)",
+                                   (ts or time.time(), engram_id, 1 if useful else 0, agent, query))
+        return int(cur.lastrowid or 0)
+
+    def feedback_counts(self, engram_id: str) -> dict[str, int]:
+        """``{"useful": n, "not_useful": m}`` feedback events recorded for ``engram_id``."""
+        with self._lock:
+            row = self._db.execute("SELECT COALESCE(SUM(useful), 0), COUNT(*) FROM feedback WHERE engram_id=?",
+                                   (engram_id,)).fetchone()
+        return {"useful": int(row[0]), "not_useful": int(row[1]) - int(row[0])}
+
     def forget_engram(self, engram_id: str) -> None:
         """Drop every event row naming ``engram_id`` (used when a person forgets an engram)."""
         with self._lock, self._db:
+            self._db.execute("DELETE FROM feedback WHERE engram_id=?", (engram_id,))
             self._db.execute("DELETE FROM recall_hits WHERE engram_id=?", (engram_id,))
             self._db.execute("DELETE FROM injection_engrams WHERE engram_id=?", (engram_id,))
 

@@ -239,3 +239,19 @@ def test_model_none_is_bm25_only(plur_home: Path) -> None:
         hits = mem.recall("bins Tuesday", k=1)
         assert hits[0].bm25_rank == 1 and hits[0].dense_rank is None
         assert mem.doctor()["model"]["source"] == "none"
+
+
+def test_feedback_is_recorded_and_forget_erases_it(plur_home) -> None:
+    from plur.errors import NotFoundError, ValidationError
+    from plur.memory import Memory
+
+    with Memory(plur_home, model="none") as mem:
+        e = mem.learn("The staging cluster is called kestrel.")
+        assert mem.feedback(e.id, True, agent="a1", query="staging name") == {"useful": 1, "not_useful": 0}
+        assert mem.feedback(e.id, False) == {"useful": 1, "not_useful": 1}
+        with pytest.raises(ValidationError, match="useful must be true or false, got 'yes'"):
+            mem.feedback(e.id, "yes")  # type: ignore[arg-type]
+        with pytest.raises(NotFoundError):
+            mem.feedback("ENG-2020-01-01-000000", True)
+        mem.forget(e.id)
+        assert mem.stats.feedback_counts(e.id) == {"useful": 0, "not_useful": 0}
