@@ -121,7 +121,7 @@ class Engine:
     """
 
     def __init__(self, config: EngineConfig, embedder: Any | None = None) -> None:
-        from plur import embed
+        from plur.embed import resolve as embed
         from plur.config import load_settings
 
         self.config = config

@@ -33,7 +33,7 @@ def plur_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def embedder():
     """The packaged all-MiniLM-L6-v2, really loaded, once per test session."""
     from plur.config import load_settings
-    from plur.embed.embedder import resolve_embedder
+    from plur.embed.resolve import resolve_embedder
 
     res = resolve_embedder(load_settings(REPO / ".no-home", model=PACKAGED_MODEL, device="cpu"))
     assert res.embedder is not None, res.reason

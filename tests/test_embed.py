@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 from plur.config import load_settings
-from plur.embed.embedder import ModelFallbackWarning, SentenceTransformerEmbedder, resolve_embedder
+from plur.embed.embedder import SentenceTransformerEmbedder
+from plur.embed.resolve import ModelFallbackWarning, resolve_embedder
 from plur.embed.cache import CachedEmbedder, EmbeddingCache, text_key
 from plur.embed.models_lock import (
     PACKAGED_MODEL, ModelSpec, dump_lock, find_spec, hf_snapshot_folder, load_lock, lock_header, verify_files,

@@ -15,7 +15,7 @@ When each path runs:
   with ``allowed`` it searches through hnswlib's ``filter`` and falls back to exact when fewer than
   k allowed ids come back. No id outside ``allowed`` is ever returned.
 
-On disk (:meth:`DenseIndex.save`): ``vectors.npy`` (all rows, dead ones included, so HNSW labels
+On disk (:mod:`plur.index.dense_io`): ``vectors.npy`` (all rows, dead ones included, so HNSW labels
 stay row numbers), ``ids.json`` (owner id per row, ``null`` if dead), ``hnsw.bin`` (if built) and
 ``meta.json`` (format version, dims, identity, parameters, row count, sha256 of ids.json),
 written last.
@@ -23,9 +23,6 @@ written last.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import threading
 from collections.abc import Collection, Iterable, Sequence
 from itertools import repeat
@@ -34,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StoreError, ValidationError, require
+from ..errors import ValidationError, require
+from .dense_io import FORMAT_VERSION, load_index, save_index
 
-FORMAT_VERSION = 1
 _COMPACT_MIN_DEAD = 1024  # compact once dead rows exceed max(this, live rows)
 
 
@@ -400,119 +397,20 @@ class DenseIndex:
                 return None
             fetch = min(pool, 2 * fetch)
 
-    # -- persistence -----------------------------------------------------------------------------
+    # -- persistence (format: plur.index.dense_io) ---------------------------------------------
     def save(self, folder: Path, identity: str | None = None) -> None:
-        """Write the index to ``folder`` (created); each file atomically, ``meta.json`` last.
-
-        Args:
-            folder: target folder.
-            identity: embedding model identity to record (default: ``self.identity``).
-        """
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        with self._lock:
-            if identity is not None:
-                self.identity = identity
-            if self._hnsw is None and self.uses_hnsw:
-                self._build_hnsw()  # pay the build here, not on the first search after load
-            ids = [self._slot_ids[s] if s >= 0 else None for s in self._row_slot[:self._n].tolist()]
-            ids_bytes = json.dumps(ids, ensure_ascii=False).encode("utf-8")
-            _atomic(folder / "vectors.npy", self._write_vectors)
-            _atomic(folder / "ids.json", lambda p: p.write_bytes(ids_bytes))
-            if self._hnsw is not None:
-                _atomic(folder / "hnsw.bin", lambda p: self._hnsw.save_index(str(p)))
-            else:
-                (folder / "hnsw.bin").unlink(missing_ok=True)
-            meta = {
-                "format_version": FORMAT_VERSION, "dims": self.dims, "identity": self.identity,
-                "m": self.m, "ef_construction": self.ef_construction, "ef_search": self.ef_search,
-                "exact_threshold": self.exact_threshold, "seed": self.seed, "n_rows": self._n,
-                "n_live_ids": len(self._rows_of), "hnsw": self._hnsw is not None,
-                "ids_sha256": hashlib.sha256(ids_bytes).hexdigest(),
-                "versions": {"numpy": np.__version__, "hnswlib": _hnswlib_version()},
-            }
-            _atomic(folder / "meta.json", lambda p: p.write_text(json.dumps(meta, indent=2), encoding="utf-8"))
-
-    def _write_vectors(self, path: Path) -> None:
-        """``vectors.npy`` of rows ``[0, _n)`` (dead rows zero), written block by block with plain writes.
-
-        Not a memmap: its dirty pages would count in this process's RSS (150 MB at 100k x 384).
-        """
-        with open(path, "wb") as fh:
-            np.lib.format.write_array_header_1_0(
-                fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
-                     "shape": (self._n, self.dims)})
-            for c in range(0, self._n, _BLOCK_ROWS):
-                rows = np.arange(c, min(self._n, c + _BLOCK_ROWS))
-                block = np.zeros((len(rows), self.dims), dtype=np.float32)
-                live = self._row_slot[rows] >= 0
-                block[live] = self._matrix(rows[live])
-                fh.write(block.tobytes())
+        """Write the index to ``folder`` (created); see :func:`plur.index.dense_io.save_index`."""
+        save_index(self, folder, identity)
 
     @classmethod
     def load(cls, folder: Path, dims: int, identity: str | None = None) -> "DenseIndex":
-        """Read an index written by :meth:`save`.
-
-        Args:
-            folder: the index folder.
-            dims: the width the caller's model produces.
-            identity: if given, the model identity the index must have been built with.
-
-        Returns:
-            The index, with its saved parameters and ``identity``.
+        """Read an index written by :meth:`save`; see :func:`plur.index.dense_io.load_index`.
 
         Raises:
             StoreError: missing or inconsistent files, another format version, or a dims/identity
                 mismatch; the fix is to rebuild (``plur reindex``).
         """
-        folder = Path(folder)
-        fix = "rebuild it with `plur reindex`"
-        try:
-            meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
-            ids_bytes = (folder / "ids.json").read_bytes()
-            vecs = np.load(folder / "vectors.npy", allow_pickle=False, mmap_mode="r")
-        except (OSError, ValueError) as exc:
-            raise StoreError(f"dense index at {folder} cannot be read ({exc}); {fix}") from None
-        if meta.get("format_version") != FORMAT_VERSION:
-            raise StoreError(f"dense index at {folder} has format {meta.get('format_version')!r}, "
-                             f"expected {FORMAT_VERSION}; {fix}")
-        if meta.get("dims") != dims or vecs.ndim != 2 or vecs.shape[1] != dims:
-            raise StoreError(f"dense index at {folder} holds {meta.get('dims')}-d vectors, the model gives {dims}-d; {fix}")
-        if identity is not None and meta.get("identity") != identity:
-            raise StoreError(f"dense index at {folder} was built with {meta.get('identity')!r}, "
-                             f"the model is {identity!r}; {fix}")
-        ids = json.loads(ids_bytes)
-        if (hashlib.sha256(ids_bytes).hexdigest() != meta.get("ids_sha256") or len(ids) != vecs.shape[0]
-                or meta.get("n_rows") != vecs.shape[0]):
-            raise StoreError(f"dense index at {folder} is inconsistent (interrupted save?); {fix}")
-        index = cls(dims, m=meta["m"], ef_construction=meta["ef_construction"], ef_search=meta["ef_search"],
-                    exact_threshold=meta["exact_threshold"], seed=meta["seed"])
-        index.identity = meta.get("identity", "")
-        n = vecs.shape[0]
-        with_graph = bool(meta.get("hnsw")) and (folder / "hnsw.bin").is_file()
-        if with_graph:
-            index._vecs = None  # hnsw.bin carries the vectors; vectors.npy stays on disk
-        index._grow(n)
-        if index._vecs is not None:
-            index._vecs[:n] = vecs
-        del vecs
-        for row, i in enumerate(ids):
-            if i is not None:
-                index._attach(row, i)
-        index._n = n
-        if with_graph:
-            hnswlib = require("hnswlib", "embed")
-            h = hnswlib.Index(space="ip", dim=dims)
-            try:
-                h.load_index(str(folder / "hnsw.bin"), max_elements=n + max(1024, n // 4))
-            except RuntimeError as exc:
-                raise StoreError(f"dense index at {folder}: hnsw.bin cannot be read ({exc}); {fix}") from None
-            if h.element_count != n:
-                raise StoreError(f"dense index at {folder}: hnsw.bin holds {h.element_count} vectors, "
-                                 f"vectors.npy {n}; {fix}")
-            h.set_ef(index.ef_search)
-            index._hnsw = h
-        return index
+        return load_index(cls, folder, dims, identity)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _check_matrix(self, x: np.ndarray, n: int | None) -> np.ndarray:
@@ -548,25 +446,6 @@ def _argtop(scores: np.ndarray, k: int) -> np.ndarray:
 def _top(pairs: Iterable[tuple[str, float]], k: int) -> list[tuple[str, float]]:
     clipped = ((i, min(1.0, max(-1.0, float(s)))) for i, s in pairs)  # float32 rounding can pass 1.0
     return sorted(clipped, key=lambda p: (-p[1], p[0]))[:k]
-
-
-def _atomic(path: Path, write: Any) -> None:
-    tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")  # np.save keeps a .npy suffix
-    try:
-        write(tmp)
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _hnswlib_version() -> str:
-    try:
-        from importlib.metadata import version
-        return version("hnswlib")
-    except Exception:  # pragma: no cover - metadata missing in odd installs
-        return "unknown"
 
 
 __all__ = ["DenseIndex", "FORMAT_VERSION"]

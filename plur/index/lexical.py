@@ -28,31 +28,24 @@ The index stores no text: callers keep the documents and re-add to update one.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import os
-import shutil
-import tempfile
 import threading
 from array import array
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence, Set
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from ..errors import ValidationError
+from .lexical_io import FORMAT_NAME, FORMAT_VERSION, read_arrays, read_meta, tokenizer_for, write_folder
 from .tokenize import TOKENIZER_VERSION, Tokenizer
 
 __all__ = ["BM25Index", "FORMAT_VERSION"]
 
 log = logging.getLogger(__name__)
 
-#: Version of the on-disk layout written by :meth:`BM25Index.save`.
-FORMAT_VERSION: int = 1
-_FORMAT_NAME = "plur-bm25"
 _COMPACT_RATIO = 0.25  # compact when tombstones exceed this share of slots
 
 assert array("i").itemsize == 4, "postings assume a 4-byte C int"
@@ -378,34 +371,13 @@ class BM25Index:
             self._maybe_compact()
             ids, doc_len, vocab, offsets, slots, tfs = self._export()
             meta = {
-                "format": _FORMAT_NAME, "format_version": FORMAT_VERSION,
+                "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
                 "tokenizer": self.tokenizer.identity, "tokenizer_version": TOKENIZER_VERSION,
                 "k1": self._k1, "b": self._b, "n_docs": len(ids), "n_terms": len(vocab),
                 "n_postings": int(len(slots)), "total_len": int(doc_len.sum()),
             }
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
-        try:
-            _write(tmp / "ids.json", json.dumps(ids, ensure_ascii=False).encode())
-            _write(tmp / "vocab.json", json.dumps(vocab, ensure_ascii=False).encode())
-            for name, arr in (("doc_len", doc_len), ("offsets", offsets),
-                              ("postings_doc", slots), ("postings_tf", tfs)):
-                with open(tmp / f"{name}.npy", "wb") as fh:
-                    np.save(fh, arr, allow_pickle=False)
-                    fh.flush()
-                    os.fsync(fh.fileno())
-            _write(tmp / "meta.json", json.dumps(meta, indent=2).encode())  # last: marks completeness
-            old = None
-            if folder.exists():
-                old = folder.parent / f".{folder.name}.old-{os.getpid()}-{os.urandom(3).hex()}"
-                os.replace(folder, old)
-            os.replace(tmp, folder)
-            _fsync_dir(folder.parent)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+        write_folder(folder, meta, ids, vocab, {"doc_len": doc_len, "offsets": offsets,
+                                                "postings_doc": slots, "postings_tf": tfs})
 
     @classmethod
     def stale_reason(cls, folder: str | Path, tokenizer: Tokenizer | None = None) -> str | None:
@@ -420,7 +392,7 @@ class BM25Index:
             A one-line reason (missing, unreadable, other format version, other
             tokenizer), or ``None``. Only ``meta.json`` is read.
         """
-        return _read_meta(Path(folder), tokenizer)[1]
+        return read_meta(Path(folder), tokenizer)[1]
 
     @classmethod
     def load(cls, folder: str | Path, *, tokenizer: Tokenizer | None = None,
@@ -442,86 +414,17 @@ class BM25Index:
             ValidationError: if ``k1`` or ``b`` is out of range.
         """
         folder = Path(folder)
-        meta, reason = _read_meta(folder, tokenizer)
+        meta, reason = read_meta(folder, tokenizer)
         if meta is None:
             log.warning("BM25 index at %s not loaded, rebuilding: %s", folder, reason)
             return None
         try:
-            ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
-            vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
-            arrays = {name: np.load(folder / f"{name}.npy", allow_pickle=False)
-                      for name in ("doc_len", "offsets", "postings_doc", "postings_tf")}
-            _check_arrays(meta, ids, vocab, arrays)
+            ids, vocab, arrays = read_arrays(folder, meta)
         except (OSError, ValueError, TypeError) as exc:
             log.warning("BM25 index at %s not loaded, rebuilding: damaged files (%s)", folder, exc)
             return None
         index = cls(k1=meta["k1"] if k1 is None else k1, b=meta["b"] if b is None else b,
-                    tokenizer=tokenizer if tokenizer is not None else _tokenizer_for(meta["tokenizer"]))
+                    tokenizer=tokenizer if tokenizer is not None else tokenizer_for(meta["tokenizer"]))
         index._load_arrays(ids, arrays["doc_len"], vocab, arrays["offsets"],
                            arrays["postings_doc"], arrays["postings_tf"])
         return index
-
-
-# ---------------------------------------------------------------- helpers
-def _tokenizer_for(identity: str) -> Tokenizer:
-    return Tokenizer(stemming=identity.endswith("+snowball-en"))
-
-
-def _read_meta(folder: Path, tokenizer: Tokenizer | None) -> tuple[dict[str, Any] | None, str | None]:
-    path = folder / "meta.json"
-    if not path.is_file():
-        return None, f"no index at {path}"
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-        fmt, version, identity = meta["format"], meta["format_version"], meta["tokenizer"]
-        float(meta["k1"]), float(meta["b"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return None, f"unreadable {path} ({exc})"
-    if fmt != _FORMAT_NAME or version != FORMAT_VERSION:
-        return None, f"index format {fmt!r} v{version}, this plur reads {_FORMAT_NAME!r} v{FORMAT_VERSION}"
-    expected = (tokenizer if tokenizer is not None else _tokenizer_for(str(identity))).identity
-    if identity != expected:
-        return None, f"index built with tokenizer {identity!r}, queries use {expected!r}"
-    return meta, None
-
-
-def _check_arrays(meta: dict[str, Any], ids: Any, vocab: Any, arrays: dict[str, np.ndarray]) -> None:
-    """Raise ValueError unless the loaded files agree with each other and with meta."""
-    n, v = meta["n_docs"], meta["n_terms"]
-    offsets, slots, tfs = arrays["offsets"], arrays["postings_doc"], arrays["postings_tf"]
-    problems = []
-    if not (isinstance(ids, list) and len(ids) == n and all(isinstance(i, str) for i in ids)
-            and len(set(ids)) == n):
-        problems.append("ids.json does not list n_docs distinct string ids")
-    if not (isinstance(vocab, list) and len(vocab) == v):
-        problems.append("vocab.json does not list n_terms terms")
-    if arrays["doc_len"].shape != (n,):
-        problems.append("doc_len.npy has the wrong shape")
-    if offsets.shape != (v + 1,) or offsets[0] != 0 or offsets[-1] != len(slots):
-        problems.append("offsets.npy does not match the postings")
-    elif v and np.any(np.diff(offsets) < 0):
-        problems.append("offsets.npy is not increasing")
-    if slots.shape != tfs.shape or len(slots) != meta["n_postings"]:
-        problems.append("postings_doc.npy and postings_tf.npy disagree")
-    elif len(slots) and (slots.min() < 0 or slots.max() >= n or tfs.min() < 1):
-        problems.append("postings out of range")
-    if problems:
-        raise ValueError("; ".join(problems))
-
-
-def _write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. Windows cannot open folders
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -2,7 +2,9 @@
 
 * :mod:`~plur.store.engram`: the :class:`Engram` dataclass (validation, YAML, id, content hash; no I/O)
 * :mod:`~plur.store.store`: :class:`EngramStore` (locked, atomic writes; change tracking)
+* :mod:`~plur.store.mirror`: the in-memory mirror of the folder (scan, parse, quarantine, catch up)
 * :mod:`~plur.store.atomic`, :mod:`~plur.store.lock`, :mod:`~plur.store.manifest`,
   :mod:`~plur.store.quarantine`: its helpers, one job each
-* :mod:`~plur.store.transfer`: import/export formats (JSONL, PLUR's engrams.yaml, a Claude-style folder)
+* :mod:`~plur.store.transfer`: import/export dispatch and JSONL; :mod:`~plur.store.plur_yaml` (PLUR's
+  engrams.yaml) and :mod:`~plur.store.claude_dir` (a Claude-style memory folder)
 """

@@ -169,8 +169,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
     from starlette.middleware import Middleware
-    from starlette.requests import Request
-    from starlette.responses import HTMLResponse, RedirectResponse, Response
+    from starlette.responses import HTMLResponse, RedirectResponse
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 

@@ -1,0 +1,359 @@
+"""The in-memory mirror of ``<home>/engrams/``: scanning, reading, parsing, quarantining, catching up.
+
+:class:`FolderMirror` keeps one :class:`~plur.store.manifest.FileEntry` per file and the engrams
+parsed from them, re-reads only files whose ``(mtime_ns, size, inode)`` changed (or that are
+"racy", see :data:`~plur.store.manifest.RACY_WINDOW_NS`), moves files that fail to load to
+``<home>/quarantine/``, and catches up with other writers through the writer journal. It never
+writes an engram file; :class:`plur.store.store.EngramStore` adds the write API on top.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreError, ValidationError
+from .atomic import TMP_PREFIX, clean_stale_temps
+from .engram import Engram, validate_id
+from .lock import StoreLock
+from .manifest import FileEntry, JournalTail, WriterJournal, file_sha, load_manifest
+from .manifest import save_manifest as save_manifest_file
+from .quarantine import move_aside, unmoved_record
+
+#: Default statement limit in UTF-8 bytes (1 MiB); see :mod:`plur.store.store`.
+DEFAULT_MAX_STATEMENT_BYTES = 1 << 20
+#: Save the manifest on refresh once this many files had to be read (not served by the manifest).
+AUTOSAVE_READS = 32
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Ids of engrams that changed since the previous :meth:`EngramStore.refresh`.
+
+    Includes every change, whoever made it: writes through this instance, other
+    processes, hand edits. ``bool(changes)`` is False when nothing changed.
+    """
+
+    added: frozenset[str] = frozenset()
+    updated: frozenset[str] = frozenset()
+    removed: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.updated or self.removed)
+
+
+def _merge_op(prev: str | None, new: str) -> str | None:
+    """Combine two successive change kinds for one id (None = net no change)."""
+    if prev is None:
+        return new
+    if prev == "added":
+        return None if new == "removed" else "added"
+    if prev == "removed":
+        return "updated" if new == "added" else "removed"
+    return "removed" if new == "removed" else "updated"  # prev == "updated"
+
+
+class FolderMirror:
+    """What the engram folder holds, as parsed engrams, kept current cheaply; no engram writes.
+
+    Args: as :class:`plur.store.store.EngramStore` (which subclasses this).
+    """
+
+    def __init__(self, home: str | os.PathLike[str], max_statement_bytes: int = DEFAULT_MAX_STATEMENT_BYTES,
+                 fsync: bool = True, lock_timeout_s: float = 30.0) -> None:
+        self.home = Path(home).expanduser()
+        self.root = self.home / "engrams"
+        self.quarantine_dir = self.home / "quarantine"
+        self.manifest_path = self.home / "index" / "manifest-store.json"
+        self.max_statement_bytes = int(max_statement_bytes)
+        self.fsync = bool(fsync)
+        self.lock_timeout_s = float(lock_timeout_s)
+        self._lock = StoreLock(self.home, self.lock_timeout_s)
+        self.lock_path = self._lock.path
+        self._writes = WriterJournal(self.home / "index" / "store-journal")
+        self._mutex = threading.RLock()
+        self._entries: dict[str, FileEntry] = {}
+        self._by_id: dict[str, Engram] = {}
+        self._by_key: dict[tuple[str, str], set[str]] = {}  # (scope, content_hash) -> active ids
+        self._sorted: list[Engram] | None = None
+        self._pending: dict[str, str] = {}  # id -> "added" | "updated" | "removed"
+        self._unmoved: dict[str, dict[str, Any]] = {}  # bad files we could not move aside
+        self._loaded = False  # manifest read (entries may still be unmaterialised)
+        self._scanned = False  # the folder was scanned at least once
+        self._dirty = False  # in-memory state differs from the saved manifest
+
+    # -- internals: cache -----------------------------------------------------------------
+    def _index_add(self, e: Engram) -> None:
+        self._by_id[e.id] = e
+        if e.status == "active":
+            self._by_key.setdefault((e.scope, e.content_hash), set()).add(e.id)
+        self._sorted = None
+
+    def _index_remove(self, engram_id: str) -> None:
+        old = self._by_id.pop(engram_id, None)
+        if old is None:
+            return
+        key = (old.scope, old.content_hash)
+        ids = self._by_key.get(key)
+        if ids is not None:
+            ids.discard(engram_id)
+            if not ids:
+                del self._by_key[key]
+        self._sorted = None
+
+    def _duplicate_of(self, scope: str, chash: str) -> Engram | None:
+        """The oldest active engram with this content hash in this scope."""
+        ids = self._by_key.get((scope, chash))
+        if not ids:
+            return None
+        return min((self._by_id[i] for i in ids), key=lambda e: (e.created, e.id))
+
+    def _note(self, engram_id: str, op: str) -> None:
+        merged = _merge_op(self._pending.get(engram_id), op)
+        if merged is None:
+            self._pending.pop(engram_id, None)
+        else:
+            self._pending[engram_id] = merged
+
+    def _set_entry(self, name: str, ent: FileEntry, op: str | None) -> None:
+        assert ent.engram is not None
+        old = self._entries.get(name)
+        if old is not None and old.engram is not None:
+            self._index_remove(old.engram.id)
+        self._entries[name] = ent
+        self._index_add(ent.engram)
+        if op is not None:
+            self._note(ent.engram.id, op)
+        self._dirty = True
+
+    def _forget_entry(self, name: str) -> None:
+        old = self._entries.pop(name, None)
+        if old is None:
+            return
+        engram_id = name[: -len(".yaml")]
+        self._index_remove(engram_id)
+        if old.engram is not None or old.data is not None:
+            self._note(engram_id, "removed")
+        self._dirty = True
+
+    def _not_found_message(self, engram_id: str) -> str:
+        for q in self._unmoved.values():
+            if Path(q["original"]).name == f"{engram_id}.yaml":
+                return f"engram {engram_id} cannot be loaded: {q['reason']} (see `plur doctor`)"
+        return f"no engram {engram_id} in {self.root}; see `plur list` for the ids in this store"
+
+    # -- internals: loading ---------------------------------------------------------------
+    def _load_manifest(self) -> None:
+        """Seed the cache from the manifest (unmaterialised); any problem = no manifest."""
+        self._loaded = True
+        self._entries.update(load_manifest(self.manifest_path, self.root))
+
+    def _scan(self) -> tuple[dict[str, os.stat_result], list[str]]:
+        files: dict[str, os.stat_result] = {}
+        temps: list[str] = []
+        try:
+            it = os.scandir(self.root)
+        except FileNotFoundError:
+            return files, temps
+        except OSError as exc:
+            raise StoreError(f"cannot read the engram folder {self.root} ({exc}); check its permissions") from None
+        with it:
+            for e in it:
+                n = e.name
+                if n.startswith("."):
+                    if n.startswith(TMP_PREFIX):
+                        temps.append(n)
+                    continue
+                if not n.endswith(".yaml"):
+                    continue
+                try:
+                    st = e.stat()
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode):
+                    files[n] = st
+        return files, temps
+
+    def _full_refresh(self, locked: bool, check_racy: bool = True) -> None:
+        """Scan the folder; ``check_racy=False`` trusts equal (mtime, size, inode) even for recent files."""
+        if not self._loaded:
+            self._load_manifest()
+        files, temps = self._scan()
+        clean_stale_temps(self.root, temps, locked)
+        reads = 0
+        for name, st in files.items():
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+            ent = self._entries.get(name)
+            if ent is not None and ent.key == key and not (check_racy and ent.racy()):
+                if ent.engram is not None:
+                    continue
+                if self._materialise(name, ent):
+                    continue
+            reads += 1
+            self._read_file(name)
+        for name in [n for n in self._entries if n not in files]:
+            self._forget_entry(name)
+        for name in [n for n in self._unmoved if n not in files]:
+            del self._unmoved[name]
+        self._scanned = True
+        if reads >= AUTOSAVE_READS or (self._dirty and not self.manifest_path.exists() and self._entries):
+            self.save_manifest()
+
+    def _materialise(self, name: str, ent: FileEntry) -> bool:
+        """Turn a manifest entry into an Engram; False if the data no longer validates."""
+        try:
+            e = Engram.from_dict(ent.data or {})
+        except (ValidationError, TypeError, ValueError):
+            return False
+        if f"{e.id}.yaml" != name:
+            return False
+        ent.engram, ent.data = e, None
+        self._index_add(e)
+        self._note(e.id, "added")
+        return True
+
+    def _check_one(self, name: str) -> None:
+        """Re-check a single file (for get/put/delete)."""
+        path = self.root / name
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            if name in self._entries:
+                self._forget_entry(name)
+            return
+        ent = self._entries.get(name)
+        key = (st.st_mtime_ns, st.st_size, st.st_ino)
+        if ent is not None and ent.key == key and not ent.racy():
+            if ent.engram is not None or self._materialise(name, ent):
+                return
+        self._read_file(name)
+
+    def _read_file(self, name: str) -> None:
+        """Read, hash and (if changed) parse one file; quarantine it if it does not load."""
+        path = self.root / name
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                data = f.read()
+        except FileNotFoundError:
+            self._forget_entry(name)
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot read {path} ({exc}); check its permissions") from None
+        now = time.time_ns()
+        key = (st.st_mtime_ns, st.st_size, st.st_ino)
+        sha = file_sha(data)
+        ent = self._entries.get(name)
+        if ent is not None and ent.sha == sha and (ent.engram is not None or self._materialise(name, ent)):
+            ent.key, ent.observed_ns = key, now  # same bytes: no parse needed
+            self._dirty = True
+            return
+        try:
+            engram = self._parse(name, data)
+        except ValidationError as exc:
+            if self._quarantine(name, str(exc)) is None:  # else: it loaded when re-read under the lock
+                self._forget_entry(name)
+            return
+        # a manifest entry never materialised was never reported: it is "added"
+        op = "updated" if ent is not None and ent.engram is not None else "added"
+        self._set_entry(name, FileEntry(key, now, sha, engram), op)
+
+    def _parse(self, name: str, data: bytes) -> Engram:
+        stem = name[: -len(".yaml")]
+        try:
+            validate_id(stem)
+        except ValidationError:
+            raise ValidationError(
+                f"file name {name!r} is not an engram id (ENG-YYYY-MM-DD-<6 hex>.yaml); "
+                "rename it to its id or import it with `plur import`") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"file is not UTF-8 text ({exc}); re-save it as UTF-8") from None
+        engram = Engram.from_yaml(text)
+        if engram.id != stem:
+            raise ValidationError(
+                f"file name {name!r} does not match its id field {engram.id!r}; "
+                f"rename the file to {engram.id}.yaml or fix the id")
+        if len(engram.statement.encode("utf-8")) > self.max_statement_bytes:
+            raise ValidationError(self._size_message(engram.statement))
+        return engram
+
+    def _quarantine(self, name: str, reason: str) -> Engram | None:
+        """Move a bad file aside with a ``.reason`` file; returns the engram if a re-read under the lock loads."""
+        src = self.root / name
+        try:
+            ctx = self._write_lock()
+            ctx.__enter__()
+        except StoreError:
+            self._unmoved[name] = unmoved_record(src, reason)
+            return None
+        try:
+            try:
+                with open(src, "rb") as f:
+                    st = os.fstat(f.fileno())
+                    data = f.read()
+            except FileNotFoundError:
+                return None
+            try:  # a writer may have finished between our read and the lock
+                engram = self._parse(name, data)
+            except ValidationError as exc:
+                reason = str(exc)
+            else:
+                key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                ent = self._entries.get(name)
+                op = "updated" if ent is not None and ent.engram is not None else "added"
+                self._set_entry(name, FileEntry(key, time.time_ns(), file_sha(data), engram), op)
+                return engram
+            try:
+                move_aside(src, self.quarantine_dir, reason, len(data), fsync=self.fsync,
+                           before_move=lambda: self._writes.append(name))
+            except (OSError, StoreError):
+                self._unmoved[name] = unmoved_record(src, reason)
+                return None
+            self._unmoved.pop(name, None)
+            return None
+        finally:
+            ctx.__exit__(None, None, None)
+
+    def _size_message(self, statement: str) -> str:
+        size = len(statement.encode("utf-8"))
+        return (f"statement is {size} bytes, over the limit of {self.max_statement_bytes} bytes "
+                "(setting max_statement_bytes, default 1 MiB); split it or raise the limit")
+
+    @contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        with self._mutex, self._lock.hold():
+            yield
+
+    def _sync_for_write(self) -> None:
+        """Under the lock: catch up with other writers (journal tail, else a full scan)."""
+        tail = self._writes.read_tail(self._scanned)
+        if tail.names is not None:
+            try:
+                for name in tail.names:
+                    self._check_one(name)
+            except OSError:
+                tail = JournalTail(None, -1)
+            else:
+                self._writes.advance(tail)
+                return
+        # Other plur writers always replace files (new inode), so equal keys can be trusted
+        # here; same-tick in-place hand edits are caught by the next refresh().
+        self._full_refresh(locked=True, check_racy=False)
+        self._writes.caught_up(tail)
+
+    def save_manifest(self) -> None:
+        """Write ``<home>/index/manifest-store.json`` now (atomic; no fsync: it is a cache)."""
+        with self._mutex:
+            if not self._loaded:
+                return
+            if save_manifest_file(self.manifest_path, self.root, self._entries):
+                self._dirty = False
