@@ -429,7 +429,7 @@ class Memory:
     def _legs(self, query: str, k: int, scope: str | None, types: Sequence[str] | None,
               tags: Sequence[str] | None, need_bm25: bool, need_dense: bool, include_expired: bool = False
               ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float]:
-        """The two legs' rankings (validity-filtered) and the query's BM25 upper bound."""
+        """The two legs' rankings (validity-filtered) and the query's BM25 full-match score."""
         idx = self._index()
         self._scan()
         allowed = self._allowed(scope, types, tags)
@@ -446,13 +446,13 @@ class Memory:
             return [p for p in ranking if p[0] not in blocked][:n] if blocked else list(ranking)
 
         bm25 = keep(idx.lexical.search(query, fetch, allowed)) if need_bm25 else []
-        bm25_max = idx.lexical.max_score(query) if need_bm25 else 0.0
+        bm25_full = idx.lexical.match_score(query) if need_bm25 else 0.0
         dense: list[tuple[str, float]] = []
         if need_dense and idx.dense is not None:
             idx.flush_dense()
             if len(idx.dense):
                 dense = keep(idx.dense.search(idx.embedder.embed_query(query), fetch, allowed))
-        return bm25, dense, bm25_max
+        return bm25, dense, bm25_full
 
     def _not_current(self) -> set[str]:
         """Ids of engrams that are not current now (retired, expired, not yet valid); see :meth:`Engram.is_current`.
@@ -532,7 +532,7 @@ class Memory:
             bm25, dense, top = self._legs(query, k, scope, types, tags, mode_used != "dense", mode_used != "bm25",
                                           include_expired)
             hits = combine(bm25, dense, mode=mode_used, k=k, lookup=self._get_or_none, fusion_method=s.fusion,
-                           rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_max=top)
+                           rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top)
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
         latency_ms = (time.perf_counter() - t0) * 1000.0
@@ -556,7 +556,7 @@ class Memory:
         with self._lock:
             bm25, dense, top = self._legs(query, k, scope, None, None, True, True)
             out = {m: combine(bm25, dense, mode=m, k=k, lookup=self._get_or_none, fusion_method=s.fusion,
-                              rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_max=top)
+                              rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top)
                    for m in ("hybrid", "bm25", "dense")}
         if record and s.record_stats:
             self.stats.record_recall(agent=agent, scope=scope, query=query, mode="hybrid",

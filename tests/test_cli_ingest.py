@@ -96,3 +96,16 @@ def test_recall_type_tag_and_min_score_flags(run) -> None:
 def json_ids(r: Any) -> list[str]:
     assert r.exit_code == 0, r.output
     return [h["engram"]["id"] for h in json.loads(r.stdout)]
+
+
+def test_big_ingest_and_the_first_recall_show_progress_on_stderr(plur_home: Path, tmp_path: Path) -> None:
+    src = tmp_path / "big.json"
+    src.write_text(json.dumps([{"role": "user", "content": f"I hiked trail number {i} last weekend."}
+                               for i in range(1200)]), encoding="utf-8")
+    env = {"PLUR_MODEL": "none", "PLUR_FSYNC": "false"}
+    r = CliRunner().invoke(cli, ["--home", str(plur_home), "ingest", str(src)], env=env, catch_exceptions=False)
+    assert r.exit_code == 0 and "ingest (messages)" in r.stderr and "1200/1200" in r.stderr
+    r = CliRunner().invoke(cli, ["--home", str(plur_home), "recall", "trail 42", "-k", "1"], env=env,
+                           catch_exceptions=False)
+    assert "BM25 index" in r.stderr                  # the index catch-up of a fresh process is visible
+    assert "trail number 42 " in r.stdout

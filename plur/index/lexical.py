@@ -238,14 +238,14 @@ class BM25Index:
         with self._lock:
             return self._search_locked(query_tf, int(k), allowed)
 
-    def max_score(self, query: str) -> float:
-        """Upper bound of the BM25 score any live document can get for ``query`` (>= 0).
+    def match_score(self, query: str) -> float:
+        """The query's full-match score: ``sum over query terms t in the index of qtf(t) * idf(t)`` (>= 0).
 
-        ``sum over query terms t in the index of qtf(t) * idf(t) * (k1 + 1)``: the term-frequency
-        factor ``tf * (k1 + 1) / (tf + k1 * (...))`` is below ``k1 + 1`` for every tf and length, so
-        ``score / max_score`` lies in [0, 1) for every hit. Terms no live document has are left out
+        It is the BM25 score of a document of average length (``|d| = avgdl``) that holds each query
+        term once: there the term-frequency factor ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))``
+        is exactly 1. Every score is below ``(k1 + 1)`` times it. Terms no live document has are left out
         (they cannot match, and a typo should not shrink every score). 0.0 when nothing can match.
-        Recall uses it to put BM25 on an absolute [0, 1] scale (:func:`plur.index.fusion.bm25_unit`).
+        Recall divides by it to put BM25 on an absolute [0, 1] scale (:func:`plur.index.fusion.bm25_unit`).
         """
         query_tf = Counter(self.tokenizer(query))
         with self._lock:
@@ -261,7 +261,7 @@ class BM25Index:
                 slots = np.frombuffer(entry[0], dtype=np.int32)
                 df = int(np.count_nonzero(alive[slots])) if self._n_dead else len(slots)
                 if df:
-                    total += qtf * math.log(1.0 + (n_live - df + 0.5) / (df + 0.5)) * (self._k1 + 1.0)
+                    total += qtf * math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
             return total
 
     def _search_locked(self, query_tf: Counter[str], k: int, allowed: Set[str] | None) -> list[tuple[str, float]]:

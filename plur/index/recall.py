@@ -28,8 +28,9 @@ class Hit:
         score: in [0, 1], higher is better, in every mode (see :func:`combine`). With the default
             ``weighted`` fusion it is absolute (it depends on the query and this engram only, never on
             the other candidates), so it is comparable across queries and ``min_score`` thresholds it:
-            ``hybrid`` = ``(1 - dense_weight) * bm25/bm25_max + dense_weight * max(0, cosine)``,
-            ``bm25`` = ``bm25/bm25_max``, ``dense`` = ``max(0, cosine)``. With ``rrf`` fusion it is the
+            ``hybrid`` = ``(1 - dense_weight) * min(1, bm25/bm25_full) + dense_weight * max(0, cosine)``,
+            ``bm25`` = ``min(1, bm25/bm25_full)``, ``dense`` = ``max(0, cosine)`` (``bm25_full``: the
+            query's full-match score, :meth:`plur.index.lexical.BM25Index.match_score`). With ``rrf`` fusion it is the
             RRF sum divided by its maximum (1.0 = ranked first by both legs): a rank score, not
             comparable across queries.
         rank: 1-based rank in the returned list (ranks follow the score, ties by leg rank then id).
@@ -63,10 +64,10 @@ def check_mode(mode: str) -> str:
 
 def combine(bm25: Ranking, dense: Ranking, *, mode: str, k: int, lookup: Callable[[str], Engram | None],
             fusion_method: str = "weighted", rrf_k: int = 60, dense_weight: float = 0.5,
-            bm25_max: float | None = None) -> list[Hit]:
+            bm25_full: float | None = None) -> list[Hit]:
     """Fuse the two legs into at most ``k`` hits, each scored in [0, 1] (higher is better).
 
-    Scores (see :class:`Hit`): ``bm25`` mode ``bm25/bm25_max`` (:func:`fusion.bm25_unit`); ``dense``
+    Scores (see :class:`Hit`): ``bm25`` mode ``min(1, bm25/bm25_full)`` (:func:`fusion.bm25_unit`); ``dense``
     mode ``max(0, cosine)`` (:func:`fusion.cosine_unit`); ``hybrid`` with ``weighted`` fusion the
     weighted sum of both (:func:`fusion.absolute`; a leg that did not return an engram adds 0, so a
     query no word of which matches scores at most ``dense_weight``); ``hybrid`` with ``rrf`` the RRF
@@ -82,7 +83,7 @@ def combine(bm25: Ranking, dense: Ranking, *, mode: str, k: int, lookup: Callabl
         fusion_method: ``weighted`` (absolute scores, the default) or ``rrf`` (Cormack et al. 2009).
         rrf_k: the RRF constant.
         dense_weight: weight of the dense leg (0..1); BM25 gets ``1 - dense_weight``.
-        bm25_max: the query's BM25 upper bound (:meth:`plur.index.lexical.BM25Index.max_score`);
+        bm25_full: the query's BM25 full-match score (:meth:`plur.index.lexical.BM25Index.match_score`);
             ``None`` uses the best BM25 score of this list (callers without the index: tests).
 
     Returns:
@@ -93,7 +94,7 @@ def combine(bm25: Ranking, dense: Ranking, *, mode: str, k: int, lookup: Callabl
         return []
     b_pos = {doc: (i + 1, s) for i, (doc, s) in enumerate(bm25)}
     d_pos = {doc: (i + 1, s) for i, (doc, s) in enumerate(dense)}
-    top = bm25_max if bm25_max is not None else max((s for _, s in bm25), default=0.0)
+    top = bm25_full if bm25_full is not None else max((s for _, s in bm25), default=0.0)
     if mode == "bm25" or (mode == "hybrid" and not dense):
         ranked: Sequence[tuple[str, float]] = [(d, fusion.bm25_unit(s, top)) for d, s in bm25]
     elif mode == "dense":
@@ -101,7 +102,7 @@ def combine(bm25: Ranking, dense: Ranking, *, mode: str, k: int, lookup: Callabl
     elif fusion_method == "rrf":
         ranked = [(d, s * (rrf_k + 1) / 2.0) for d, s in fusion.rrf([bm25, dense], k=rrf_k)]
     else:
-        ranked = fusion.absolute(bm25, dense, bm25_max=top, weights=[1.0 - dense_weight, dense_weight])
+        ranked = fusion.absolute(bm25, dense, bm25_full=top, weights=[1.0 - dense_weight, dense_weight])
     hits: list[Hit] = []
     for doc, score in ranked:
         engram = lookup(doc)
