@@ -329,33 +329,29 @@ class Memory:
             self._scan()
             have = {k for e in self.store.all() if e.scope == scope
                     and (k := conv.source_key(e.source)) is not None}
-            new: list[Any] = []
-            for t in kept:
-                if t.key not in have:
-                    have.add(t.key)
-                    new.append(t)
-            engrams = [Engram.create(t.text, max_statement_bytes=self.settings.max_statement_bytes, scope=scope,
-                                     type="user" if t.role == "user" else "reference", tags=tuple(tags),
-                                     source=t.source(**(source or {})), created=t.created or when)
-                       for t in new]
-            added: list[Engram] = []
-            chunks = range(0, len(engrams), 1000)
-            show = progress if progress is not None else len(engrams) > 1000
-            if show:
-                from tqdm import tqdm
+        new: list[Any] = []
+        for t in kept:
+            if t.key not in have:
+                have.add(t.key)
+                new.append(t)
+        engrams = [Engram.create(t.text, max_statement_bytes=self.settings.max_statement_bytes, scope=scope,
+                                 type="user" if t.role == "user" else "reference", tags=tuple(tags),
+                                 source=t.source(**(source or {})), created=t.created or when)
+                   for t in new]
+        added: list[Engram] = []
+        show = progress if progress is not None else len(engrams) > 1000
+        from tqdm import tqdm
 
-                bar = tqdm(total=len(engrams), desc=f"ingest ({fmt})", unit="turn")
-            for start in chunks:
-                results = self.store.add_many(engrams[start:start + 1000], dedupe=False)
-                batch = [e for e, created in results if created]
-                if self._indexes is not None:
-                    self._indexes.add(batch)
+        with tqdm(total=len(engrams), desc=f"ingest ({fmt})", unit="turn", disable=not show) as bar:
+            for start in range(0, len(engrams), 1000):  # the lock is taken per batch: recalls interleave
+                with self._lock:
+                    results = self.store.add_many(engrams[start:start + 1000], dedupe=False)
+                    batch = [e for e, created in results if created]
+                    if self._indexes is not None:
+                        self._indexes.add(batch)
+                    self._note_own_write()
                 added += batch
-                if show:
-                    bar.update(len(results))
-            if show:
-                bar.close()
-            self._note_own_write()
+                bar.update(len(results))
         return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(added), skipped=len(kept) - len(new))
 
     def forget(self, engram_id: str) -> Engram:
