@@ -315,6 +315,9 @@ class Memory:
             raise ValidationError(f"roles {tuple(roles)!r}: use one or more of {', '.join(conv.ROLES)}")
         _check_scope(scope)
         when = parse_time(date, "date") if date is not None else None
+        if isinstance(messages, str):
+            raise ValidationError(f"ingest() got text {messages[:60]!r}; pass the decoded messages, or "
+                                  "pathlib.Path(...) for a file")
         if isinstance(messages, Path):
             data, where = conv.load(messages), str(messages)
         else:
@@ -334,10 +337,16 @@ class Memory:
             if t.key not in have:
                 have.add(t.key)
                 new.append(t)
-        engrams = [Engram.create(t.text, max_statement_bytes=self.settings.max_statement_bytes, scope=scope,
-                                 type="user" if t.role == "user" else "reference", tags=tuple(tags),
-                                 source=t.source(**(source or {})), created=t.created or when)
-                   for t in new]
+        engrams = []
+        for t in new:  # all validated before anything is written
+            try:
+                engrams.append(Engram.create(t.text, max_statement_bytes=self.settings.max_statement_bytes,
+                                             scope=scope, type="user" if t.role == "user" else "reference",
+                                             tags=tuple(tags), source=t.source(**(source or {})),
+                                             created=t.created or when))
+            except ValidationError as exc:
+                raise ValidationError(f"{where}: session {t.session!r} turn {t.turn}: {exc}; nothing was "
+                                      "ingested") from None
         added: list[Engram] = []
         show = progress if progress is not None else len(engrams) > 1000
         from tqdm import tqdm

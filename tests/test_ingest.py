@@ -212,3 +212,13 @@ def test_bad_roles_and_format_are_refused(memory: Memory) -> None:
         memory.ingest([{"role": "user", "content": "x"}], roles=("system",))
     with pytest.raises(ValidationError, match="unknown conversation format"):
         memory.ingest([{"role": "user", "content": "x"}], format="whatsapp")
+
+
+def test_an_oversized_turn_names_its_place_and_nothing_is_written(plur_home: Path) -> None:
+    msgs = [{"role": "user", "content": "short"}, {"role": "user", "content": "x" * 2000}]
+    with Memory(plur_home, model="none", max_statement_bytes=1000) as mem:
+        with pytest.raises(ValidationError, match=r"turn 1: statement is 2000 bytes.*nothing was ingested"):
+            mem.ingest(msgs, session="big")
+        assert mem.list() == []
+        with pytest.raises(ValidationError, match="pathlib.Path"):
+            mem.ingest("chat.json")
