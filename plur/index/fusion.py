@@ -129,7 +129,8 @@ def bm25_unit(score: float, full_score: float) -> float:
     lexical evidence as a full match", 0.5 half of it. Unlike min-max it does not depend on the other
     candidates: the best hit of a weak query stays low. Capping at 1 leaves the order among strong
     lexical matches to the dense leg; measured on LoCoMo (turn level, 1,536 questions) it ranks on a
-    par with per-query min-max, while an uncapped ``score / max_possible`` lost 3-4 points of Recall@5.
+    par with per-query min-max, while an uncapped ``score / ((k1 + 1) * full_score)`` lost 5 points of
+    Recall@5 (0.545 against 0.599).
     0.0 when ``full_score <= 0`` (nothing can match).
     """
     if full_score <= 0 or not math.isfinite(score):
