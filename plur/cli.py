@@ -112,25 +112,32 @@ def init(app: _App) -> None:
 @click.option("--domain", default=None, help="Dotted domain, e.g. dev.testing.")
 @click.option("--rationale", default=None, help="Why this is worth remembering.")
 @click.option("--pin", is_flag=True, help="Pinned engrams go first in the memory block.")
-@click.option("--json", "as_json", is_flag=True, help="Print {engram, created} as JSON.")
+@click.option("--created", default=None, help="When it was true/said (ISO-8601, e.g. 2025-07-25T10:00Z); default now.")
+@click.option("--ttl", default=None, help="Expire after this long, e.g. 30d, 12h, 2w (then recall skips it).")
+@click.option("--valid-until", "valid_until", default=None, help="Expire at this time (ISO-8601).")
+@click.option("--json", "as_json", is_flag=True, help="Print {engram, created, tags_added} as JSON.")
 @click.pass_obj
 def learn(app: _App, statement: str, scope: str, type_: str, tags: tuple[str, ...], domain: str | None,
-          rationale: str | None, pin: bool, as_json: bool) -> None:
-    """Remember STATEMENT ('-' reads it from stdin). Prints the new id, or 'already known: <id>'."""
+          rationale: str | None, pin: bool, created: str | None, ttl: str | None, valid_until: str | None,
+          as_json: bool) -> None:
+    """Remember STATEMENT ('-' reads it from stdin). Prints the new id, or 'already known: <id>'.
+
+    Re-learning a known statement adds the new --tag values to it (and says so).
+    """
     if statement == "-":
         statement = sys.stdin.read()
     mem = app.memory
     known = mem.store.find_duplicate(statement, scope) if isinstance(statement, str) else None
-    if known is not None:
-        engram, created = known, False
-    else:
-        engram = mem.learn(statement, scope=scope, type=type_, tags=tags, domain=domain, rationale=rationale,
-                           pinned=pin)
-        created = True
+    engram = mem.learn(statement, scope=scope, type=type_, tags=tags, domain=domain, rationale=rationale,
+                       pinned=pin, created=created, ttl=ttl, valid_until=valid_until)
+    is_new = known is None or engram.id != known.id
+    added = [] if is_new or known is None else [t for t in engram.tags if t not in known.tags]
     if as_json:
-        _emit_json({"engram": engram.to_dict(), "created": created})
+        _emit_json({"engram": engram.to_dict(), "created": is_new, "tags_added": added})
+    elif is_new:
+        click.echo(engram.id)
     else:
-        click.echo(engram.id if created else f"already known: {engram.id}")
+        click.echo(f"already known: {engram.id}" + (f" (tags added: {', '.join(added)})" if added else ""))
 
 
 @cli.command("list")
@@ -234,7 +241,11 @@ def forget(app: _App, engram_id: str, yes: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def import_(app: _App, source: Path, fmt: str | None, scope: str | None, as_json: bool) -> None:
-    """Import engrams from SOURCE; duplicates already in the store are skipped."""
+    """Import engrams from SOURCE; duplicates already in the store are skipped (their new tags merged).
+
+    A JSONL line needs only "statement"; see the README ("Getting your history in") for every field.
+    For chat histories use `plur ingest`.
+    """
     from .store.transfer import read_engrams
 
     engrams = read_engrams(source, fmt, scope=scope)
@@ -304,6 +315,76 @@ def doctor(app: _App, as_json: bool, no_model: bool) -> None:
         click.echo(f"model        {model.get('requested')} (not resolved: --no-model)")
 
 
+# -- conversations and ageing -------------------------------------------------------------
+@cli.command()
+@click.argument("source", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(("messages", "claude-code", "chatgpt", "longmemeval", "locomo")),
+              default=None, help="Default: detected from the content.")
+@click.option("--session", default=None, help="Session id for conversations that carry none.")
+@click.option("--date", default=None, help="Time for turns with none of their own (ISO-8601).")
+@click.option("--scope", default="global", show_default=True, help="Scope of the new engrams.")
+@click.option("--assistant", "with_assistant", is_flag=True,
+              help="Also learn assistant turns (type reference); default user turns only.")
+@click.option("--tag", "tags", multiple=True, help="Tag every new engram (repeat for more).")
+@click.option("--json", "as_json", is_flag=True, help="Print {format, turns, added, skipped} as JSON.")
+@click.pass_obj
+def ingest(app: _App, source: Path, fmt: str | None, session: str | None, date: str | None, scope: str,
+           with_assistant: bool, tags: tuple[str, ...], as_json: bool) -> None:
+    """Learn a chat history, one engram per turn; re-running adds only turns not ingested yet.
+
+    Formats: OpenAI/mem0 message lists, Claude Code transcripts (.jsonl), ChatGPT conversations.json,
+    LongMemEval haystacks, LoCoMo conversations.
+    """
+    roles = ("user", "assistant") if with_assistant else ("user",)
+    out = app.memory.ingest(source, format=fmt, session=session, date=date, scope=scope, roles=roles, tags=tags,
+                            source={"file": source.name})
+    if as_json:
+        _emit_json({"source": str(source), "format": out.format, "turns": out.turns,
+                    "added": [e.id for e in out.added], "skipped": out.skipped})
+    else:
+        click.echo(f"ingested {len(out.added)} new turn{'s' if len(out.added) != 1 else ''} "
+                   f"({out.skipped} already ingested) from {source} [{out.format}]")
+
+
+@cli.command()
+@click.argument("engram_id")
+@click.argument("statement")
+@click.pass_obj
+def update(app: _App, engram_id: str, statement: str) -> None:
+    """Replace the text of an engram in place (same id; use `supersede` to keep the old text as history)."""
+    app.memory.update(engram_id, statement=statement)
+    click.echo(f"updated: {engram_id}")
+
+
+@cli.command()
+@click.argument("old_id")
+@click.argument("statement")
+@click.option("--ttl", default=None, help="The new engram expires after this long, e.g. 30d.")
+@click.pass_obj
+def supersede(app: _App, old_id: str, statement: str, ttl: str | None) -> None:
+    """Replace OLD_ID by STATEMENT: a new engram (supersedes OLD_ID); the old one is retired, kept on disk."""
+    new = app.memory.supersede(old_id, statement, ttl=ttl)
+    click.echo(f"{new.id} supersedes {old_id} (retired)")
+
+
+@cli.command()
+@click.argument("engram_id")
+@click.pass_obj
+def pin(app: _App, engram_id: str) -> None:
+    """Pin an engram: it goes first in every memory block of its scope."""
+    app.memory.update(engram_id, pinned=True)
+    click.echo(f"pinned: {engram_id}")
+
+
+@cli.command()
+@click.argument("engram_id")
+@click.pass_obj
+def unpin(app: _App, engram_id: str) -> None:
+    """Unpin an engram."""
+    app.memory.update(engram_id, pinned=False)
+    click.echo(f"unpinned: {engram_id}")
+
+
 # -- recall commands ----------------------------------------------------------------------
 def _fmt(x: float | None, spec: str = ".4f") -> str:
     return "-" if x is None else format(x, spec)
@@ -314,26 +395,36 @@ def _fmt(x: float | None, spec: str = ".4f") -> str:
 @click.option("-k", "k", type=click.IntRange(min=0), default=10, show_default=True, help="Top-k hits.")
 @click.option("--scope", default=None, help="Recall within this scope (plus global).")
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option("--type", "types", type=click.Choice(TYPES), multiple=True, help="Only this type (repeat for more).")
+@click.option("--tag", "tags", multiple=True, help="Only engrams with this tag (repeat: any of them).")
+@click.option("--min-score", "min_score", type=click.FloatRange(0.0, 1.0), default=None,
+              help="Drop hits scoring below this (scores are in [0, 1], higher is better).")
+@click.option("--include-expired", is_flag=True, help="Also show retired (superseded) and expired engrams.")
 @click.option("--agent", default=None, help="Who is asking (recorded in stats.db).")
 @click.option("--explain", is_flag=True, help="Show the fused score and each leg's rank and score.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
-def recall(app: _App, query: str, k: int, scope: str | None, mode: str, agent: str | None, explain: bool,
-           as_json: bool) -> None:
+def recall(app: _App, query: str, k: int, scope: str | None, mode: str, types: tuple[str, ...],
+           tags: tuple[str, ...], min_score: float | None, include_expired: bool, agent: str | None,
+           explain: bool, as_json: bool) -> None:
     """Recall the engrams most relevant to QUERY, best first."""
-    hits = app.memory.recall(query, k, scope=scope, mode=mode, agent=agent)
+    mem = app.memory
+    mem.catch_up(progress=True)  # index catch-up (after an ingest) with progress bars on stderr
+    hits = mem.recall(query, k, scope=scope, mode=mode, agent=agent, types=types or None, tags=tags or None,
+                      min_score=min_score, include_expired=include_expired)
     if as_json:
         _emit_json([h.to_dict() for h in hits])
         return
     if explain:
         click.echo(f"{'rank':>4} {'score':>8} {'bm25#':>5} {'bm25':>8} {'dense#':>6} {'cosine':>7}  engram")
     for h in hits:
+        flag = "" if h.engram.is_current() else f" [{'retired' if h.engram.status != 'active' else 'expired'}]"
         if explain:
             click.echo(f"{h.rank:>4} {h.score:>8.4f} {_fmt(h.bm25_rank, 'd'):>5} {_fmt(h.bm25_score):>8} "
-                       f"{_fmt(h.dense_rank, 'd'):>6} {_fmt(h.dense_score):>7}  {h.engram.id}  "
+                       f"{_fmt(h.dense_rank, 'd'):>6} {_fmt(h.dense_score):>7}  {h.engram.id}{flag}  "
                        f"{_summary(h.engram.statement, 70)}")
         else:
-            click.echo(f"{h.rank:>3}. {h.engram.id}  {_summary(h.engram.statement)}")
+            click.echo(f"{h.rank:>3}. {h.engram.id}{flag}  {_summary(h.engram.statement)}")
     if not hits:
         click.echo("no engrams recalled", err=True)
 
@@ -356,6 +447,7 @@ def section(app: _App, message: str, agent: str, scope: str | None) -> None:
     from .prompt.block import build_block
 
     mem = app.memory
+    mem.catch_up(progress=True)
     hits = mem.recall(message, mem.settings.recall_k, scope=scope, agent=agent)
     # The same selection the recall worker makes: pinned engrams of the scope first, then the hits.
     block = build_block(hits, budget_tokens=mem.settings.budget_tokens, pinned=mem.pinned(scope)).text

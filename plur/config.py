@@ -47,8 +47,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("stemming", True, bool,
             "Apply the Snowball English stemmer (PyStemmer) to tokens (on: +0.033 turn / +0.018 session BM25 NDCG@5 on LoCoMo)."),
     Setting("fusion", "weighted", str,
-            "How BM25 and dense rankings are fused: weighted (min-max normalised scores; won on LoCoMo, see README) "
-            "or rrf.", ("rrf", "weighted")),
+            "How BM25 and dense rankings are fused: weighted (sum of absolute [0, 1] leg scores; won on LoCoMo, "
+            "see README) or rrf.", ("rrf", "weighted")),
     Setting("rrf_k", 60, int, "RRF constant k (Cormack, Clarke & Buettcher, SIGIR 2009)."),
     Setting("dense_weight", 0.5, float, "Weight of the dense leg in weighted fusion (0..1); BM25 gets the rest."),
     Setting("candidates", 100, int, "Candidates taken from each leg before fusion (per leg, engrams)."),

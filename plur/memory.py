@@ -20,12 +20,13 @@ import os
 import threading
 import time
 import weakref
+from datetime import datetime, timedelta, timezone
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .config import Settings, load_settings
-from .store.engram import Engram, _check_scope
+from .store.engram import Engram, _check_scope, parse_duration, parse_time, utcnow
 from .errors import ValidationError
 from .index.recall import Hit, allowed_ids, check_mode, combine
 from .stats import StatsDB
@@ -70,6 +71,7 @@ class Memory:
         self._allowed_cache: dict[tuple[Any, ...], set[str] | None] = {}
         self._pinned_cache: tuple[tuple[str, int], list[Engram]] | None = None
         self._newest_cache: tuple[int, list[Engram]] | None = None
+        self._bounded_cache: tuple[int, list[Engram]] | None = None   # engrams that can stop being current
         self._closed = False
         _OPEN.add(self)
 
@@ -167,15 +169,30 @@ class Memory:
     # -- writes ---------------------------------------------------------------------------
     def learn(self, statement: str, *, scope: str = "global", type: str = "fact", tags: Sequence[str] = (),
               domain: str | None = None, rationale: str | None = None, source: Mapping[str, Any] | None = None,
-              pinned: bool = False, created: Any = None) -> Engram:
+              pinned: bool = False, created: Any = None, valid_from: Any = None, valid_until: Any = None,
+              ttl: Any = None) -> Engram:
         """Remember ``statement``; an exact duplicate in the same scope returns the existing engram.
 
+        A duplicate is not written again, but tags it lacks are added to it (never dropped): the
+        returned engram then carries the union of its tags and ``tags``.
+
+        Args:
+            statement: the text (non-blank, at most ``max_statement_bytes`` UTF-8 bytes).
+            scope, type, tags, domain, rationale, source, pinned: the :class:`Engram` fields.
+            created: when it was true/said (ISO-8601 or datetime; default now).
+            valid_from, valid_until: validity window (ISO-8601 or datetime); outside it recall and the
+                memory block skip the engram (:meth:`Engram.is_current`).
+            ttl: time to live from now, e.g. ``'30d'`` (:func:`~plur.store.engram.parse_duration`)
+                or a ``timedelta``; sets ``valid_until`` (give one of the two).
+
         Raises:
-            ValidationError: empty statement, bad scope/type/tag, or over ``max_statement_bytes``.
+            ValidationError: empty statement, bad scope/type/tag/time, ttl with valid_until, or over
+                ``max_statement_bytes``.
         """
         engram = Engram.create(statement, max_statement_bytes=self.settings.max_statement_bytes, scope=scope,
                                type=type, tags=tuple(tags), domain=domain, rationale=rationale, source=source,
-                               pinned=pinned, created=created)
+                               pinned=pinned, created=created, valid_from=valid_from,
+                               valid_until=_until(valid_until, ttl))
         with self._lock:
             stored, created_new = self.store.add(engram)
             if created_new and self._indexes is not None:
@@ -219,6 +236,132 @@ class Memory:
                 self._indexes.add([stored])
             self._note_own_write()
         return stored
+
+    def supersede(self, old_id: str, statement: str, **fields: Any) -> Engram:
+        """Replace an engram by a new statement ("I moved to Porto" replaces "I live in Lisbon").
+
+        The new engram takes the old one's scope, type, tags, domain and pinned flag unless ``fields``
+        says otherwise, and records ``supersedes=old_id``. The old engram is kept (its history stays
+        on disk) but retired: ``status='retired'``, ``valid_until`` = now. Recall, the memory block
+        and the worker then skip it; ``recall(..., include_expired=True)`` still finds it.
+
+        Args:
+            old_id: the engram being replaced. statement: the new text.
+            **fields: :meth:`learn` keyword arguments for the new engram (``created``, ``ttl``...).
+
+        Returns:
+            The new engram.
+
+        Raises:
+            NotFoundError, InvalidIdError: no such engram. ValidationError: a bad field, or ``old_id``
+            already retired, or the new statement equals the old one (use :meth:`update`).
+        """
+        old = self.get(old_id)
+        if old.status != "active":
+            raise ValidationError(f"{old_id} is already retired; supersede the engram that replaced it "
+                                  "(see `plur list --status active`)")
+        if Engram.create(statement).content_hash == old.content_hash and fields.get("scope", old.scope) == old.scope:
+            raise ValidationError(f"the new statement equals {old_id}'s; use `plur update` to change its fields")
+        for name in ("scope", "type", "tags", "domain", "pinned"):
+            fields.setdefault(name, getattr(old, name))
+        new = self.learn(statement, **fields)
+        with self._lock:
+            stored = self.store.put(dataclasses.replace(new, supersedes=old.id))
+            retired = self.store.put(old.replace(status="retired", valid_until=utcnow()))
+            if self._indexes is not None:
+                self._indexes.add([stored, retired])
+            self._note_own_write()
+        return stored
+
+    def ingest(self, messages: Any, *, session: str | None = None, date: Any = None, scope: str = "global",
+               roles: Sequence[str] = ("user",), format: str | None = None, tags: Sequence[str] = (),
+               source: Mapping[str, Any] | None = None, progress: bool | None = None) -> Any:
+        """Learn a conversation, one engram per turn, with its provenance; re-ingesting adds only new turns.
+
+        Each kept turn becomes an engram of type ``user`` (user turns) or ``reference`` (assistant
+        turns, only when ``roles`` includes ``'assistant'``), ``created`` = the turn's own timestamp,
+        else its session's date, else ``date``, else now, and ``source`` = the conversation
+        provenance ``{kind: conversation, format, session, turn, role, speaker?, ...}``
+        (:class:`~plur.store.ingest.turns.Turn`).
+
+        Deduplication is by provenance, not by text: a turn whose ``(format, session, turn, role)`` is
+        already stored in ``scope`` is skipped, so re-ingesting a file, or the file with turns appended,
+        adds only the new turns, while two equal turns of different sessions are two engrams (the
+        store's merge of exact duplicates is bypassed for ingested turns). ``learn`` of a statement
+        equal to an ingested turn still returns that turn's engram.
+
+        Args:
+            messages: decoded conversation data (a list of ``{role, content}`` messages, a ChatGPT
+                export, LongMemEval entries, LoCoMo samples, Claude Code events...), a
+                :class:`pathlib.Path` of such a file, or a list of ``Turn``.
+            session: session id where the data has none (messages: default a hash of the first message).
+            date: timestamp for turns without their own or their session's (ISO-8601 or datetime).
+            scope: scope of the new engrams.
+            roles: which turns to keep (``user``, ``assistant``).
+            format: the conversation format (:data:`plur.store.ingest.FORMATS`); default detected.
+            tags: tags for every new engram. source: extra provenance keys (e.g. ``{"file": ...}``).
+            progress: show a tqdm bar on stderr (default: when more than 1,000 turns are new).
+
+        Returns:
+            An :class:`~plur.store.ingest.turns.IngestResult` (``added``, ``skipped``, ``turns``, ``format``).
+
+        Raises:
+            ValidationError: malformed data, unknown format/role, bad scope, date or tag.
+        """
+        from .store import ingest as conv
+
+        bad = [r for r in roles if r not in conv.ROLES]
+        if bad or not roles:
+            raise ValidationError(f"roles {tuple(roles)!r}: use one or more of {', '.join(conv.ROLES)}")
+        _check_scope(scope)
+        when = parse_time(date, "date") if date is not None else None
+        if isinstance(messages, str):
+            raise ValidationError(f"ingest() got text {messages[:60]!r}; pass the decoded messages, or "
+                                  "pathlib.Path(...) for a file")
+        if isinstance(messages, Path):
+            data, where = conv.load(messages), str(messages)
+        else:
+            data, where = messages, "messages"
+        if isinstance(data, list) and data and all(isinstance(t, conv.Turn) for t in data):
+            turns, fmt = list(data), data[0].format
+        else:
+            fmt = format or conv.detect_format(data, where)
+            turns = conv.parse(data, fmt, where=where, session=session, date=when)
+        kept = [t for t in turns if t.role in roles]
+        with self._lock:
+            self._scan()
+            have = {k for e in self.store.all() if e.scope == scope
+                    and (k := conv.source_key(e.source)) is not None}
+        new: list[Any] = []
+        for t in kept:
+            if t.key not in have:
+                have.add(t.key)
+                new.append(t)
+        engrams = []
+        for t in new:  # all validated before anything is written
+            try:
+                engrams.append(Engram.create(t.text, max_statement_bytes=self.settings.max_statement_bytes,
+                                             scope=scope, type="user" if t.role == "user" else "reference",
+                                             tags=tuple(tags), source=t.source(**(source or {})),
+                                             created=t.created or when))
+            except ValidationError as exc:
+                raise ValidationError(f"{where}: session {t.session!r} turn {t.turn}: {exc}; nothing was "
+                                      "ingested") from None
+        added: list[Engram] = []
+        show = progress if progress is not None else len(engrams) > 1000
+        from tqdm import tqdm
+
+        with tqdm(total=len(engrams), desc=f"ingest ({fmt})", unit="turn", disable=not show) as bar:
+            for start in range(0, len(engrams), 1000):  # the lock is taken per batch: recalls interleave
+                with self._lock:
+                    results = self.store.add_many(engrams[start:start + 1000], dedupe=False)
+                    batch = [e for e, created in results if created]
+                    if self._indexes is not None:
+                        self._indexes.add(batch)
+                    self._note_own_write()
+                added += batch
+                bar.update(len(results))
+        return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(added), skipped=len(kept) - len(new))
 
     def forget(self, engram_id: str) -> Engram:
         """Delete an engram's file, its index entries and its usage events; returns what was removed."""
@@ -272,7 +415,9 @@ class Memory:
                 and (needle is None or needle in e.statement.casefold())]
 
     def pinned(self, scope: str | None = None) -> list[Engram]:
-        """Active pinned engrams visible in ``scope`` (that scope plus ``global``; ``None`` = all), newest first.
+        """Current pinned engrams visible in ``scope`` (that scope plus ``global``; ``None`` = all), newest first.
+
+        Current = :meth:`Engram.is_current` (active, inside its validity window now).
 
         Cached until the store changes, so the recall worker can ask every turn at O(1) cost.
         """
@@ -282,24 +427,50 @@ class Memory:
             every = [e for e in self.store.all() if e.pinned and e.status == "active"]
             every.sort(key=lambda e: (e.created, e.id), reverse=True)
             self._pinned_cache = (key, every)
-        return [e for e in self._pinned_cache[1] if scope is None or e.scope in (scope, "global")]
+        now = datetime.now(timezone.utc)
+        return [e for e in self._pinned_cache[1]
+                if (scope is None or e.scope in (scope, "global")) and e.is_current(now)]
 
     def _legs(self, query: str, k: int, scope: str | None, types: Sequence[str] | None,
-              tags: Sequence[str] | None, need_bm25: bool, need_dense: bool
-              ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+              tags: Sequence[str] | None, need_bm25: bool, need_dense: bool, include_expired: bool = False
+              ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float]:
+        """The two legs' rankings (validity-filtered) and the query's BM25 full-match score."""
         idx = self._index()
         self._scan()
         allowed = self._allowed(scope, types, tags)
         if allowed is not None and not allowed:
-            return [], []
+            return [], [], 0.0
         n = max(k, self.settings.candidates)
-        bm25 = idx.lexical.search(query, n, allowed) if need_bm25 else []
+        blocked = set() if include_expired else self._not_current()
+        if len(blocked) > 4 * n:  # many retired/expired: filter before the top-n cut instead of over-fetching
+            allowed = (set(self._by_id()) if allowed is None else allowed) - blocked
+            blocked = set()
+        fetch = n + len(blocked)
+
+        def keep(ranking: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+            return [p for p in ranking if p[0] not in blocked][:n] if blocked else list(ranking)
+
+        bm25 = keep(idx.lexical.search(query, fetch, allowed)) if need_bm25 else []
+        bm25_full = idx.lexical.match_score(query) if need_bm25 else 0.0
         dense: list[tuple[str, float]] = []
         if need_dense and idx.dense is not None:
             idx.flush_dense()
             if len(idx.dense):
-                dense = idx.dense.search(idx.embedder.embed_query(query), n, allowed)
-        return list(bm25), list(dense)
+                dense = keep(idx.dense.search(idx.embedder.embed_query(query), fetch, allowed))
+        return bm25, dense, bm25_full
+
+    def _not_current(self) -> set[str]:
+        """Ids of engrams that are not current now (retired, expired, not yet valid); see :meth:`Engram.is_current`.
+
+        The engrams that can be non-current (retired, or with a validity bound) are listed once per
+        store change; each call only checks those against the clock.
+        """
+        if self._bounded_cache is None or self._bounded_cache[0] != self._generation:
+            bounded = [e for e in self.store.all()
+                       if e.status != "active" or e.valid_until is not None or e.valid_from is not None]
+            self._bounded_cache = (self._generation, bounded)
+        now = datetime.now(timezone.utc)
+        return {e.id for e in self._bounded_cache[1] if not e.is_current(now)}
 
     def _allowed(self, scope: str | None, types: Sequence[str] | None,
                  tags: Sequence[str] | None) -> set[str] | None:
@@ -325,7 +496,7 @@ class Memory:
 
     def recall(self, query: str, k: int = 10, *, scope: str | None = None, types: Sequence[str] | None = None,
                tags: Sequence[str] | None = None, mode: str = "hybrid", agent: str | None = None,
-               record: bool = True) -> list[Hit]:
+               record: bool = True, min_score: float | None = None, include_expired: bool = False) -> list[Hit]:
         """Engrams relevant to ``query``, best first.
 
         Args:
@@ -338,27 +509,39 @@ class Memory:
                 Without an embedding model, ``hybrid`` and ``dense`` use BM25 alone.
             agent: who asked (recorded in stats.db).
             record: write the recall to stats.db (and ``settings.record_stats``).
+            min_score: drop hits scoring below this, in [0, 1] (see :class:`~plur.index.recall.Hit`
+                for what a score means; with the default ``weighted`` fusion it is absolute, so one
+                threshold means the same for every query).
+            include_expired: also return engrams that are not current (retired, e.g. superseded, or
+                outside their ``valid_from``/``valid_until`` window). Default: skipped.
 
         Returns:
-            At most ``k`` :class:`~plur.index.recall.Hit` objects, ``rank`` 1..n.
+            At most ``k`` :class:`~plur.index.recall.Hit` objects, ``rank`` 1..n, scores in [0, 1]
+            non-increasing.
 
         Raises:
-            ValidationError: bad query type, k, scope or mode.
+            ValidationError: bad query type, k, scope, mode or min_score.
         """
         self._check_query(query, k, scope)
         check_mode(mode)
+        if min_score is not None and (isinstance(min_score, bool) or not isinstance(min_score, (int, float))
+                                      or not 0.0 <= min_score <= 1.0):
+            raise ValidationError(f"min_score must be a number in [0, 1] (scores are in [0, 1]), got {min_score!r}")
         if k == 0 or not query.strip():
             return []
         t0 = time.perf_counter()
+        s = self.settings
         with self._lock:
             # Without an embedding model, dense recall degrades to BM25 (the fallback was already loud).
             mode_used = "bm25" if mode == "dense" and self._index().dense is None else mode
-            bm25, dense = self._legs(query, k, scope, types, tags, mode_used != "dense", mode_used != "bm25")
-            hits = combine(bm25, dense, mode=mode_used, k=k, lookup=self._get_or_none,
-                           fusion_method=self.settings.fusion, rrf_k=self.settings.rrf_k,
-                           dense_weight=self.settings.dense_weight)
+            bm25, dense, top = self._legs(query, k, scope, types, tags, mode_used != "dense", mode_used != "bm25",
+                                          include_expired)
+            hits = combine(bm25, dense, mode=mode_used, k=k, lookup=self._get_or_none, fusion_method=s.fusion,
+                           rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top)
+        if min_score is not None:
+            hits = [h for h in hits if h.score >= min_score]
         latency_ms = (time.perf_counter() - t0) * 1000.0
-        if record and self.settings.record_stats:
+        if record and s.record_stats:
             self.stats.record_recall(agent=agent, scope=scope, query=query, mode=mode, latency_ms=latency_ms,
                                      hits=hits)
         return hits
@@ -376,13 +559,40 @@ class Memory:
         t0 = time.perf_counter()
         s = self.settings
         with self._lock:
-            bm25, dense = self._legs(query, k, scope, None, None, True, True)
+            bm25, dense, top = self._legs(query, k, scope, None, None, True, True)
             out = {m: combine(bm25, dense, mode=m, k=k, lookup=self._get_or_none, fusion_method=s.fusion,
-                              rrf_k=s.rrf_k, dense_weight=s.dense_weight) for m in ("hybrid", "bm25", "dense")}
+                              rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top)
+                   for m in ("hybrid", "bm25", "dense")}
         if record and s.record_stats:
             self.stats.record_recall(agent=agent, scope=scope, query=query, mode="hybrid",
                                      latency_ms=(time.perf_counter() - t0) * 1000.0, hits=out["hybrid"])
         return out
+
+    def catch_up(self, *, progress: bool = True) -> dict[str, int]:
+        """Bring the indexes up to date with the store now (what the first recall after an ingest does).
+
+        Shows tqdm bars on stderr (BM25 indexing, embedding) when ``progress``, so a first recall after
+        a big ingest does not look hung; the CLI calls it before recalling.
+
+        Returns:
+            ``{"indexed": n engrams (re)indexed in BM25 at open, "embedded": n engrams embedded}``.
+        """
+        with self._lock:
+            opening = self._indexes is None
+            if opening:
+                from .index.indexes import IndexSet
+
+                res = self.model_resolution()
+                idx = IndexSet(self.home / "index", self.settings, res.embedder)
+                self._scan(force=True)
+                indexed = idx.sync(self._by_id(), progress=progress)
+                self._indexes = idx
+            else:
+                indexed = 0
+                self._scan()
+            pending = self._indexes.pending_dense
+            embedded = self._indexes.flush_dense(progress=progress and pending > 100)
+        return {"indexed": indexed, "embedded": embedded}
 
     # -- maintenance ----------------------------------------------------------------------
     def reindex(self, *, progress: bool = True) -> dict[str, int]:
@@ -456,6 +666,15 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _until(valid_until: Any, ttl: Any) -> datetime | None:
+    """``valid_until`` from an explicit time or a time to live from now (at most one of the two)."""
+    if ttl is None:
+        return None if valid_until is None else parse_time(valid_until, "valid_until")
+    if valid_until is not None:
+        raise ValidationError("give either ttl or valid_until, not both")
+    return utcnow() + (ttl if isinstance(ttl, timedelta) else parse_duration(ttl))
 
 
 _OPEN: "weakref.WeakSet[Memory]" = weakref.WeakSet()

@@ -76,7 +76,8 @@ def test_engrams_table_is_newest_first_and_json_twin_matches(client: TestClient,
     row = next(r for r in page["rows"] if r["id"] == ids["tabs"])
     assert row == {"id": ids["tabs"], "statement": "The user prefers tabs over spaces.", "type": "user",
                    "scope": "global", "tags": ["style", "editor"], "status": "active", "pinned": False,
-                   "created": "2025-01-02T00:00:00Z", "recalls": 0, "injections": 0, "last_recalled": None}
+                   "created": "2025-01-02T00:00:00Z", "recalls": 0, "injections": 0, "last_recalled": None,
+                   "valid_until": None, "current": True}
     assert client.get("/", headers={"Accept": "application/json"}).headers["content-type"].startswith("text/html")
 
 

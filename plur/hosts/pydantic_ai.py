@@ -55,7 +55,8 @@ def prompt_text(prompt: Any) -> str:
 
 
 def attach(agent: Any, section: MemorySection, *, agent_id: AgentIdSource, scope: ScopeSource = None,
-           submit: bool = True, name: str = INSTRUCTION_NAME) -> Callable[[Any], Awaitable[str | None]]:
+           submit: bool = True, name: str = INSTRUCTION_NAME, capture: bool | None = None,
+           session: ScopeSource = None) -> Callable[[Any], Awaitable[str | None]]:
     """Register ``section`` as ``agent``'s per-request memory instructions.
 
     On each model request the registered function (1) reads the agent's cached block (a lock-free
@@ -72,6 +73,11 @@ def attach(agent: Any, section: MemorySection, *, agent_id: AgentIdSource, scope
             ``RunContext``, or ``None`` for every scope.
         submit: submit each run's prompt to the worker (turn off if the host submits itself).
         name: the instruction part's name.
+        capture: also learn each submitted prompt as an engram, after its recall (see
+            :class:`~plur.prompt.worker.RecallWorker`, ``capture``; privacy note in the README).
+            ``None`` follows the worker's setting; ``True``/``False`` override it for this agent.
+        session: the conversation id recorded in captured engrams' provenance, or a function of
+            ``RunContext`` (e.g. from ``ctx.deps``); ``None``: the worker's per-run session.
 
     Returns:
         The registered async instructions function (call it with a ``RunContext`` to inspect).
@@ -100,7 +106,8 @@ def attach(agent: Any, section: MemorySection, *, agent_id: AgentIdSource, scope
                 while len(last_run) > 4096:  # bounded: one entry per recently active agent
                     last_run.popitem(last=False)
                 try:
-                    section.worker.submit(aid, message, resolve(scope, ctx))
+                    section.worker.submit(aid, message, resolve(scope, ctx), capture=capture,
+                                          session=resolve(session, ctx))
                 except PlurError as exc:  # memory must never break a turn: log, keep the block
                     log.warning("plur: could not submit a recall for agent %r: %s", aid, exc)
         return text or None

@@ -7,7 +7,8 @@ Layout under ``<home>/index/``::
     lexical/        BM25Index.save() folder
     dense/          DenseIndex.save() folder
 
-Only active engrams are indexed. The manifest's ``content_hash`` maps tell, on
+Every engram is indexed, retired ones too, so ``recall(include_expired=True)`` can find a superseded
+engram; the facade filters engrams that are not current per recall. The manifest's ``content_hash`` maps tell, on
 open, which engrams were added, changed (also by hand) or removed since the
 indexes were saved, so only those are re-indexed. A changed tokenizer or model
 identity discards that leg and rebuilds it with a progress bar; vectors of two
@@ -115,12 +116,12 @@ class IndexSet:
 
     # -- keeping in step ------------------------------------------------------------------
     def sync(self, engrams: Mapping[str, Engram], *, progress: bool = False) -> int:
-        """Bring both legs in line with ``engrams`` (id -> engram, all statuses).
+        """Bring both legs in line with ``engrams`` (id -> engram, all statuses, all indexed).
 
         Returns:
             Number of engrams (re)indexed or removed in the lexical leg.
         """
-        want = {eid: e.content_hash for eid, e in engrams.items() if e.status == "active"}
+        want = {eid: e.content_hash for eid, e in engrams.items()}
         stale = [eid for eid in self.lexical_hashes if eid not in want]
         changed = [eid for eid, h in want.items() if self.lexical_hashes.get(eid) != h]
         if stale:
@@ -140,12 +141,8 @@ class IndexSet:
         return len(stale) + len(changed)
 
     def add(self, engrams: Iterable[Engram], *, progress: bool = False) -> None:
-        """Index (or re-index) active engrams; retired ones are removed instead."""
-        active, retired = [], []
-        for e in engrams:
-            (active if e.status == "active" else retired).append(e)
-        if retired:
-            self.remove([e.id for e in retired])
+        """Index (or re-index) engrams (any status: validity is filtered at recall time)."""
+        active = list(engrams)
         if not active:
             return
         if progress and len(active) > 1000:
@@ -178,6 +175,11 @@ class IndexSet:
                 self.dense_hashes.pop(i, None)
                 self._pending_dense.pop(i, None)
         self.dirty = True
+
+    @property
+    def pending_dense(self) -> int:
+        """Engrams waiting to be embedded into the dense leg (done at the next dense recall)."""
+        return len(self._pending_dense)
 
     def flush_dense(self, *, progress: bool | None = None) -> int:
         """Embed pending engrams into the dense leg (best chunk per engram); returns how many."""

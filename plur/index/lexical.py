@@ -238,6 +238,32 @@ class BM25Index:
         with self._lock:
             return self._search_locked(query_tf, int(k), allowed)
 
+    def match_score(self, query: str) -> float:
+        """The query's full-match score: ``sum over query terms t in the index of qtf(t) * idf(t)`` (>= 0).
+
+        It is the BM25 score of a document of average length (``|d| = avgdl``) that holds each query
+        term once: there the term-frequency factor ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))``
+        is exactly 1. Every score is below ``(k1 + 1)`` times it. Terms no live document has are left out
+        (they cannot match, and a typo should not shrink every score). 0.0 when nothing can match.
+        Recall divides by it to put BM25 on an absolute [0, 1] scale (:func:`plur.index.fusion.bm25_unit`).
+        """
+        query_tf = Counter(self.tokenizer(query))
+        with self._lock:
+            n_live = len(self._slot)
+            if n_live == 0 or not query_tf:
+                return 0.0
+            alive = self._alive[:len(self._ids)]
+            total = 0.0
+            for term, qtf in query_tf.items():
+                entry = self._postings.get(term)
+                if entry is None:
+                    continue
+                slots = np.frombuffer(entry[0], dtype=np.int32)
+                df = int(np.count_nonzero(alive[slots])) if self._n_dead else len(slots)
+                if df:
+                    total += qtf * math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
+            return total
+
     def _search_locked(self, query_tf: Counter[str], k: int, allowed: Set[str] | None) -> list[tuple[str, float]]:
         n_live = len(self._slot)
         if n_live == 0 or self._total_len == 0:

@@ -21,17 +21,23 @@ Ranking = Sequence[tuple[str, float]]
 
 @dataclass(frozen=True)
 class Hit:
-    """One recalled engram with its fused score and the evidence from each leg.
+    """One recalled engram with its score and the evidence from each leg.
 
     Attributes:
         engram: the recalled engram.
-        score: fused score, higher is better. RRF: ``sum 1/(k + rank)``, in (0, 2/(k+1)];
-            weighted: in [0, 1]; single-leg modes: that leg's raw score.
-        rank: 1-based rank in the returned list.
+        score: in [0, 1], higher is better, in every mode (see :func:`combine`). With the default
+            ``weighted`` fusion it is absolute (it depends on the query and this engram only, never on
+            the other candidates), so it is comparable across queries and ``min_score`` thresholds it:
+            ``hybrid`` = ``(1 - dense_weight) * min(1, bm25/bm25_full) + dense_weight * max(0, cosine)``,
+            ``bm25`` = ``min(1, bm25/bm25_full)``, ``dense`` = ``max(0, cosine)`` (``bm25_full``: the
+            query's full-match score, :meth:`plur.index.lexical.BM25Index.match_score`). With ``rrf`` fusion it is the
+            RRF sum divided by its maximum (1.0 = ranked first by both legs): a rank score, not
+            comparable across queries.
+        rank: 1-based rank in the returned list (ranks follow the score, ties by leg rank then id).
         bm25_rank: 1-based rank in the BM25 leg (``None`` if BM25 did not return it).
-        bm25_score: Okapi BM25 score (>= 0, unbounded), or ``None``.
+        bm25_score: raw Okapi BM25 score (>= 0, unbounded), or ``None``.
         dense_rank: 1-based rank in the dense leg, or ``None``.
-        dense_score: cosine similarity in [-1, 1] of the best chunk, or ``None``.
+        dense_score: raw cosine similarity in [-1, 1] of the best chunk, or ``None``.
     """
 
     engram: Engram
@@ -57,8 +63,15 @@ def check_mode(mode: str) -> str:
 
 
 def combine(bm25: Ranking, dense: Ranking, *, mode: str, k: int, lookup: Callable[[str], Engram | None],
-            fusion_method: str = "rrf", rrf_k: int = 60, dense_weight: float = 0.5) -> list[Hit]:
-    """Fuse the two legs into at most ``k`` hits.
+            fusion_method: str = "weighted", rrf_k: int = 60, dense_weight: float = 0.5,
+            bm25_full: float | None = None) -> list[Hit]:
+    """Fuse the two legs into at most ``k`` hits, each scored in [0, 1] (higher is better).
+
+    Scores (see :class:`Hit`): ``bm25`` mode ``min(1, bm25/bm25_full)`` (:func:`fusion.bm25_unit`); ``dense``
+    mode ``max(0, cosine)`` (:func:`fusion.cosine_unit`); ``hybrid`` with ``weighted`` fusion the
+    weighted sum of both (:func:`fusion.absolute`; a leg that did not return an engram adds 0, so a
+    query no word of which matches scores at most ``dense_weight``); ``hybrid`` with ``rrf`` the RRF
+    sum over its maximum ``1/(rrf_k + 1)``. Without a dense leg (no model), ``hybrid`` is ``bm25``.
 
     Args:
         bm25: BM25 ranking, best first, ``(engram id, score)``.
@@ -67,30 +80,29 @@ def combine(bm25: Ranking, dense: Ranking, *, mode: str, k: int, lookup: Callabl
             rank is still reported when that leg found the engram).
         k: number of hits wanted (>= 0).
         lookup: engram id -> :class:`Engram` (``None`` drops an id, e.g. forgotten meanwhile).
-        fusion_method: ``rrf`` (Cormack et al. 2009) or ``weighted`` (min-max normalised sum).
+        fusion_method: ``weighted`` (absolute scores, the default) or ``rrf`` (Cormack et al. 2009).
         rrf_k: the RRF constant.
-        dense_weight: weight of the dense leg in weighted fusion; BM25 gets ``1 - dense_weight``.
+        dense_weight: weight of the dense leg (0..1); BM25 gets ``1 - dense_weight``.
+        bm25_full: the query's BM25 full-match score (:meth:`plur.index.lexical.BM25Index.match_score`);
+            ``None`` uses the best BM25 score of this list (callers without the index: tests).
 
     Returns:
-        Hits ranked 1..n, n <= k.
+        Hits ranked 1..n, n <= k, scores non-increasing.
     """
     check_mode(mode)
     if k <= 0:
         return []
     b_pos = {doc: (i + 1, s) for i, (doc, s) in enumerate(bm25)}
     d_pos = {doc: (i + 1, s) for i, (doc, s) in enumerate(dense)}
-    if mode == "bm25":
-        ranked: Sequence[tuple[str, float]] = bm25
+    top = bm25_full if bm25_full is not None else max((s for _, s in bm25), default=0.0)
+    if mode == "bm25" or (mode == "hybrid" and not dense):
+        ranked: Sequence[tuple[str, float]] = [(d, fusion.bm25_unit(s, top)) for d, s in bm25]
     elif mode == "dense":
-        ranked = dense
-    elif not dense:
-        ranked = bm25
-    elif not bm25:
-        ranked = dense
-    elif fusion_method == "weighted":
-        ranked = fusion.weighted([bm25, dense], weights=[1.0 - dense_weight, dense_weight])
+        ranked = [(d, fusion.cosine_unit(s)) for d, s in dense]
+    elif fusion_method == "rrf":
+        ranked = [(d, s * (rrf_k + 1) / 2.0) for d, s in fusion.rrf([bm25, dense], k=rrf_k)]
     else:
-        ranked = fusion.rrf([bm25, dense], k=rrf_k)
+        ranked = fusion.absolute(bm25, dense, bm25_full=top, weights=[1.0 - dense_weight, dense_weight])
     hits: list[Hit] = []
     for doc, score in ranked:
         engram = lookup(doc)
@@ -112,8 +124,8 @@ def allowed_ids(engrams: Mapping[str, Engram], *, scope: str | None, types: Sequ
 
     ``scope='project:a'`` admits engrams of scope ``project:a`` and ``global`` only:
     scope is authorisation, not a ranking hint. ``types`` admits any listed type;
-    ``tags`` admits engrams carrying at least one listed tag. Retired engrams are
-    never indexed, so they need no filter here.
+    ``tags`` admits engrams carrying at least one listed tag. Validity (retired, expired) is
+    not filtered here but by the facade, per recall (it depends on the time).
     """
     if scope is None and not types and not tags:
         return None

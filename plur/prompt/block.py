@@ -188,14 +188,6 @@ def engram_line(engram: Engram) -> str:
     return f"- [{engram.id} | {engram.type} | {engram.scope} | {when}{flag}] {neutralise(engram.statement)}"
 
 
-def _valid_at(engram: Engram, now: datetime) -> bool:
-    if engram.status != "active":
-        return False
-    if engram.valid_from is not None and engram.valid_from > now:
-        return False
-    return engram.valid_until is None or engram.valid_until > now
-
-
 def _hash(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16] if text else ""
 
@@ -214,8 +206,8 @@ def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetim
 
     Selection, all by whole engrams (a note is never cut):
 
-    1. Drop retired engrams and engrams outside ``[valid_from, valid_until)`` at ``now``; keep the
-       first occurrence of an id.
+    1. Drop engrams that are not current at ``now`` (:meth:`Engram.is_current`: retired, or outside
+       ``[valid_from, valid_until)``); keep the first occurrence of an id.
     2. Pinned first: pinned hits by score (highest first), then pinned engrams from ``pinned`` that
        were not recalled (newest first), while their lines fit in half the budget
        (``budget_tokens // 2``, header and fence included in the other half).
@@ -241,7 +233,7 @@ def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetim
     scored = sorted(hits, key=lambda h: -h.score)  # stable: equal scores keep recall order
     extra_pinned = sorted(pinned, key=lambda e: (e.created, e.id), reverse=True)
     for engram, is_hit in [(h.engram, True) for h in scored] + [(e, False) for e in extra_pinned]:
-        if engram.id in seen or not _valid_at(engram, when) or (not is_hit and not engram.pinned):
+        if engram.id in seen or not engram.is_current(when) or (not is_hit and not engram.pinned):
             continue
         seen.add(engram.id)
         (pinned_lines if engram.pinned else other_lines).append((engram.id, engram_line(engram)))

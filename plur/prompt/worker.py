@@ -17,6 +17,9 @@ Concurrency model:
   dict and swaps the reference under its lock, and readers do a single ``dict.get`` with no lock.
 * An entry is replaced only when the rendered text changes (hash-gated), so an unchanged block
   keeps the host's prompt prefix byte-identical.
+* Capture (opt-in, :mod:`plur.prompt.capture`): each submitted message is learned on a worker thread
+  after the recall that answers it (never recalled into its own block); captures are not coalesced
+  like recalls, and :meth:`RecallWorker.close` learns those still waiting.
 * Injection events are counted on **first read**: the first :meth:`RecallWorker.read` of each new
   entry puts a notice on the worker's queue (``SimpleQueue.put``, no lock held by the worker), and
   the worker thread writes one ``injections`` row. So stats.db counts blocks that actually reached
@@ -35,7 +38,9 @@ from typing import Any
 
 from ..store.engram import SCOPE_RE, Engram
 from ..errors import PlurError, ValidationError
+from . import capture as capture_mod
 from .block import Block, build_block
+from .capture import Capture, own_scope
 
 log = logging.getLogger("plur.prompt.worker")
 
@@ -61,9 +66,11 @@ class _Entry:
 
 
 class _AgentState:
-    __slots__ = ("gen", "scope", "pending", "published_gen", "finished_gen")
+    __slots__ = ("gen", "scope", "pending", "published_gen", "finished_gen", "captures", "turns")
 
     def __init__(self) -> None:
+        self.captures: list[Capture] = []        # submitted, to learn after their recall
+        self.turns: dict[str, int] = {}          # session -> next capture turn number
         self.gen = 0                             # newest generation submitted
         self.scope: str | None = None            # scope bound by the newest submission
         self.pending: _Request | None = None     # newest request not started yet
@@ -86,6 +93,8 @@ class RecallWorker:
             agent keeps its previous block. Python cannot interrupt a thread, so a late recall still
             occupies its thread until it returns; use ``threads > 1`` if agents must not queue behind it.
         threads: number of worker threads (>= 1).
+        capture: also learn each submitted message (opt-in, off by default; provenance, scope and the
+            privacy note: :mod:`plur.prompt.capture`).
 
     On start, the first thread runs one unrecorded recall to open the memory's indexes and load its
     embedding model; submissions wait for it, and the deadline then measures steady-state recalls.
@@ -97,8 +106,10 @@ class RecallWorker:
     """
 
     def __init__(self, memory: Any, *, k: int | None = None, budget_tokens: int | None = None,
-                 timeout_s: float | None = None, threads: int = 1) -> None:
+                 timeout_s: float | None = None, threads: int = 1, capture: bool = False) -> None:
         s = memory.settings
+        self.capture = bool(capture)
+        self.session = f"worker-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S.%fZ')}"
         self.memory = memory
         self.k = int(s.recall_k if k is None else k)
         self.budget_tokens = int(s.budget_tokens if budget_tokens is None else budget_tokens)
@@ -115,14 +126,16 @@ class RecallWorker:
         self._closed = False
         self._ready = threading.Event()              # set when the warm-up recall has finished
         self._counters = {"submitted": 0, "recalls": 0, "published": 0, "unchanged": 0,
-                          "dropped_stale": 0, "timeouts": 0, "errors": 0, "injections": 0}
+                          "dropped_stale": 0, "timeouts": 0, "errors": 0, "injections": 0,
+                          "captured": 0, "capture_errors": 0}
         self._threads = [threading.Thread(target=self._run, args=(i == 0,), name=f"plur-recall-{i}",
                                           daemon=True) for i in range(threads)]
         for t in self._threads:
             t.start()
 
     # -- host side --------------------------------------------------------------------------
-    def submit(self, agent_id: str, text: str, scope: str | None = None) -> int:
+    def submit(self, agent_id: str, text: str, scope: str | None = None, *, capture: bool | None = None,
+               session: str | None = None) -> int:
         """Ask for a fresh block for ``agent_id`` built from ``text``; returns at once.
 
         Args:
@@ -131,6 +144,9 @@ class RecallWorker:
             scope: the agent's scope, bound to this request: ``None`` recalls every scope,
                 ``'project:a'`` recalls ``project:a`` and ``global`` only. If it differs from the
                 agent's previous scope, the agent's cached block is withdrawn at once.
+            capture: learn ``text`` after its recall (default: the worker's ``capture``).
+            session: the conversation id in the capture's provenance (default ``worker-<start time>``,
+                one per worker); turns are numbered 0.. per (agent, session) in submission order.
 
         Returns:
             The request's generation (1, 2, ... per agent).
@@ -159,6 +175,12 @@ class RecallWorker:
                     self._publish(agent_id, None)
             wake = st.pending is None
             st.pending = _Request(st.gen, text, scope)
+            if self.capture if capture is None else capture:
+                sid = session or self.session
+                turn = st.turns.get(sid, 0)
+                st.turns[sid] = turn + 1
+                st.captures.append(Capture(st.gen, text, scope or own_scope(agent_id), sid, turn,
+                                            datetime.now(timezone.utc)))
             self._counters["submitted"] += 1
             gen = st.gen
         if wake:
@@ -230,14 +252,16 @@ class RecallWorker:
     def drop(self, agent_id: str) -> None:
         """Forget an agent (its block, generation and pending request), e.g. when its session ends."""
         with self._lock:
-            self._agents.pop(agent_id, None)
+            st = self._agents.pop(agent_id, None)
             if agent_id in self._cache:
                 self._publish(agent_id, None)
             self._cond.notify_all()
+        if st is not None and st.captures:  # messages submitted before the drop are still learned
+            self._inbox.put(("captures", agent_id, st.captures))
 
     def stats(self) -> dict[str, int]:
         """Counters: submitted, recalls, published, unchanged (hash gate), dropped_stale, timeouts,
-        errors, injections; plus agents (known) and cached (agents with a block)."""
+        errors, injections, captured, capture_errors; plus agents (known) and cached (agents with a block)."""
         with self._lock:
             return dict(self._counters, agents=len(self._agents), cached=len(self._cache))
 
@@ -261,6 +285,8 @@ class RecallWorker:
             t.join(wait)
             if t.is_alive():
                 log.warning("recall thread %s still busy after %.1f s; left running as a daemon", t.name, wait)
+        for agent_id in list(self._agents):
+            self._learn_captures(agent_id, None)
 
     def __enter__(self) -> "RecallWorker":
         return self
@@ -304,6 +330,8 @@ class RecallWorker:
                 if kind == "recall":
                     if not self._closed:
                         self._process(item[1])
+                elif kind == "captures":
+                    self._learn_captures(item[1], None, item[2])
                 elif kind == "read":
                     self._record_injection(item[1], item[2])
                 elif kind == "barrier":
@@ -364,6 +392,18 @@ class RecallWorker:
             if st is not None:
                 st.finished_gen = max(st.finished_gen, req.gen)
             self._cond.notify_all()
+        self._learn_captures(agent_id, req.gen)
+
+    def _learn_captures(self, agent_id: str, upto_gen: int | None, due: list[Capture] | None = None) -> None:
+        with self._lock:
+            st = self._agents.get(agent_id)
+            if due is None and st is not None:
+                due = [c for c in st.captures if upto_gen is None or c.gen <= upto_gen]
+                st.captures = [c for c in st.captures if c not in due]
+        ok, failed = capture_mod.learn(self.memory, agent_id, due or ())
+        with self._lock:
+            self._counters["captured"] += ok
+            self._counters["capture_errors"] += failed
 
     def _record_injection(self, agent_id: str, entry: _Entry) -> None:
         with self._lock:

@@ -17,7 +17,7 @@ import secrets
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import yaml
@@ -86,6 +86,25 @@ def format_time(dt: datetime) -> str:
     dt = dt.astimezone(timezone.utc)
     spec = "seconds" if dt.microsecond == 0 else "microseconds"
     return dt.replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+
+
+_DURATION_RE = re.compile(r"\A\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*\Z", re.I)
+_DURATION_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(value: Any, field_name: str = "ttl") -> timedelta:
+    """Parse a time-to-live such as ``'30d'``, ``'12h'``, ``'2w'``, ``'90m'`` or ``'45s'``.
+
+    Units: ``s`` seconds, ``m`` minutes, ``h`` hours, ``d`` days (86,400 s), ``w`` weeks.
+
+    Raises:
+        ValidationError: not a positive number followed by one unit, naming the value and an example.
+    """
+    m = _DURATION_RE.match(value) if isinstance(value, str) else None
+    if m is None or float(m.group(1)) <= 0:
+        raise ValidationError(f"{field_name} {value!r} is not a duration; use a positive number and a unit "
+                              "(s, m, h, d, w), e.g. '30d' or '12h'")
+    return timedelta(seconds=float(m.group(1)) * _DURATION_S[m.group(2).lower()])
 
 
 def normalize_statement(statement: str) -> str:
@@ -165,7 +184,11 @@ class Engram:
         tags: tuple of short labels.
         source: provenance mapping (kind, session, turn, url...), or ``None``.
         pinned: pinned engrams go first in the memory block.
-        status: ``active`` or ``retired`` (retired engrams are not recalled).
+        status: ``active`` or ``retired`` (retired engrams are not recalled unless asked for,
+            see :meth:`is_current`).
+        valid_from / valid_until: optional validity window, aware UTC; outside it the engram is
+            not current (``valid_until`` is set by ``supersede`` and ``learn --ttl``).
+        supersedes: id of the engram this one replaced, or ``None``.
         content_hash: :func:`content_hash` of the statement.
         extra: unknown YAML keys, kept for the round trip.
     """
@@ -218,6 +241,25 @@ class Engram:
         if self.source is not None and not isinstance(self.source, Mapping):
             raise ValidationError(f"source must be a mapping (kind, session, turn, url), got {self.source!r}")
         object.__setattr__(self, "content_hash", content_hash(self.statement))
+
+    # -- validity -----------------------------------------------------------------------
+    def is_current(self, now: datetime | None = None) -> bool:
+        """Whether this engram may be shown as current knowledge at ``now`` (default: now, UTC).
+
+        The one validity rule every reader uses (recall, the memory block, pinned engrams, the web
+        page): the engram is ``active`` (not retired, e.g. by ``supersede``) and ``now`` lies in
+        ``[valid_from, valid_until)`` (an unset bound is open).
+        """
+        if self.status != "active":
+            return False
+        when = now or datetime.now(timezone.utc)
+        if self.valid_from is not None and self.valid_from > when:
+            return False
+        return self.valid_until is None or self.valid_until > when
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        """``valid_until`` is set and has passed at ``now`` (status not considered)."""
+        return self.valid_until is not None and self.valid_until <= (now or datetime.now(timezone.utc))
 
     # -- construction -------------------------------------------------------------------
     @classmethod

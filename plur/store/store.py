@@ -195,10 +195,19 @@ class EngramStore(FolderMirror):
         """
         return self.add_many([engram])[0]
 
-    def add_many(self, engrams: Iterable[Engram]) -> list[tuple[Engram, bool]]:
+    def add_many(self, engrams: Iterable[Engram], *, dedupe: bool = True) -> list[tuple[Engram, bool]]:
         """:meth:`add` for a batch under one lock; duplicates inside the batch merge too.
 
-        Every engram is validated before anything is written.
+        Every engram is validated before anything is written. When a duplicate carries tags the
+        stored engram lacks, they are added to it (the union, stored order first) and the updated
+        engram comes back with ``created=False``: re-learning a statement never drops its new tags.
+
+        Args:
+            engrams: the engrams to store.
+            dedupe: merge exact duplicates (same ``content_hash``, scope, active). ``False`` writes
+                every engram: conversation ingest uses it, because two equal turns of different
+                sessions are two events (it deduplicates by provenance instead, see
+                :mod:`plur.store.ingest`).
 
         Returns:
             One ``(stored engram, created)`` per input, in order.
@@ -210,8 +219,12 @@ class EngramStore(FolderMirror):
         with self._write_lock():
             self._sync_for_write()
             for e in batch:
-                dup = self._duplicate_of(e.scope, e.content_hash) if e.status == "active" else None
+                dup = self._duplicate_of(e.scope, e.content_hash) if dedupe and e.status == "active" else None
                 if dup is not None:
+                    new_tags = tuple(t for t in e.tags if t not in dup.tags)
+                    if new_tags:
+                        dup = dup.replace(tags=dup.tags + new_tags)
+                        self._write_engram(dup, "updated")
                     out.append((dup, False))
                     continue
                 e = self._free_id(e)

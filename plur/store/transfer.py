@@ -3,7 +3,9 @@
 Formats (:data:`FORMATS`):
 
 ``jsonl``
-    One :meth:`Engram.to_dict` JSON object per line (UTF-8). Lossless.
+    One :meth:`Engram.to_dict` JSON object per line (UTF-8). Lossless. On import only ``statement``
+    is required: a missing ``scope`` is ``global``, ``created`` now, ``id`` a fresh one
+    (:func:`engram_from_json`).
 
 ``plur-yaml``
     PLUR's ``engrams.yaml``; the field mapping is documented in :mod:`plur.store.plur_yaml`.
@@ -17,13 +19,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 from pathlib import Path
 
 
 from ..errors import StoreError, ValidationError
 from .claude_dir import claude_file as _claude_file, read_claude_dir as _read_claude_dir
-from .engram import Engram
+from .engram import Engram, new_id, parse_time, utcnow
 from .plur_yaml import dump_plur_yaml, from_plur, read_plur_yaml as _read_plur_yaml, to_plur
 
 FORMATS: tuple[str, ...] = ("jsonl", "plur-yaml", "claude-dir")
@@ -94,12 +97,36 @@ def _read_jsonl(p: Path, text: str) -> list[Engram]:
             continue
         try:
             data = json.loads(line)
-            out.append(Engram.from_dict(data))
+            out.append(engram_from_json(data))
         except json.JSONDecodeError as exc:
             raise ValidationError(f"{p}:{n}: not a JSON object ({exc.msg}); one engram per line") from None
         except ValidationError as exc:
             raise ValidationError(f"{p}:{n}: {exc}") from None
     return out
+
+
+def engram_from_json(data: Any) -> Engram:
+    """An engram from one JSONL object; only ``statement`` is required.
+
+    Defaults: ``scope`` ``global``, ``created`` now, ``id`` fresh (``ENG-<created date>-<6 hex>``),
+    ``type`` ``fact``, ``status`` ``active``. Every other :data:`~plur.store.engram.FIELD_ORDER` field is
+    optional; unknown keys are kept (``Engram.extra``).
+
+    Raises:
+        ValidationError: not an object, no ``statement``, or an invalid field (naming it).
+    """
+    if not isinstance(data, Mapping):
+        raise ValidationError(f"expected a JSON object with a 'statement', got {type(data).__name__}")
+    if "statement" not in data:
+        raise ValidationError("engram is missing required field statement (the text to remember)")
+    d = dict(data)
+    if d.get("scope") is None:
+        d["scope"] = "global"
+    if d.get("created") is None:
+        d["created"] = utcnow()
+    if d.get("id") is None:
+        d["id"] = new_id(parse_time(d["created"], "created"))
+    return Engram.from_dict(d)
 
 
 # -- writing ---------------------------------------------------------------------------

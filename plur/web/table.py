@@ -148,10 +148,13 @@ def _sort_key(sort: str, counts: Mapping[str, Mapping[str, Any]]):
 
 
 def row(e: Engram, counts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """One table row, JSON-safe: engram fields plus recalls, injections, last_recalled (ISO or None)."""
+    """One table row, JSON-safe: engram fields plus recalls, injections, last_recalled (ISO or None),
+    ``valid_until`` (ISO or None) and ``current`` (:meth:`Engram.is_current`: recall and the memory block
+    show it)."""
     c = counts.get(e.id) or _ZERO
     return {"id": e.id, "statement": e.statement, "type": e.type, "scope": e.scope, "tags": list(e.tags),
             "status": e.status, "pinned": e.pinned, "created": format_time(e.created),
+            "valid_until": format_time(e.valid_until) if e.valid_until else None, "current": e.is_current(),
             "recalls": int(c["recalls"] or 0), "injections": int(c["injections"] or 0),
             "last_recalled": iso(c["last_recalled"])}
 

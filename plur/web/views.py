@@ -123,6 +123,7 @@ def engram_page(memory: "Memory", engram_id: str, *, error: str | None = None,
     counts = caches.count(memory, e.id)
     data = {
         "engram": e.to_dict(),
+        "current": e.is_current(), "expired": e.is_expired(),
         "yaml": e.to_yaml(),
         "path": str(memory.store.path_for(e.id)),
         "counts": {"recalls": int(counts["recalls"] or 0), "injections": int(counts["injections"] or 0),

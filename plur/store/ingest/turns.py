@@ -1,0 +1,155 @@
+"""The :class:`Turn` every conversation parser yields, and helpers the parsers share (pure, no I/O).
+
+A turn becomes one engram (see :meth:`plur.memory.Memory.ingest`). Its provenance, written to the
+engram's ``source``, follows the conversation-provenance contract the neighbour expansion of the index
+reads::
+
+    {"kind": "conversation", "format": <FORMATS>, "session": str, "turn": int (0-based position in
+     that session), "role": "user" | "assistant", "speaker": str (optional), ...extra keys}
+
+``turn`` counts every user and assistant turn the parser keeps, in file order, so it is stable when
+turns are appended to a session and the same whether assistant turns are ingested or not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ...errors import ValidationError
+from ..engram import Engram, parse_time
+
+#: Conversation formats, in the order :func:`plur.store.ingest.detect_format` tries them.
+FORMATS: tuple[str, ...] = ("messages", "claude-code", "chatgpt", "longmemeval", "locomo")
+ROLES: tuple[str, ...] = ("user", "assistant")
+#: The keys of ``source`` that identify a turn; re-ingesting skips turns whose key is already stored.
+KEY_FIELDS: tuple[str, ...] = ("format", "session", "turn", "role")
+
+ProvenanceKey = tuple[str, str, int, str]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of a conversation.
+
+    Attributes:
+        format: the parser that read it (one of :data:`FORMATS`).
+        session: the conversation's id in its source (session id, conversation id...).
+        turn: 0-based position in the session among the turns the parser keeps.
+        role: ``user`` or ``assistant``.
+        text: the message text (never blank).
+        created: the message's own timestamp, else the session's date, else ``None`` (aware UTC).
+        speaker: the speaker's name when the source has one (LoCoMo).
+        extra: more provenance (``title``, ``uuid``...), copied into ``source``.
+    """
+
+    format: str
+    session: str
+    turn: int
+    role: str
+    text: str
+    created: datetime | None = None
+    speaker: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> ProvenanceKey:
+        """``(format, session, turn, role)``: what makes a turn the same turn on re-ingest."""
+        return (self.format, self.session, self.turn, self.role)
+
+    def source(self, **more: Any) -> dict[str, Any]:
+        """The engram ``source`` mapping of this turn (the provenance contract, plus ``extra``/``more``)."""
+        out: dict[str, Any] = {"kind": "conversation", "format": self.format, "session": self.session,
+                               "turn": self.turn, "role": self.role}
+        if self.speaker:
+            out["speaker"] = self.speaker
+        for k, v in {**self.extra, **more}.items():
+            out.setdefault(k, v)
+        return out
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What :meth:`plur.memory.Memory.ingest` did.
+
+    Attributes:
+        format: the conversation format read.
+        turns: turns kept by the ``roles`` filter.
+        added: the engrams written, in conversation order.
+        skipped: kept turns already stored (same provenance key in the scope).
+    """
+
+    format: str
+    turns: int
+    added: tuple[Engram, ...]
+    skipped: int
+
+
+def source_key(source: Any) -> ProvenanceKey | None:
+    """The :attr:`Turn.key` stored in an engram's ``source``, or ``None`` if it is not a conversation turn."""
+    if not isinstance(source, Mapping) or source.get("kind") != "conversation":
+        return None
+    fmt, session, turn, role = (source.get(k) for k in KEY_FIELDS)
+    if not isinstance(fmt, str) or not isinstance(session, str) or isinstance(turn, bool) \
+            or not isinstance(turn, int) or not isinstance(role, str):
+        return None
+    return (fmt, session, turn, role)
+
+
+def content_text(content: Any) -> str:
+    """Text of a message ``content``: a string, or a list of blocks/parts of which text ones are kept.
+
+    Blocks: ``{"type": "text", "text": ...}`` (OpenAI, Anthropic), ``{"type": "input_text"}``, bare
+    strings (ChatGPT ``parts``). Tool results, tool calls, images and thinking blocks are skipped.
+    """
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, Mapping):
+        content = [content]
+    if not isinstance(content, list):
+        return ""
+    out = []
+    for block in content:
+        if isinstance(block, str):
+            out.append(block)
+        elif isinstance(block, Mapping) and block.get("type") in ("text", "input_text", "output_text") \
+                and isinstance(block.get("text"), str):
+            out.append(block["text"])
+    return "\n".join(t.strip() for t in out if t.strip())
+
+
+def parse_when(value: Any, where: str) -> datetime | None:
+    """A timestamp from ISO-8601 text or Unix seconds (int/float); ``None``/``''`` -> ``None``.
+
+    Raises:
+        ValidationError: naming ``where`` and the value.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(float(value), tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            raise ValidationError(f"{where}: timestamp {value!r} is out of range") from None
+    return parse_time(value, where)
+
+
+def session_of(turns: list[tuple[str, str]]) -> str:
+    """A stable session id for a conversation that has none: ``sha256:`` of its first message.
+
+    Appending messages keeps the id; two conversations with different first messages get different ids.
+
+    Args:
+        turns: ``(role, text)`` of the conversation, first message first (non-empty).
+    """
+    role, text = turns[0]
+    return "sha256:" + hashlib.sha256(f"{role}\n{text}".encode("utf-8")).hexdigest()[:16]
+
+
+def need(cond: bool, where: str, what: str) -> None:
+    """Raise a :class:`ValidationError` ``"<where>: <what>"`` unless ``cond``."""
+    if not cond:
+        raise ValidationError(f"{where}: {what}")

@@ -1,0 +1,82 @@
+"""Capture (opt-in): the worker learns each submitted message after its recall, deduplicated, with provenance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from plur.memory import Memory
+from plur.prompt.section import MemorySection
+from plur.prompt.worker import RecallWorker
+
+WAIT_S = 30.0
+
+
+@pytest.fixture
+def mem(plur_home: Path) -> Iterator[Memory]:
+    m = Memory(plur_home, model="none", fsync=False)
+    yield m
+    m.close()
+
+
+def test_capture_is_off_by_default(mem: Memory) -> None:
+    with RecallWorker(mem) as worker:
+        worker.warm("a", "My locker number is 118.")
+        assert worker.wait_idle(WAIT_S)
+    assert mem.list() == []
+
+
+def test_each_message_is_learned_after_its_recall_with_provenance(mem: Memory) -> None:
+    with RecallWorker(mem, capture=True) as worker:
+        block = worker.warm("agent-7", "My locker number is 118.", scope="project:gym")
+        assert "118" not in block                 # never recalled into its own block
+        assert worker.wait_idle(WAIT_S)
+        worker.warm("agent-7", "Which locker is mine?", scope="project:gym")
+        assert "My locker number is 118." in MemorySection(worker).text("agent-7")
+        assert worker.wait_idle(WAIT_S)
+        assert worker.stats()["captured"] == 2
+    got = {e.statement: e for e in mem.list()}
+    e = got["My locker number is 118."]
+    assert e.scope == "project:gym" and e.type == "user"
+    assert e.source == {"kind": "conversation", "format": "messages", "session": worker.session, "turn": 0,
+                        "role": "user", "agent": "agent-7", "capture": True}
+    assert got["Which locker is mine?"].source["turn"] == 1
+
+
+def test_captures_are_deduplicated_and_never_coalesced(mem: Memory) -> None:
+    with RecallWorker(mem, capture=True) as worker:
+        for text in ["one thing", "two things", "one thing", "three things"]:   # a burst: one recall
+            worker.submit("a", text, session="s-1")
+        assert worker.wait_idle(WAIT_S)
+    assert sorted(e.statement for e in mem.list()) == ["one thing", "three things", "two things"]
+    assert {e.scope for e in mem.list()} == {"agent:a"}       # unscoped captures stay with their agent
+
+
+def test_per_submit_override_and_close_learns_what_is_left(mem: Memory) -> None:
+    worker = RecallWorker(mem)
+    worker.submit("a", "not captured")
+    worker.submit("a", "captured on purpose", capture=True)
+    worker.close()
+    assert [e.statement for e in mem.list()] == ["captured on purpose"]
+
+
+def test_pydantic_ai_attach_passes_capture_through(mem: Memory) -> None:
+    import pydantic_ai
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from plur.hosts.pydantic_ai import attach
+
+    def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[TextPart("ok")])
+
+    agent = pydantic_ai.Agent(FunctionModel(model))
+    with RecallWorker(mem) as worker:
+        attach(agent, MemorySection(worker), agent_id="host-1", capture=True, session=lambda ctx: "chat-42")
+        agent.run_sync("I prefer window seats on trains.")
+        assert worker.wait_idle(WAIT_S)
+    (e,) = mem.list()
+    assert e.statement == "I prefer window seats on trains."
+    assert e.source["agent"] == "host-1" and e.source["session"] == "chat-42" and e.source["turn"] == 0
