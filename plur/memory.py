@@ -110,16 +110,27 @@ class Memory:
                 self._resolution = res
             return self._resolution
 
-    def _index(self) -> Any:
-        """The :class:`~plur.index.indexes.IndexSet`, opened and synced with the store on first use."""
+    def _index(self, need_dense: bool = True) -> Any:
+        """The :class:`~plur.index.indexes.IndexSet`, opened and synced with the store on first use.
+
+        Args:
+            need_dense: resolve the embedding model and open the dense leg. ``False`` (a BM25-only
+                recall) opens the lexical leg alone and defers the model, so no torch is imported;
+                a later call with ``True`` attaches it.
+        """
         if self._indexes is None:
             from .index.indexes import IndexSet
 
-            res = self.model_resolution()
-            idx = IndexSet(self.home / "index", self.settings, res.embedder)
+            defer = not need_dense and self._resolution is None and self._explicit_embedder is None
+            embedder = None if defer else self.model_resolution().embedder
+            idx = IndexSet(self.home / "index", self.settings, embedder, defer_dense=defer)
             self._scan(force=True)
             idx.sync(self._by_id(), progress=True)
             self._indexes = idx
+        elif need_dense and self._indexes.dense_deferred:
+            embedder = self.model_resolution().embedder
+            self._scan()
+            self._indexes.attach_embedder(embedder, self._by_id())
         return self._indexes
 
     def _by_id(self) -> dict[str, Engram]:
@@ -287,7 +298,7 @@ class Memory:
     def _legs(self, query: str, k: int, scope: str | None, types: Sequence[str] | None,
               tags: Sequence[str] | None, need_bm25: bool, need_dense: bool
               ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        idx = self._index()
+        idx = self._index(need_dense)
         self._scan()
         allowed = self._allowed(scope, types, tags)
         if allowed is not None and not allowed:
@@ -352,7 +363,7 @@ class Memory:
         t0 = time.perf_counter()
         with self._lock:
             # Without an embedding model, dense recall degrades to BM25 (the fallback was already loud).
-            mode_used = "bm25" if mode == "dense" and self._index().dense is None else mode
+            mode_used = "bm25" if mode == "dense" and self._index(mode != "bm25").dense is None else mode
             bm25, dense = self._legs(query, k, scope, types, tags, mode_used != "dense", mode_used != "bm25")
             hits = combine(bm25, dense, mode=mode_used, k=k, lookup=self._get_or_none,
                            fusion_method=self.settings.fusion, rrf_k=self.settings.rrf_k,
