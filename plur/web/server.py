@@ -152,7 +152,7 @@ def _status_for(exc: PlurError) -> int:
 
 
 def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: Iterable[str] = (),
-               secret: bytes | None = None) -> "Starlette":
+               secret: bytes | None = None, lock: threading.Lock | None = None) -> "Starlette":
     """Build the web app over an open :class:`plur.memory.Memory` (not closed by the app).
 
     Args:
@@ -161,6 +161,8 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
             besides 127.0.0.1, localhost and ::1.
         allow_hosts: further host names to accept (e.g. this machine's name on a LAN bind).
         secret: HMAC key for CSRF tokens (32 random bytes by default, new per process).
+        lock: serialises the page's Memory calls; pass the service API's lock to share it
+            (default: a lock of its own).
 
     Returns:
         A Starlette ASGI application. Memory calls run in a worker thread, one at a time.
@@ -181,7 +183,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
     key = secret or secrets.token_bytes(32)
     caches = views.Caches(usage=UsageCounts(memory.stats.path))
     # One memory call at a time: page loads are short, and the store's refresh is not meant to race.
-    lock = threading.Lock()
+    lock = lock or threading.Lock()
     home = str(memory.settings.home)
 
     async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
