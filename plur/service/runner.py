@@ -25,7 +25,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..errors import ServiceError, require
 from . import bind, files
 from .api import PathDispatch, create_api
@@ -101,11 +100,11 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         token = secrets.token_urlsafe(32)
         urls = bind.urls(host, port, names)
         loop_url = f"http://127.0.0.1:{port}" if host in bind.WILDCARDS else urls[0].rstrip("/")
-        info = {"api": files.API_VERSION, "version": __version__, "pid": os.getpid(), "url": loop_url,
+        info = {"api": files.API_VERSION, "version": _version(), "pid": os.getpid(), "url": loop_url,
                 "socket": str(sock_path) if sock_path else None, "token": token,
                 "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")}
         api = create_api(memory, worker, token, lock=lock,
-                         info={k: info[k] for k in ("url", "socket", "started")})
+                         info={k: info[k] for k in ("version", "url", "socket", "started")})
         web = web_factory(memory, bound_host=host, allow_hosts=names, lock=lock) if web_factory else None
         app = PathDispatch(api, web if web is not None else api)
         files.write_private_json(home_path / files.SERVICE_FILE, info)
@@ -151,3 +150,13 @@ def _bind_warning(host: str) -> str | None:
             "read and change your memory through the pages (the JSON API still needs the token). "
             "Use --host 127.0.0.1 unless you mean it.")
 
+
+
+def _version() -> str:
+    """The installed plur's version (package metadata; the service layer does not import ``plur`` itself)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("plur")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without an install
+        return "unknown"
