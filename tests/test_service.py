@@ -333,7 +333,7 @@ def test_port_in_use_is_one_clear_line(tmp_path: Path) -> None:
 
 
 def test_wildcard_bind_answers_on_the_addresses_it_prints() -> None:
-    from plur.service.bind import local_addresses
+    from plur.net import local_addresses
 
     lan = local_addresses()
     if not lan:
