@@ -385,3 +385,30 @@ def test_bm25_recall_imports_no_model(tmp_path: Path, memory) -> None:
     after = json.loads((home / "index" / "manifest.json").read_text())
     assert after["model"] == manifest["model"] and after["dense"] == manifest["dense"]   # dense leg kept
     assert len(after["lexical"]) == 3
+
+
+def test_tcp_listener_gets_nodelay_connections() -> None:
+    """Accepted API connections have TCP_NODELAY (without it each loopback request waited ~40 ms on delayed ACKs)."""
+    import asyncio
+
+    from plur.net import bind_tcp
+
+    sock = bind_tcp("127.0.0.1", 0)
+    seen: list[int] = []
+
+    async def main() -> None:
+        def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            seen.append(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(on_connect, sock=sock)
+        _, w = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        w.close()
+        server.close()
+
+    asyncio.run(main())
+    assert seen and seen[0] != 0

@@ -89,7 +89,7 @@ class Client:
         return cls(info, **kwargs), f"service pid {pid}"
 
     # -- transport --------------------------------------------------------------------------
-    def _connect(self) -> http.client.HTTPConnection:
+    def connect(self) -> http.client.HTTPConnection:
         if self._conn is not None:
             return self._conn
         tried = []
@@ -133,7 +133,7 @@ class Client:
             PlurError: the API's error (its ``type`` names the subclass), :class:`AuthError` on 401.
             ServiceError: no complete answer within ``timeout_s``.
         """
-        conn = self._connect()
+        conn = self.connect()
         payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         if payload is not None:
