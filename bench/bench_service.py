@@ -92,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=300, help="API requests per warm figure")
     ap.add_argument("--cache-dir", default=str(ROOT / "bench" / ".cache"))
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "service.json"))
+    ap.add_argument("--store", help="keep the built store here and reuse it when it exists (the build is not timed, "
+                                    "so it may run outside the timing lock: --build-only)")
+    ap.add_argument("--build-only", action="store_true", help="build --store and exit")
     args = ap.parse_args(argv)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PLUR_MODEL": MODEL, "PLUR_CACHE_DIR": args.cache_dir}
     plur = [str(Path(sys.executable).with_name("plur"))]
@@ -103,11 +106,14 @@ def main(argv: list[str] | None = None) -> int:
     results: dict = {"engrams": args.engrams, "model": MODEL, "python": platform.python_version(),
                      "machine": platform.machine(), "cpus": os.cpu_count(), "floors_ms": FLOORS}
     with tempfile.TemporaryDirectory(prefix="plur-bench-", dir="/tmp") as tmp:
-        home = Path(tmp) / "home"
-        t0 = time.perf_counter()
-        build_store(home, args.engrams, args.cache_dir)
-        results["build_s"] = round(time.perf_counter() - t0, 1)
-        print(f"store of {args.engrams:,} engrams built and indexed in {results['build_s']} s", flush=True)
+        home = Path(args.store) if args.store else Path(tmp) / "home"
+        if not (home / "index" / "manifest.json").exists():
+            t0 = time.perf_counter()
+            build_store(home, args.engrams, args.cache_dir)
+            results["build_s"] = round(time.perf_counter() - t0, 1)
+            print(f"store of {args.engrams:,} engrams built and indexed in {results['build_s']} s", flush=True)
+        if args.build_only:
+            return 0
         base = summary(cold([sys.executable, "-c", "pass"], args.cold, env))
         results["python_c_pass"] = base
         bp = base["p50_ms"]
