@@ -12,22 +12,23 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 __all__ = ["Memory", "Engram", "Hit", "Settings", "load_settings", "PlurError", "__version__"]
 
-from .config import Settings, load_settings
-from .store.engram import Engram
 from .errors import PlurError
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from .config import Settings, load_settings
     from .index.recall import Hit
+    from .memory import Memory
+    from .store.engram import Engram
+
+#: Public name -> the module that defines it; imported on first access (PEP 562), so ``import plur``
+#: and the CLI's service path (``plur recall`` against a running service) load neither YAML nor TOML.
+_LAZY = {"Memory": "memory", "Hit": "index.recall", "Settings": "config", "load_settings": "config",
+         "Engram": "store.engram"}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Memory":
-        from .memory import Memory
+    if name in _LAZY:
+        import importlib
 
-        return Memory
-    if name == "Hit":
-        from .index.recall import Hit
-
-        return Hit
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'plur' has no attribute {name!r}")

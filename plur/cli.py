@@ -5,6 +5,10 @@ Errors: any :class:`~plur.errors.PlurError` becomes one line on stderr
 (``PlurError.exit_code``), in one place: :class:`_Group.invoke`.
 
 Human output by default; ``--json`` where offered prints one JSON document on stdout.
+
+``recall``, ``section``, ``learn``, ``forget`` and ``doctor`` go through a running local service
+(:mod:`plur.service.client`) when the home has one, and work in-process otherwise; ``--verbose``
+says which (:meth:`_App.service`).
 """
 
 from __future__ import annotations
@@ -14,16 +18,14 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from . import __version__
 from .store.engram import STATUSES, TYPES, Engram
 from .errors import PlurError, ValidationError
-
-if TYPE_CHECKING:
-    from .memory import Memory
+from .service.session import Session
 
 MODES = ("hybrid", "bm25", "dense")
 
@@ -44,27 +46,7 @@ class _Group(click.Group):
             ctx.exit(exc.exit_code)
 
 
-class _App:
-    """Per-invocation state: the home and a lazily opened Memory."""
-
-    def __init__(self, home: Path | None) -> None:
-        self.home = home
-        self._memory: Memory | None = None
-
-    @property
-    def memory(self) -> "Memory":
-        if self._memory is None:
-            from .memory import Memory
-
-            self._memory = Memory(self.home)
-        return self._memory
-
-    def close(self) -> None:
-        if self._memory is not None:
-            try:
-                self._memory.store.close()  # saves the store manifest if it changed
-            finally:
-                self._memory.close()
+_App = Session  # the per-invocation state every command receives (``@click.pass_obj``)
 
 
 def _emit_json(data: Any) -> None:
@@ -84,11 +66,13 @@ def _engram_line(e: Engram) -> str:
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--home", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="plur home folder (default: $PLUR_HOME, else ~/.plur).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Say on stderr whether a command used the running service or worked in-process.")
 @click.version_option(__version__, prog_name="plur")
 @click.pass_context
-def cli(ctx: click.Context, home: Path | None) -> None:
+def cli(ctx: click.Context, home: Path | None, verbose: bool) -> None:
     """plur: long-term memory for LLM agents, kept as YAML files on this machine."""
-    app = _App(home)
+    app = _App(home, verbose)
     ctx.obj = app
     ctx.call_on_close(app.close)
 
@@ -126,12 +110,22 @@ def learn(app: _App, statement: str, scope: str, type_: str, tags: tuple[str, ..
     """
     if statement == "-":
         statement = sys.stdin.read()
+    client = app.service("learn")
+    if client is not None:
+        got = client.learn(statement, scope=scope, type=type_, tags=list(tags), domain=domain, rationale=rationale,
+                           pinned=pin, created=created, ttl=ttl, valid_until=valid_until)
+        _learned(Engram.from_dict(got["engram"]), got["created"], got.get("tags_added", []), as_json)
+        return
     mem = app.memory
     known = mem.store.find_duplicate(statement, scope) if isinstance(statement, str) else None
     engram = mem.learn(statement, scope=scope, type=type_, tags=tags, domain=domain, rationale=rationale,
                        pinned=pin, created=created, ttl=ttl, valid_until=valid_until)
     is_new = known is None or engram.id != known.id
     added = [] if is_new or known is None else [t for t in engram.tags if t not in known.tags]
+    _learned(engram, is_new, added, as_json)
+
+
+def _learned(engram: Engram, is_new: bool, added: list[str], as_json: bool) -> None:
     if as_json:
         _emit_json({"engram": engram.to_dict(), "created": is_new, "tags_added": added})
     elif is_new:
@@ -224,12 +218,15 @@ def edit(app: _App, engram_id: str) -> None:
 @click.pass_obj
 def forget(app: _App, engram_id: str, yes: bool) -> None:
     """Delete an engram (its file, index entries and usage events)."""
-    mem = app.memory
-    e = mem.get(engram_id)
+    client = app.service("forget")
     if not yes:
+        e = Engram.from_dict(client.engram(engram_id)["engram"]) if client else app.memory.get(engram_id)
         click.echo(_engram_line(e), err=True)
         click.confirm("Forget this engram?", abort=True, err=True)
-    mem.forget(engram_id)
+    if client is not None:
+        client.forget(engram_id)
+    else:
+        app.memory.forget(engram_id)
     click.echo(f"forgotten: {engram_id}")
 
 
@@ -281,10 +278,16 @@ def export(app: _App, target: Path, fmt: str | None, scope: str | None, status: 
 @click.option("--no-model", is_flag=True, help="Skip resolving the embedding model (fast).")
 @click.pass_obj
 def doctor(app: _App, as_json: bool, no_model: bool) -> None:
-    """Store health: counts, quarantined files, lock state, and the model in use and why."""
-    mem = app.memory
-    report = mem.doctor(load_model=not no_model)
-    report["manifest"] = mem.store.manifest_info()
+    """Store health: counts, quarantined files, lock state, the model in use and why, the service."""
+    client = app.service("doctor")
+    if client is not None:
+        report = client.doctor()
+        report["service"] = {"running": True, **{k: client.info.get(k) for k in ("pid", "url", "socket")}}
+    else:
+        mem = app.memory
+        report = mem.doctor(load_model=not no_model)
+        report["manifest"] = mem.store.manifest_info()
+        report["service"] = {"running": False}
     if as_json:
         _emit_json(report)
         return
@@ -301,6 +304,9 @@ def doctor(app: _App, as_json: bool, no_model: bool) -> None:
     owner = lock.get("owner") or {}
     held = f"held (pid {owner.get('pid', '?')} since {owner.get('since', '?')})" if lock["locked"] else "free"
     click.echo(f"lock         {held}  {lock['path']}")
+    svc = report["service"]
+    click.echo(f"service      pid {svc['pid']}  {svc['socket'] or ''} {svc['url']}" if svc["running"]
+               else "service      not running (`plur service start` keeps the model loaded)")
     q = report["quarantined"]
     click.echo(f"quarantined  {len(q)} file{'s' if len(q) != 1 else ''}")
     for item in q:
@@ -408,10 +414,18 @@ def recall(app: _App, query: str, k: int, scope: str | None, mode: str, types: t
            tags: tuple[str, ...], min_score: float | None, include_expired: bool, agent: str | None,
            explain: bool, as_json: bool) -> None:
     """Recall the engrams most relevant to QUERY, best first."""
-    mem = app.memory
-    mem.catch_up(progress=True)  # index catch-up (after an ingest) with progress bars on stderr
-    hits = mem.recall(query, k, scope=scope, mode=mode, agent=agent, types=types or None, tags=tags or None,
-                      min_score=min_score, include_expired=include_expired)
+    client = app.service("recall")
+    if client is not None:
+        from .index.recall import Hit
+
+        got = client.recall(query, k, scope=scope, mode=mode, agent=agent, types=list(types) or None,
+                            tags=list(tags) or None, min_score=min_score, include_expired=include_expired)["hits"]
+        hits = [Hit(**{**h, "engram": Engram.from_dict(h["engram"])}) for h in got]
+    else:
+        mem = app.memory
+        mem.catch_up(progress=True, need_dense=mode != "bm25")  # index catch-up, progress on stderr
+        hits = mem.recall(query, k, scope=scope, mode=mode, agent=agent, types=types or None, tags=tags or None,
+                          min_score=min_score, include_expired=include_expired)
     if as_json:
         _emit_json([h.to_dict() for h in hits])
         return
@@ -444,26 +458,44 @@ def reindex(app: _App) -> None:
 @click.pass_obj
 def section(app: _App, message: str, agent: str, scope: str | None) -> None:
     """Print the memory block that would be injected for MESSAGE."""
-    from .prompt.block import build_block
+    client = app.service("section")
+    if client is not None:
+        block = client.block(agent, message, scope)["text"]
+    else:  # the same selection the recall worker makes: pinned engrams of the scope first, then the hits
+        from .prompt.worker import recall_block
 
-    mem = app.memory
-    mem.catch_up(progress=True)
-    hits = mem.recall(message, mem.settings.recall_k, scope=scope, agent=agent)
-    # The same selection the recall worker makes: pinned engrams of the scope first, then the hits.
-    block = build_block(hits, budget_tokens=mem.settings.budget_tokens, pinned=mem.pinned(scope)).text
+        app.memory.catch_up(progress=True)
+        block = recall_block(app.memory, message, scope=scope, agent=agent).text
     click.echo(block if block else "(empty memory block: nothing recalled)")
 
 
 @cli.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=click.IntRange(1, 65535), default=7777, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
+@click.option("--port", type=click.IntRange(0, 65535), default=7777, show_default=True, help="0: any free port.")
+@click.option("--allow-host", "allow_hosts", multiple=True, help="Another Host name the pages answer to.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default browser.")
+@click.option("--daemon", is_flag=True, help="Run in the background (same as `plur service start`).")
 @click.pass_obj
-def serve(app: _App, host: str, port: int, open_browser: bool) -> None:
-    """Serve the local web page (engrams, recalls, injections, playground)."""
-    from .web.server import serve as run_server
+def serve(app: _App, host: str, port: int, allow_hosts: tuple[str, ...], open_browser: bool, daemon: bool) -> None:
+    """Serve the web page and the JSON API for hosts (loopback + <home>/plur.sock) until stopped."""
+    from .service import commands
 
-    run_server(app.home, host, port, open_browser)
+    if daemon:
+        commands.start_and_report(app.home, host, port, allow_hosts)
+        return
+    from .service.runner import run
+    from .web.server import create_app
+
+    run(app.home, host, port, web_factory=create_app, allow_hosts=allow_hosts, open_browser=open_browser)
+
+
+def _add_service_commands() -> None:
+    from .service.commands import service
+
+    cli.add_command(service)
+
+
+_add_service_commands()
 
 
 def main(argv: list[str] | None = None) -> int:

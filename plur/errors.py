@@ -81,3 +81,13 @@ def require(module: str, extra: str):
             f"optional dependency {module!r} is not installed ({exc}); "
             f"install it with: pip install 'plur[{extra}]'"
         ) from exc
+
+
+class ServiceError(PlurError):
+    """The local plur service cannot start (port in use, bad address) or does not answer in time."""
+
+    exit_code = 7
+
+
+class AuthError(ServiceError):
+    """A request to the service's JSON API carried no token or the wrong one (HTTP 401)."""

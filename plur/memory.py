@@ -112,16 +112,27 @@ class Memory:
                 self._resolution = res
             return self._resolution
 
-    def _index(self) -> Any:
-        """The :class:`~plur.index.indexes.IndexSet`, opened and synced with the store on first use."""
+    def _index(self, need_dense: bool = True) -> Any:
+        """The :class:`~plur.index.indexes.IndexSet`, opened and synced with the store on first use.
+
+        Args:
+            need_dense: resolve the embedding model and open the dense leg. ``False`` (a BM25-only
+                recall) opens the lexical leg alone and defers the model, so no torch is imported;
+                a later call with ``True`` attaches it.
+        """
         if self._indexes is None:
             from .index.indexes import IndexSet
 
-            res = self.model_resolution()
-            idx = IndexSet(self.home / "index", self.settings, res.embedder)
+            defer = not need_dense and self._resolution is None and self._explicit_embedder is None
+            embedder = None if defer else self.model_resolution().embedder
+            idx = IndexSet(self.home / "index", self.settings, embedder, defer_dense=defer)
             self._scan(force=True)
-            idx.sync(self._by_id(), progress=True)
+            self._synced_at_open = idx.sync(self._by_id(), progress=True)
             self._indexes = idx
+        elif need_dense and self._indexes.dense_deferred:
+            embedder = self.model_resolution().embedder
+            self._scan()
+            self._indexes.attach_embedder(embedder, self._by_id())
         return self._indexes
 
     def _by_id(self) -> dict[str, Engram]:
@@ -435,7 +446,7 @@ class Memory:
               tags: Sequence[str] | None, need_bm25: bool, need_dense: bool, include_expired: bool = False
               ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float]:
         """The two legs' rankings (validity-filtered) and the query's BM25 full-match score."""
-        idx = self._index()
+        idx = self._index(need_dense)
         self._scan()
         allowed = self._allowed(scope, types, tags)
         if allowed is not None and not allowed:
@@ -533,7 +544,7 @@ class Memory:
         s = self.settings
         with self._lock:
             # Without an embedding model, dense recall degrades to BM25 (the fallback was already loud).
-            mode_used = "bm25" if mode == "dense" and self._index().dense is None else mode
+            mode_used = "bm25" if mode == "dense" and self._index(mode != "bm25").dense is None else mode
             bm25, dense, top = self._legs(query, k, scope, types, tags, mode_used != "dense", mode_used != "bm25",
                                           include_expired)
             hits = combine(bm25, dense, mode=mode_used, k=k, lookup=self._get_or_none, fusion_method=s.fusion,
@@ -568,30 +579,29 @@ class Memory:
                                      latency_ms=(time.perf_counter() - t0) * 1000.0, hits=out["hybrid"])
         return out
 
-    def catch_up(self, *, progress: bool = True) -> dict[str, int]:
+    def catch_up(self, *, progress: bool = True, need_dense: bool = True) -> dict[str, int]:
         """Bring the indexes up to date with the store now (what the first recall after an ingest does).
 
         Shows tqdm bars on stderr (BM25 indexing, embedding) when ``progress``, so a first recall after
         a big ingest does not look hung; the CLI calls it before recalling.
+
+        Args:
+            progress: show progress bars on stderr.
+            need_dense: also the dense leg (``False`` for a BM25-only recall: no model is loaded).
 
         Returns:
             ``{"indexed": n engrams (re)indexed in BM25 at open, "embedded": n engrams embedded}``.
         """
         with self._lock:
             opening = self._indexes is None
-            if opening:
-                from .index.indexes import IndexSet
-
-                res = self.model_resolution()
-                idx = IndexSet(self.home / "index", self.settings, res.embedder)
-                self._scan(force=True)
-                indexed = idx.sync(self._by_id(), progress=progress)
-                self._indexes = idx
-            else:
-                indexed = 0
+            idx = self._index(need_dense)
+            indexed = self._synced_at_open if opening else 0
+            if not opening:
                 self._scan()
-            pending = self._indexes.pending_dense
-            embedded = self._indexes.flush_dense(progress=progress and pending > 100)
+            embedded = 0
+            if not idx.dense_deferred:
+                pending = idx.pending_dense
+                embedded = idx.flush_dense(progress=progress and pending > 100)
         return {"indexed": indexed, "embedded": embedded}
 
     # -- maintenance ----------------------------------------------------------------------

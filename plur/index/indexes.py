@@ -49,9 +49,13 @@ class IndexSet:
         folder: ``<home>/index``.
         settings: BM25 k1/b, tokenizer stemming, HNSW parameters.
         embedder: an :class:`plur.embed.embedder.Embedder` (usually cached), or ``None`` for BM25 only.
+        defer_dense: open the lexical leg only and leave the saved dense leg untouched on disk until
+            :meth:`attach_embedder` (a BM25-only recall then never loads a model, torch or hnswlib).
+            :meth:`save` keeps the saved dense leg's manifest entries meanwhile.
     """
 
-    def __init__(self, folder: Path, settings: Settings, embedder: Any | None) -> None:
+    def __init__(self, folder: Path, settings: Settings, embedder: Any | None, *,
+                 defer_dense: bool = False) -> None:
         from .lexical import BM25Index
         from .tokenize import Tokenizer
 
@@ -78,23 +82,63 @@ class IndexSet:
         if self.lexical is None:
             self.lexical = BM25Index(k1=settings.bm25_k1, b=settings.bm25_b, tokenizer=self.tokenizer)
         self.dense = None
-        if embedder is not None:
-            if manifest and manifest.get("model") == self.model_identity:
-                try:
-                    from .dense import DenseIndex
-
-                    self.dense = DenseIndex.load(self.folder / "dense", dims=embedder.dims)
-                except Exception as exc:  # noqa: BLE001
-                    log.warning("dense index unreadable (%s); rebuilding", exc)
-                if self.dense is not None:
-                    self.dense_hashes = dict(manifest.get("dense", {}))
-            elif manifest and manifest.get("model"):
-                log.warning("embedding model changed (%s -> %s); rebuilding the dense index",
-                            manifest.get("model"), self.model_identity)
-            if self.dense is None:
-                self.dense = self._new_dense()
         self._pending_dense: dict[str, Engram] = {}
+        #: The saved manifest while the dense leg is deferred (``None`` once attached or not deferred).
+        self._deferred_manifest: dict[str, Any] | None = (manifest or {}) if defer_dense and embedder is None else None
+        if embedder is not None:
+            self._open_dense(manifest)
         self.dirty = False
+
+    @property
+    def dense_deferred(self) -> bool:
+        """True while the dense leg was deferred (``defer_dense``) and no embedder is attached yet."""
+        return self._deferred_manifest is not None
+
+    def _open_dense(self, manifest: Mapping[str, Any] | None) -> None:
+        """Load the saved dense leg if it was built by this embedder's model, else start an empty one."""
+        if manifest and manifest.get("model") == self.model_identity:
+            try:
+                from .dense import DenseIndex
+
+                self.dense = DenseIndex.load(self.folder / "dense", dims=self.embedder.dims)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("dense index unreadable (%s); rebuilding", exc)
+            if self.dense is not None:
+                self.dense_hashes = dict(manifest.get("dense", {}))
+        elif manifest and manifest.get("model"):
+            log.warning("embedding model changed (%s -> %s); rebuilding the dense index",
+                        manifest.get("model"), self.model_identity)
+        if self.dense is None:
+            self.dense = self._new_dense()
+
+    def attach_embedder(self, embedder: Any | None, engrams: Mapping[str, Engram]) -> None:
+        """End a deferral: open the saved dense leg for ``embedder`` and queue what changed since.
+
+        Args:
+            embedder: the resolved embedder, or ``None`` (no model: the deferral just ends, BM25 only).
+            engrams: id -> engram, all statuses (the store now), to find stale or missing vectors.
+        """
+        if self._deferred_manifest is None:
+            return
+        manifest, self._deferred_manifest = self._deferred_manifest, None
+        self.embedder = embedder
+        self.model_identity = getattr(embedder, "identity", None)
+        if embedder is None:
+            return
+        self._open_dense(manifest)
+        self._sync_dense(engrams, {eid: e.content_hash for eid, e in engrams.items() if e.status == "active"})
+
+    def _sync_dense(self, engrams: Mapping[str, Engram], want: Mapping[str, str]) -> None:
+        """Drop vectors of engrams gone from ``want`` (id -> content hash); queue the changed ones."""
+        stale = [eid for eid in self.dense_hashes if eid not in want]
+        if stale:
+            self.dense.remove(stale)
+            for eid in stale:
+                self.dense_hashes.pop(eid, None)
+            self.dirty = True
+        for eid, h in want.items():
+            if self.dense_hashes.get(eid) != h:
+                self._pending_dense[eid] = engrams[eid]
 
     def _new_dense(self) -> Any:
         from .dense import DenseIndex
@@ -129,15 +173,7 @@ class IndexSet:
         if changed:
             self.add([engrams[eid] for eid in changed], progress=progress)
         if self.dense is not None:
-            d_stale = [eid for eid in self.dense_hashes if eid not in want]
-            if d_stale:
-                self.dense.remove(d_stale)
-                for eid in d_stale:
-                    self.dense_hashes.pop(eid, None)
-                self.dirty = True
-            for eid, h in want.items():
-                if self.dense_hashes.get(eid) != h:
-                    self._pending_dense[eid] = engrams[eid]
+            self._sync_dense(engrams, want)
         return len(stale) + len(changed)
 
     def add(self, engrams: Iterable[Engram], *, progress: bool = False) -> None:
@@ -228,8 +264,12 @@ class IndexSet:
             shutil.rmtree(old, ignore_errors=True)
         # Dense entries still pending are not in the saved dense index: leave them out of the
         # manifest so the next open re-embeds them (from the cache).
+        if self._deferred_manifest is not None:  # the dense leg on disk was not opened: keep its entries
+            model, dense = self._deferred_manifest.get("model"), self._deferred_manifest.get("dense", {})
+        else:
+            model = self.model_identity if self.dense is not None else None
+            dense = self.dense_hashes
         _atomic_write_json(self.folder / "manifest.json", {
-            "format": FORMAT, "tokenizer": self.tokenizer.identity,
-            "model": self.model_identity if self.dense is not None else None,
-            "lexical": self.lexical_hashes, "dense": self.dense_hashes})
+            "format": FORMAT, "tokenizer": self.tokenizer.identity, "model": model,
+            "lexical": self.lexical_hashes, "dense": dense})
         self.dirty = False

@@ -81,6 +81,36 @@ class _AgentState:
 _STOP = object()
 
 
+def recall_block(memory: Any, text: str, *, scope: str | None = None, agent: str | None = None,
+                 k: int | None = None, budget_tokens: int | None = None, pinned: Any = None,
+                 now: datetime | None = None) -> Block:
+    """Recall for ``text`` and render the memory block now: the one selection every host path uses.
+
+    The worker, the service's ``/api/v1/block`` and ``plur section`` all call this, so a block
+    is the same whichever way a host asks for it.
+
+    Args:
+        memory: a :class:`plur.memory.Memory`.
+        text: what to recall for (usually the newest user message).
+        scope: ``None`` = every scope, else that scope plus ``global`` (enforced twice: by the recall
+            and again here, defence in depth).
+        agent: who asks (recorded with the recall in stats.db).
+        k: top-k hits (default ``settings.recall_k``). budget_tokens: block budget (default
+            ``settings.budget_tokens``). pinned: pinned engrams to put first (default
+            ``memory.pinned(scope)``). now: validity-window time (default now, UTC).
+
+    Returns:
+        A :class:`~plur.prompt.block.Block` (``EMPTY_BLOCK`` when nothing is recalled or fits).
+    """
+    s = memory.settings
+    hits = memory.recall(text, s.recall_k if k is None else k, scope=scope, agent=agent)
+    if scope is not None:
+        hits = [h for h in hits if h.engram.scope in (scope, "global")]
+    return build_block(hits, s.budget_tokens if budget_tokens is None else budget_tokens,
+                       now or datetime.now(timezone.utc),
+                       pinned=memory.pinned(scope) if pinned is None else pinned)
+
+
 class RecallWorker:
     """Background recall into a per-agent block cache; one worker serves many agents.
 
@@ -192,14 +222,19 @@ class RecallWorker:
 
         The first read of each new block queues one injection event for the worker to record.
         """
+        block = self.read_block(agent_id)
+        return "" if block is None else block.text
+
+    def read_block(self, agent_id: str) -> Block | None:
+        """Like :meth:`read` (counts the first read as an injection) but returns the whole block, or ``None``."""
         entry = self._cache.get(agent_id)
         if entry is None:
-            return ""
+            return None
         if not entry.read:
             entry.read = True
             if not self._closed:
                 self._inbox.put(("read", agent_id, entry))
-        return entry.block.text
+        return entry.block
 
     def peek(self, agent_id: str) -> Block | None:
         """The agent's cached :class:`~plur.prompt.block.Block` without counting a read (debugging, tests)."""
@@ -357,11 +392,8 @@ class RecallWorker:
         block: Block | None = None
         outcome = "ok"
         try:
-            hits = self.memory.recall(req.text, self.k, scope=req.scope, agent=agent_id)
-            if req.scope is not None:  # defence in depth: the recall already enforces the scope
-                hits = [h for h in hits if h.engram.scope in (req.scope, "global")]
-            block = build_block(hits, self.budget_tokens, datetime.now(timezone.utc),
-                                pinned=self._pinned(req.scope))
+            block = recall_block(self.memory, req.text, scope=req.scope, agent=agent_id, k=self.k,
+                                 budget_tokens=self.budget_tokens, pinned=self._pinned(req.scope))
         except Exception as exc:  # noqa: BLE001 - keep the previous block, log, carry on
             outcome = "errors"
             log.warning("recall for agent %r failed (%s: %s); keeping its previous memory block",

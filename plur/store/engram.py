@@ -18,9 +18,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
+from functools import cache
 from typing import Any
-
-import yaml
 
 from ..errors import InvalidIdError, ValidationError
 
@@ -336,7 +335,8 @@ class Engram:
 
     def to_yaml(self) -> str:
         """Deterministic YAML text (UTF-8 safe, block style, multi-line statements as literal blocks)."""
-        return yaml.dump(self.to_dict(), Dumper=_Dumper, sort_keys=False, allow_unicode=True,
+        yaml, dumper, _ = _yaml()
+        return yaml.dump(self.to_dict(), Dumper=dumper, sort_keys=False, allow_unicode=True,
                          default_flow_style=False, width=1 << 30)
 
     @classmethod
@@ -346,18 +346,15 @@ class Engram:
         Raises:
             ValidationError: the text is not YAML, not a mapping, or an engram field is invalid.
         """
+        yaml, _, loader = _yaml()
         try:
-            data = yaml.load(text, Loader=_Loader)
+            data = yaml.load(text, Loader=loader)
         except yaml.YAMLError as exc:
             raise ValidationError(f"not valid YAML: {str(exc).splitlines()[0]}") from None
         return cls.from_dict(data)
 
 
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+def _str_representer(dumper: Any, value: str) -> Any:
     # Multi-line text reads best as a literal block; PyYAML falls back to a
     # double-quoted scalar by itself when a literal block cannot hold the text
     # exactly (trailing spaces, special characters), so the round trip is exact.
@@ -370,15 +367,22 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_Dumper.add_representer(str, _str_representer)
+@cache
+def _yaml() -> tuple[Any, type, type]:
+    """PyYAML with plur's dumper and loader, imported on first use (the CLI's service path never needs it)."""
+    import yaml
 
+    class _Dumper(yaml.SafeDumper):
+        pass
 
-class _Loader(yaml.SafeLoader):
-    pass
+    _Dumper.add_representer(str, _str_representer)
 
+    class _Loader(yaml.SafeLoader):
+        pass
 
-# Keep timestamps as strings; parse_time() normalises them (and keeps tz-less ones as UTC).
-_Loader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
-    for k, v in _Loader.yaml_implicit_resolvers.copy().items()
-}
+    # Keep timestamps as strings; parse_time() normalises them (and keeps tz-less ones as UTC).
+    _Loader.yaml_implicit_resolvers = {
+        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+        for k, v in _Loader.yaml_implicit_resolvers.copy().items()
+    }
+    return yaml, _Dumper, _Loader

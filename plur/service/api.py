@@ -1,0 +1,325 @@
+"""The JSON API v1 for hosts (``/api/v1/*``): recall, memory blocks, learn, forget, feedback, status.
+
+Every route needs ``Authorization: Bearer <token>`` (the token in ``<home>/service.json``), compared
+in constant time; without it the answer is 401, even from localhost. No cookies, no CSRF: a browser
+page cannot read the token, and a cross-origin script cannot send the header without a CORS
+preflight that this API never grants. JSON in and out; errors are
+``{"error": {"type": "<PlurError subclass>", "message": "<one line>"}}`` with 400 (bad input, bad
+JSON, unknown field), 401, 404 (no such engram / route), 405, 500 (logged).
+
+=======  ==============================  ==========================================================
+method   path                            answer
+=======  ==============================  ==========================================================
+GET      /api/v1/status                  ``{api, version, pid, home, engrams, model, served, worker}``
+POST     /api/v1/recall                  ``{hits: [{rank, score, bm25_rank, dense_rank, engram}], took_ms}``
+POST     /api/v1/block                   ``{agent_id, text, hash, engram_ids, tokens}`` (recalled now)
+POST     /api/v1/agents/{id}/submit      202 ``{queued: true}`` (off-turn, RecallWorker.submit)
+GET      /api/v1/agents/{id}/block       the agent's cached block ('' text when none)
+DELETE   /api/v1/agents/{id}             ``{dropped: id}`` (RecallWorker.drop; the agent is gone)
+POST     /api/v1/learn                   ``{engram, created}``
+GET      /api/v1/engrams/{id}            ``{engram}``
+POST     /api/v1/forget                  ``{forgotten: id}``
+POST     /api/v1/feedback                ``{id, useful, not_useful}``
+GET      /api/v1/doctor                  ``Memory.doctor()`` with the model the service holds
+=======  ==============================  ==========================================================
+
+Memory calls run in a worker thread, one at a time (the ``lock`` shared with the web page).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AuthError, InvalidIdError, NotFoundError, PlurError, ValidationError
+from .files import API_VERSION
+
+if TYPE_CHECKING:  # pragma: no cover
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    from ..memory import Memory
+    from ..prompt.worker import RecallWorker
+
+log = logging.getLogger("plur.service")
+PREFIX = "/api/v1"
+#: Largest request body accepted, bytes (a statement is at most ``max_statement_bytes``, 1 MiB by default).
+MAX_BODY_BYTES = 4 * 1024 * 1024
+#: Largest ``k`` a recall may ask for.
+MAX_K = 1000
+_REQUIRED = object()
+
+
+def status_of(exc: BaseException) -> int:
+    """HTTP status for an error: 400 bad input, 401 auth, 404 not found, 500 anything else."""
+    if isinstance(exc, AuthError):
+        return 401
+    if isinstance(exc, (NotFoundError, InvalidIdError)):
+        return 404
+    if isinstance(exc, ValidationError):
+        return 400
+    return 500
+
+
+def error_body(exc: BaseException) -> dict[str, Any]:
+    """``{"error": {"type", "message"}}`` with a one-line message."""
+    name = type(exc).__name__ if isinstance(exc, PlurError) else "PlurError"
+    message = str(exc) if isinstance(exc, PlurError) else "internal error; see <home>/service.log"
+    return {"error": {"type": name, "message": " ".join(message.split())}}
+
+
+def fields(body: Any, spec: dict[str, tuple[tuple[type, ...], Any]], where: str) -> dict[str, Any]:
+    """Check a JSON body against ``spec`` (name -> (accepted types, default or required)).
+
+    ``None`` is accepted where ``type(None)`` is listed. Unknown names are refused, so a typo
+    is not silently ignored.
+
+    Raises:
+        ValidationError: naming the field, its value and what it must be.
+    """
+    if not isinstance(body, dict):
+        raise ValidationError(f"{where}: the JSON body must be an object, got {type(body).__name__}")
+    unknown = sorted(set(body) - set(spec))
+    if unknown:
+        raise ValidationError(f"{where}: unknown field {unknown[0]!r}; known fields: {', '.join(spec)}")
+    out = {}
+    for name, (types, default) in spec.items():
+        if name not in body or (body[name] is None and default is not _REQUIRED and type(None) not in types):
+            if default is _REQUIRED:
+                raise ValidationError(f"{where}: field {name!r} is required")
+            out[name] = default
+            continue
+        value = body[name]
+        bad = not isinstance(value, types) or (isinstance(value, bool) and bool not in types)
+        if not bad and isinstance(value, list):
+            bad = not all(isinstance(v, str) for v in value)
+        if bad:
+            kinds = " or ".join("null" if t is type(None) else {"str": "text", "list": "a list of text"}.get(
+                t.__name__, t.__name__) for t in types)
+            raise ValidationError(f"{where}: field {name!r} must be {kinds}, got {value!r:.80}")
+        out[name] = value
+    return out
+
+
+class BearerAuth:
+    """ASGI middleware: every request needs ``Authorization: Bearer <token>`` (else 401 JSON).
+
+    Args:
+        app: the wrapped API app.
+        token: the service's token (compared with :func:`hmac.compare_digest`).
+    """
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode("latin-1")
+
+    async def __call__(self, scope: Any, receive: Callable[[], Awaitable[Any]],
+                       send: Callable[[Any], Awaitable[None]]) -> None:
+        if scope["type"] == "http":
+            got = b""
+            for key, value in scope.get("headers", ()):
+                if key == b"authorization":
+                    got = value
+            if not hmac.compare_digest(got, self._expected):
+                reason = "no Authorization header" if not got else "wrong token"
+                exc = AuthError(f"{reason}: send 'Authorization: Bearer <token>' with the token from "
+                                "<home>/service.json (readable by its owner only)")
+                body = json.dumps(error_body(exc)).encode("utf-8")
+                await send({"type": "http.response.start", "status": 401, "headers": [
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="plur"'), (b"cache-control", b"no-store")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: threading.Lock | None = None,
+               info: dict[str, Any] | None = None) -> "Starlette":
+    """Build the API app (routes under ``/api/v1``) over an open Memory and its RecallWorker.
+
+    Args:
+        memory: the facade every call goes through (not closed by the app).
+        worker: serves ``/agents/{id}/*`` (submit, cached block, drop).
+        token: the bearer token requests must carry (non-empty).
+        lock: serialises Memory calls with the web page's (default: a lock of its own).
+        info: extra fields for ``/status`` (``version``, ``url``, ``socket``, ``started``).
+
+    Returns:
+        A Starlette app wrapped in :class:`BearerAuth`.
+    """
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from ..prompt.worker import recall_block
+
+    if not token:
+        raise ValidationError("the API token must not be empty")
+    lock = lock or threading.Lock()
+    served: Counter[str] = Counter()
+    extra = dict(info or {})
+
+    def reply(data: Any, status: int = 200) -> Response:
+        body = json.dumps(data, ensure_ascii=False, default=str)
+        return Response(body, status_code=status, media_type="application/json",
+                        headers={"cache-control": "no-store"})
+
+    def endpoint(name: str, fn: Callable[..., Any], spec: dict[str, tuple[tuple[type, ...], Any]] | None = None,
+                 status: int = 200) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            served[name] += 1
+            try:
+                args: dict[str, Any] = {}
+                if spec is not None:
+                    raw = await request.body()
+                    if len(raw) > MAX_BODY_BYTES:
+                        raise ValidationError(f"{name}: body of {len(raw)} bytes is over {MAX_BODY_BYTES}")
+                    try:
+                        body = json.loads(raw or b"{}")
+                    except ValueError as exc:
+                        raise ValidationError(f"{name}: the body is not valid JSON ({exc})") from None
+                    args = fields(body, spec, f"{request.method} {request.url.path}")
+
+                def locked() -> Any:
+                    with lock:
+                        return fn(request.path_params, **args)
+                return reply(await run_in_threadpool(locked), status)
+            except PlurError as exc:
+                return reply(error_body(exc), status_of(exc))
+            except Exception:  # noqa: BLE001 - one bad request must not take the service down
+                log.exception("API %s failed", name)
+                return reply(error_body(RuntimeError()), 500)
+        return handle
+
+    text_or_none = (str, type(None))
+    list_or_none = (list, type(None))
+
+    def status_(_: dict[str, str]) -> dict[str, Any]:
+        model = memory.model_resolution().as_dict()
+        return {"api": API_VERSION, "version": extra.get("version"), "pid": os.getpid(),
+                "home": str(memory.home), "engrams": len(memory.list()), "model": model, "served": dict(served),
+                "worker": worker.stats(), **extra}
+
+    def recall(_: dict[str, str], query: str, k: int, scope: str | None, mode: str, types: list[str] | None,
+               tags: list[str] | None, agent: str | None, min_score: float | None,
+               include_expired: bool) -> dict[str, Any]:
+        if k > MAX_K:
+            raise ValidationError(f"k={k} is over the limit of {MAX_K}")
+        t0 = time.perf_counter()
+        hits = memory.recall(query, k, scope=scope, mode=mode, types=types, tags=tags, agent=agent,
+                             min_score=min_score, include_expired=include_expired)
+        return {"hits": [h.to_dict() for h in hits], "took_ms": (time.perf_counter() - t0) * 1000.0}
+
+    def block_dict(agent_id: str, block: Any) -> dict[str, Any]:
+        return {"agent_id": agent_id, "text": block.text, "hash": block.hash,
+                "engram_ids": list(block.engram_ids), "tokens": block.tokens}
+
+    def block(_: dict[str, str], agent_id: str, query: str, scope: str | None) -> dict[str, Any]:
+        if not agent_id:
+            raise ValidationError("field 'agent_id' must be a non-empty string, got ''")
+        return block_dict(agent_id, recall_block(memory, query, scope=scope, agent=agent_id))
+
+    def submit(params: dict[str, str], text: str, scope: str | None) -> dict[str, Any]:
+        worker.submit(params["agent_id"], text, scope)
+        return {"queued": True}
+
+    def agent_block(params: dict[str, str]) -> dict[str, Any]:
+        from ..prompt.block import EMPTY_BLOCK
+
+        agent_id = params["agent_id"]
+        return block_dict(agent_id, worker.read_block(agent_id) or EMPTY_BLOCK)
+
+    def drop(params: dict[str, str]) -> dict[str, Any]:
+        worker.drop(params["agent_id"])
+        return {"dropped": params["agent_id"]}
+
+    def learn(_: dict[str, str], statement: str, type: str, scope: str, tags: list[str], pinned: bool,
+              domain: str | None, rationale: str | None, created: str | None, ttl: str | None,
+              valid_until: str | None) -> dict[str, Any]:
+        known = memory.store.find_duplicate(statement, scope) if isinstance(statement, str) else None
+        engram = memory.learn(statement, scope=scope, type=type, tags=tags, pinned=pinned, domain=domain,
+                              rationale=rationale, created=created, ttl=ttl, valid_until=valid_until)
+        is_new = known is None or engram.id != known.id
+        added = [] if is_new or known is None else [t for t in engram.tags if t not in known.tags]
+        return {"engram": engram.to_dict(), "created": is_new, "tags_added": added}
+
+    def engram(params: dict[str, str]) -> dict[str, Any]:
+        return {"engram": memory.get(params["engram_id"]).to_dict()}
+
+    def forget(_: dict[str, str], id: str) -> dict[str, Any]:
+        return {"forgotten": memory.forget(id).id}
+
+    def feedback(_: dict[str, str], id: str, useful: bool, agent_id: str | None,
+                 query: str | None) -> dict[str, Any]:
+        counts = memory.feedback(id, useful, agent=agent_id, query=query)
+        return {"id": id, **counts}
+
+    def doctor(_: dict[str, str]) -> dict[str, Any]:
+        report = memory.doctor(load_model=True)
+        report["manifest"] = memory.store.manifest_info()
+        return report
+
+    R = _REQUIRED
+    routes = [
+        Route(PREFIX + "/status", endpoint("status", status_), methods=["GET"]),
+        Route(PREFIX + "/recall", endpoint("recall", recall, {
+            "query": ((str,), R), "k": ((int,), 10), "scope": (text_or_none, None), "mode": ((str,), "hybrid"),
+            "types": (list_or_none, None), "tags": (list_or_none, None), "agent": (text_or_none, None),
+            "min_score": ((int, float, type(None)), None), "include_expired": ((bool,), False)}),
+            methods=["POST"]),
+        Route(PREFIX + "/block", endpoint("block", block, {
+            "agent_id": ((str,), R), "query": ((str,), R), "scope": (text_or_none, None)}), methods=["POST"]),
+        Route(PREFIX + "/agents/{agent_id}/submit", endpoint("submit", submit, {
+            "text": ((str,), R), "scope": (text_or_none, None)}, status=202), methods=["POST"]),
+        Route(PREFIX + "/agents/{agent_id}/block", endpoint("agent_block", agent_block), methods=["GET"]),
+        Route(PREFIX + "/agents/{agent_id}", endpoint("drop", drop), methods=["DELETE"]),
+        Route(PREFIX + "/learn", endpoint("learn", learn, {
+            "statement": ((str,), R), "type": ((str,), "fact"), "scope": ((str,), "global"),
+            "tags": ((list,), []), "pinned": ((bool,), False), "domain": (text_or_none, None),
+            "rationale": (text_or_none, None), "created": (text_or_none, None), "ttl": (text_or_none, None),
+            "valid_until": (text_or_none, None)}), methods=["POST"]),
+        Route(PREFIX + "/engrams/{engram_id}", endpoint("engram", engram), methods=["GET"]),
+        Route(PREFIX + "/forget", endpoint("forget", forget, {"id": ((str,), R)}), methods=["POST"]),
+        Route(PREFIX + "/feedback", endpoint("feedback", feedback, {
+            "id": ((str,), R), "useful": ((bool,), R), "agent_id": (text_or_none, None),
+            "query": (text_or_none, None)}), methods=["POST"]),
+        Route(PREFIX + "/doctor", endpoint("doctor", doctor), methods=["GET"]),
+    ]
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        code = getattr(exc, "status_code", 500)
+        if code == 405:
+            err: PlurError = ValidationError(f"{request.method} is not allowed at {request.url.path}")
+            return reply(error_body(err), 405)
+        err = NotFoundError(f"no API route {request.url.path!r}; see GET {PREFIX}/status and the README's "
+                            "'Local service' table")
+        return reply(error_body(err), 404 if code == 404 else code)
+
+    app = Starlette(routes=routes, exception_handlers={404: http_error, 405: http_error})
+    app.state.served = served
+    return BearerAuth(app, token)  # type: ignore[return-value]
+
+
+class PathDispatch:
+    """ASGI: requests under ``prefix`` go to ``api``, everything else to ``web`` (the browser pages).
+
+    The API sits outside the page's cookie/CSRF middleware, so it never sets or reads cookies.
+    """
+
+    def __init__(self, api: Any, web: Any, prefix: str = "/api/") -> None:
+        self.api, self.web, self.prefix = api, web, prefix
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket") and (scope.get("path", "") + "/").startswith(self.prefix):
+            await self.api(scope, receive, send)
+        else:
+            await self.web(scope, receive, send)

@@ -1,0 +1,235 @@
+"""A small client of the local service's JSON API v1 (stdlib only, so a CLI using it starts fast).
+
+    >>> client, why = Client.discover(home)          # doctest: +SKIP
+    >>> client.recall("what is my dog called?", k=3)["hits"][0]["engram"]["statement"]
+
+Discovery reads ``<home>/service.json`` (:mod:`plur.service.files`). Requests go over the unix
+socket when there is one (no TCP port, file-mode protected), else over loopback HTTP, always with
+``Authorization: Bearer <token>``. Timeouts are short: :data:`CONNECT_TIMEOUT_S` to connect,
+:data:`REQUEST_TIMEOUT_S` for an answer.
+
+Errors: a service that cannot be reached raises :class:`Unreachable` (the caller falls back to
+in-process work: nothing was sent); an API error is raised as the :class:`~plur.errors.PlurError`
+subclass the service named (``ValidationError`` -> exit 2, ``NotFoundError`` -> 3, ...); no answer
+within the timeout after the request was sent raises :class:`~plur.errors.ServiceError` (no
+fallback then, so a write is never done twice).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from ..errors import AuthError, PlurError, ServiceError
+from .files import pid_alive, read_service_file
+
+#: Seconds to wait for a connection (a live local service accepts in well under a millisecond).
+CONNECT_TIMEOUT_S = 0.5
+#: Seconds to wait for an answer (a recall that must first index a large batch of new engrams may take this long).
+REQUEST_TIMEOUT_S = 30.0
+
+
+class Unreachable(Exception):
+    """No service answers at the discovered address (the request was not sent)."""
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """``http.client`` over an ``AF_UNIX`` stream socket (``Host: localhost``)."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self._path)
+        except BaseException:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+class Client:
+    """Talks to one running service.
+
+    Args:
+        info: the parsed ``service.json`` (needs ``token`` and ``socket`` or ``url``).
+        timeout_s: answer timeout in seconds (default :data:`REQUEST_TIMEOUT_S`).
+        connect_timeout_s: connect timeout in seconds (default :data:`CONNECT_TIMEOUT_S`).
+    """
+
+    def __init__(self, info: dict[str, Any], *, timeout_s: float = REQUEST_TIMEOUT_S,
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+        self.info = info
+        self.token: str = info["token"]
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
+        self._conn: http.client.HTTPConnection | None = None
+        self.via = ""
+
+    @classmethod
+    def discover(cls, home: Path, **kwargs: Any) -> tuple["Client | None", str]:
+        """A client for the service of ``home``, or ``None`` and the reason in words.
+
+        The reason says where the service is (``"service pid 42 on unix socket <path>"``) or why there
+        is none (no ``service.json``; its pid is not running). Nothing is sent yet.
+        """
+        info = read_service_file(home)
+        if info is None:
+            return None, f"no service running for {home} (no readable {home / 'service.json'})"
+        pid = info.get("pid")
+        if isinstance(pid, int) and not pid_alive(pid):
+            return None, f"stale {home / 'service.json'}: its pid {pid} is not running"
+        return cls(info, **kwargs), f"service pid {pid}"
+
+    # -- transport --------------------------------------------------------------------------
+    def connect(self) -> http.client.HTTPConnection:
+        if self._conn is not None:
+            return self._conn
+        tried = []
+        sock_path = self.info.get("socket")
+        if isinstance(sock_path, str) and sock_path:
+            conn: http.client.HTTPConnection = _UnixConnection(sock_path, self.connect_timeout_s)
+            try:
+                conn.connect()
+                self.via = f"unix socket {sock_path}"
+            except OSError as exc:
+                tried.append(f"{sock_path}: {exc.strerror or exc}")
+            else:
+                self._conn = conn
+        url = self.info.get("url")
+        if self._conn is None and isinstance(url, str) and url:
+            parts = urlsplit(url)
+            conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80,
+                                              timeout=self.connect_timeout_s)
+            try:
+                conn.connect()
+                self.via = url
+            except OSError as exc:
+                tried.append(f"{url}: {exc.strerror or exc}")
+            else:
+                self._conn = conn
+        if self._conn is None:
+            raise Unreachable("the service does not answer (" + "; ".join(tried or ["no address"]) + ")")
+        assert self._conn.sock is not None
+        self._conn.sock.settimeout(self.timeout_s)
+        return self._conn
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """Send one API request; returns the decoded JSON answer.
+
+        Args:
+            method: ``GET``, ``POST`` or ``DELETE``. path: below ``/api/v1`` (e.g. ``"/recall"``).
+            body: JSON object to send, or ``None``.
+
+        Raises:
+            Unreachable: no connection could be made (nothing was sent).
+            PlurError: the API's error (its ``type`` names the subclass), :class:`AuthError` on 401.
+            ServiceError: no complete answer within ``timeout_s``.
+        """
+        conn = self.connect()
+        payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        if payload is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            conn.request(method, "/api/v1" + path, body=payload, headers=headers)
+            resp = conn.getresponse()
+            raw = resp.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self.close()
+            raise ServiceError(f"the plur service ({self.via}) did not answer {method} {path}: "
+                               f"{type(exc).__name__}: {exc}; see <home>/service.log") from None
+        try:
+            data = json.loads(raw.decode("utf-8")) if raw else {}
+        except ValueError:
+            raise ServiceError(f"the plur service answered {resp.status} with non-JSON to {method} {path}") from None
+        if resp.status >= 400:
+            raise _error_of(resp.status, data)
+        return data
+
+    def close(self) -> None:
+        """Close the connection (a later request reconnects)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- the API ----------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """``GET /status``: version, pid, home, engram count, model, request counters."""
+        return self.request("GET", "/status")
+
+    def recall(self, query: str, k: int = 10, *, scope: str | None = None, mode: str = "hybrid",
+               types: list[str] | None = None, tags: list[str] | None = None,
+               agent: str | None = None, min_score: float | None = None,
+               include_expired: bool = False) -> dict[str, Any]:
+        """``POST /recall`` -> ``{"hits": [...], "took_ms": float}`` (hits best first, scores in [0, 1])."""
+        body: dict[str, Any] = {"query": query, "k": k, "scope": scope, "mode": mode, "types": types, "tags": tags,
+                                "min_score": min_score, "include_expired": include_expired}
+        if agent is not None:
+            body["agent"] = agent
+        return self.request("POST", "/recall", body)
+
+    def block(self, agent_id: str, query: str, scope: str | None = None) -> dict[str, Any]:
+        """``POST /block``: recall and render the agent's memory block now."""
+        return self.request("POST", "/block", {"agent_id": agent_id, "query": query, "scope": scope})
+
+    def submit(self, agent_id: str, text: str, scope: str | None = None) -> dict[str, Any]:
+        """``POST /agents/{id}/submit``: queue an off-turn recall (202)."""
+        return self.request("POST", f"/agents/{quote(agent_id, safe='')}/submit", {"text": text, "scope": scope})
+
+    def agent_block(self, agent_id: str) -> dict[str, Any]:
+        """``GET /agents/{id}/block``: the agent's cached block ('' text when none)."""
+        return self.request("GET", f"/agents/{quote(agent_id, safe='')}/block")
+
+    def learn(self, statement: str, **fields: Any) -> dict[str, Any]:
+        """``POST /learn`` -> ``{"engram": {...}, "created": bool}`` (type, scope, tags, pinned, ...)."""
+        return self.request("POST", "/learn", {"statement": statement, **fields})
+
+    def engram(self, engram_id: str) -> dict[str, Any]:
+        """``GET /engrams/{id}`` -> ``{"engram": {...}}``."""
+        return self.request("GET", f"/engrams/{quote(engram_id, safe='')}")
+
+    def forget(self, engram_id: str) -> dict[str, Any]:
+        """``POST /forget`` -> ``{"forgotten": id}``."""
+        return self.request("POST", "/forget", {"id": engram_id})
+
+    def feedback(self, engram_id: str, useful: bool, *, agent_id: str | None = None,
+                 query: str | None = None) -> dict[str, Any]:
+        """``POST /feedback`` -> ``{"id", "useful": n, "not_useful": m}``."""
+        return self.request("POST", "/feedback", {"id": engram_id, "useful": useful, "agent_id": agent_id,
+                                                  "query": query})
+
+    def doctor(self) -> dict[str, Any]:
+        """``GET /doctor``: the service's ``Memory.doctor()`` report (model already loaded)."""
+        return self.request("GET", "/doctor")
+
+
+def _error_of(status: int, data: Any) -> PlurError:
+    err = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(err, dict):
+        return ServiceError(f"the plur service answered HTTP {status}")
+    message = str(err.get("message") or f"HTTP {status}")
+    if status == 401:
+        return AuthError(message)
+    cls = _error_classes().get(str(err.get("type")))
+    if cls is not None:
+        return cls(message)
+    return PlurError(message) if status < 500 else ServiceError(message)
+
+
+def _error_classes() -> dict[str, type[PlurError]]:
+    """Every PlurError subclass by name (the API's ``error.type``)."""
+    out: dict[str, type[PlurError]] = {}
+    todo: list[type[PlurError]] = [PlurError]
+    while todo:
+        cls = todo.pop()
+        out[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return out

@@ -1,0 +1,88 @@
+"""``plur service start|stop|status`` (click), and the start report ``plur serve --daemon`` shares."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import ServiceError
+from .files import home_of
+
+
+def _home(ctx: click.Context) -> Path:
+    return home_of(getattr(ctx.obj, "home", None))
+
+
+def _describe(st: dict[str, Any]) -> list[str]:
+    lines = [f"running      pid {st['pid']}  home {st['home']}"]
+    if st.get("socket"):
+        lines.append(f"socket       {st['socket']}")
+    if st.get("url"):
+        lines.append(f"url          {st['url']}/")
+    info = st.get("status")
+    if info:
+        model = (info.get("model") or {}).get("name") or "none (BM25 only)"
+        served = sum((info.get("served") or {}).values())
+        lines.append(f"engrams      {info.get('engrams')}  model {model}  requests {served}")
+    elif st.get("error"):
+        lines.append(f"state        {st['error']}")
+    lines.append(f"log          {st['log']}")
+    return lines
+
+
+def start_and_report(home: Path | None, host: str, port: int, allow_hosts: Sequence[str] = ()) -> None:
+    """Start the service in the background (or find it running) and print where it is."""
+    from .daemon import start
+
+    st = start(home_of(home), host, port, allow_hosts=allow_hosts)
+    click.echo("already running" if st.get("already") else "started", err=True)
+    for line in _describe(st):
+        click.echo(line)
+
+
+@click.group()
+def service() -> None:
+    """Run the local service in the background: one process keeps the model and indexes loaded."""
+
+
+@service.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=7777, show_default=True, help="0: any free port.")
+@click.option("--allow-host", "allow_hosts", multiple=True, help="Another Host name the pages answer to.")
+@click.pass_context
+def start(ctx: click.Context, host: str, port: int, allow_hosts: tuple[str, ...]) -> None:
+    """Start it (no-op when running); returns once its API answers. Log: <home>/service.log."""
+    start_and_report(_home(ctx), host, port, allow_hosts)
+
+
+@service.command()
+@click.pass_context
+def stop(ctx: click.Context) -> None:
+    """Stop it (SIGTERM; it saves its indexes and removes service.json and the socket)."""
+    from .daemon import stop as stop_service
+
+    out = stop_service(_home(ctx))
+    stale = f" (removed stale {', '.join(out['stale_removed'])})" if out["stale_removed"] else ""
+    click.echo(f"stopped pid {out['stopped']}" if out["stopped"] else f"not running{stale}")
+
+
+@service.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """Say whether it runs (exit 0) or not (exit 7), with pid, addresses, engrams, model."""
+    from .daemon import status as service_status
+
+    st = service_status(_home(ctx))
+    if as_json:
+        click.echo(json.dumps(st, indent=2, default=str))
+    elif st["running"]:
+        for line in _describe(st):
+            click.echo(line)
+    if not st["running"]:
+        stale = f"; removed stale {', '.join(st['stale_removed'])}" if st["stale_removed"] else ""
+        raise ServiceError(f"no plur service running for {st['home']}{stale}; start one with `plur service start`")

@@ -1,0 +1,137 @@
+"""``plur service start|stop|status``: the service as a background process of this user.
+
+* ``start`` spawns ``python -m plur --home H serve ...`` in its own session, stdout and stderr
+  appended to ``<home>/service.log``, and returns once ``GET /api/v1/status`` answers (or fails with
+  the log's last lines when the process exits first).
+* ``stop`` sends SIGTERM and waits for the process to go; the server removes ``service.json``, the
+  socket and the pid file itself; leftovers of a process that died uncleanly are removed here.
+* ``status`` says whether one runs, with pid, addresses and counts.
+
+"Running" means a process holds ``<home>/service.lock`` (:func:`plur.service.files.service_alive`),
+so a stale pid file (crash, SIGKILL, reboot, a reused pid) is recognised and cleaned up.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ServiceError
+from . import files
+from .client import Client, Unreachable
+
+#: Seconds ``start`` waits for the API to answer (the first start may build indexes and load a model).
+START_TIMEOUT_S = 180.0
+#: Seconds ``stop`` waits after SIGTERM (indexes are saved on the way out).
+STOP_TIMEOUT_S = 30.0
+
+
+def status(home: Path) -> dict[str, Any]:
+    """Where the home's service stands.
+
+    Returns:
+        ``{"running": bool, "home", "pid", "url", "socket", "log", "stale_removed": [names]}`` plus,
+        when it answers, ``"status"`` (the API's ``/status``). Stale files are removed here.
+    """
+    out: dict[str, Any] = {"running": False, "home": str(home), "pid": None, "url": None, "socket": None,
+                           "log": str(home / files.LOG_FILE), "stale_removed": []}
+    if files.service_alive(home):
+        out["running"] = True
+        info = files.read_service_file(home)
+        out["pid"] = (info or {}).get("pid") or files.read_pid(home)
+        if info is not None:
+            out["url"], out["socket"] = info.get("url"), info.get("socket")
+            try:
+                out["status"] = Client(info, timeout_s=5.0).status()
+            except (Unreachable, Exception) as exc:  # noqa: BLE001 - still starting, or wedged
+                out["error"] = str(exc)
+        else:
+            out["error"] = "starting (indexes and model loading; service.json not written yet)"
+        return out
+    out["stale_removed"] = files.remove_files(home)
+    return out
+
+
+def start(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts: Sequence[str] = (),
+          timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
+    """Start the service in the background unless one runs; wait until its API answers.
+
+    Returns:
+        :func:`status` of the running service, with ``"already": True`` if it was running before.
+
+    Raises:
+        ServiceError: the process exited during start (its log's last lines are in the message),
+            or did not answer within ``timeout_s``.
+    """
+    now = status(home)
+    if now["running"]:
+        return {**now, "already": True}
+    home.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "plur", "--home", str(home), "serve", "--host", host, "--port", str(port)]
+    for name in allow_hosts:
+        cmd += ["--allow-host", name]
+    log_path = home / files.LOG_FILE
+    with open(log_path, "ab") as log:
+        log.write(f"\n== plur service start {time.strftime('%Y-%m-%dT%H:%M:%S%z')}: {' '.join(cmd)}\n".encode())
+        log.flush()
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        code = proc.poll()
+        if code is not None:
+            raise ServiceError(f"the service exited with status {code} while starting: {_tail(log_path)} "
+                               f"(full log: {log_path})")
+        info = files.read_service_file(home)
+        if info is not None and info.get("pid") == proc.pid:
+            try:
+                Client(info, timeout_s=5.0).status()
+            except Exception:  # noqa: BLE001 - not answering yet
+                pass
+            else:
+                return {**status(home), "already": False}
+        time.sleep(0.05)
+    raise ServiceError(f"the service (pid {proc.pid}) did not answer within {timeout_s:.0f} s; it keeps "
+                       f"starting in the background: see {log_path} and `plur service status`")
+
+
+def stop(home: Path, *, timeout_s: float = STOP_TIMEOUT_S) -> dict[str, Any]:
+    """Stop the home's service (SIGTERM), wait for it to exit, remove what it left.
+
+    Returns:
+        ``{"stopped": pid or None, "stale_removed": [names]}`` (``None``: none was running).
+
+    Raises:
+        ServiceError: it still runs after ``timeout_s`` (the message gives the pid to kill).
+    """
+    if not files.service_alive(home):
+        return {"stopped": None, "stale_removed": files.remove_files(home)}
+    info = files.read_service_file(home) or {}
+    pid = info.get("pid") or files.read_pid(home)
+    if not isinstance(pid, int):
+        raise ServiceError(f"a service holds {home / files.LOCK_FILE} but wrote no pid yet; retry in a moment")
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not files.service_alive(home):
+            return {"stopped": pid, "stale_removed": files.remove_files(home)}
+        time.sleep(0.05)
+    raise ServiceError(f"the service (pid {pid}) is still running {timeout_s:.0f} s after SIGTERM; "
+                       f"see {home / files.LOG_FILE}, or end it with `kill -9 {pid}`")
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return " | ".join(line.strip() for line in text[-lines:] if line.strip())

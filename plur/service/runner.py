@@ -1,0 +1,162 @@
+"""The long-lived service process behind ``plur serve``: one Memory, the web page and the JSON API.
+
+Start-up order, so a failure is one clear line and nothing half-started is left behind:
+
+1. take ``<home>/service.lock`` (a second service for the same home is refused, exit 7);
+2. bind the TCP port and ``<home>/plur.sock`` (port in use, foreign address -> exit 7, nothing printed);
+3. write ``service.pid``; open the indexes and load the model (one unrecorded recall);
+4. write ``service.json`` (0600, with a fresh token), print where it listens, serve with uvicorn.
+
+SIGTERM or Ctrl-C stop it cleanly: uvicorn drains requests, the recall worker stops, indexes are
+saved, and ``service.json``, the socket and the pid file are removed.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import sys
+import threading
+import webbrowser
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import ServiceError, require
+from ..net import WILDCARDS, bind_tcp, bind_unix, host_names, is_loopback, urls as bind_urls
+from . import files
+from .api import PathDispatch, create_api
+
+#: ``web_factory(memory, bound_host=..., allow_hosts=..., lock=...)`` -> the page's ASGI app
+#: (``plur.web.server.create_app``; passed in by the CLI, since the service layer does not import web).
+WebFactory = Callable[..., Any]
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _raise_exit(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
+def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int = 7777, *,
+        web_factory: WebFactory | None = None, allow_hosts: Sequence[str] = (), open_browser: bool = False,
+        ready: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """Serve the page and the API until SIGTERM / Ctrl-C.
+
+    Args:
+        home: plur home folder (default ``$PLUR_HOME`` or ``~/.plur``).
+        host: address to bind (loopback by default; a wildcard accepts this machine's names, printed).
+        port: TCP port; 0 picks a free one (written to ``service.json``).
+        web_factory: builds the browser pages (``plur.web.server.create_app``); ``None`` = API only.
+        allow_hosts: extra ``Host`` header names for the pages (e.g. a DNS name of this machine).
+        open_browser: open the page once listening.
+        ready: called with the ``service.json`` data once it is written (tests, embedding).
+
+    Raises:
+        ServiceError: another service holds this home, the port is in use, the address is wrong.
+        MissingDependencyError: the ``web`` extra is not installed.
+    """
+    uvicorn = require("uvicorn", "web")
+    require("starlette", "web")
+    from ..memory import Memory
+    from ..prompt.worker import RecallWorker
+
+    home_path = files.home_of(home)
+    home_path.mkdir(parents=True, exist_ok=True)
+    lock_fd = files.hold_service_lock(home_path)
+    if lock_fd is None:
+        info = files.read_service_file(home_path) or {}
+        raise ServiceError(f"a plur service (pid {info.get('pid', files.read_pid(home_path) or '?')}) already "
+                           f"serves {home_path}; see `plur service status`, stop it with `plur service stop`")
+    previous = signal.signal(signal.SIGTERM, _raise_exit)  # SIGTERM before uvicorn runs: still a clean stop
+    sockets: list[socket.socket] = []
+    memory = worker = web = None
+    started = False
+    try:
+        files.remove_files(home_path)  # leftovers of a service that died without cleaning up
+        tcp = bind_tcp(host, port)
+        sockets.append(tcp)
+        port = tcp.getsockname()[1]
+        sock_path = files.socket_path(home_path)
+        if sock_path is not None:
+            sockets.append(bind_unix(sock_path))
+        else:
+            _say(f"plur: {home_path / files.SOCKET_FILE} is too long for a unix socket; the API is on "
+                 "loopback HTTP only")
+        (home_path / files.PID_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+        names = host_names(host, tuple(allow_hosts))
+        warning = _bind_warning(host)
+        if warning:
+            _say(warning)
+        memory = Memory(home_path)
+        n = len(memory.list())
+        memory.recall("warm up", 1, record=False)  # open the indexes and load the model before answering
+        worker = RecallWorker(memory)
+        lock = threading.Lock()
+        token = secrets.token_urlsafe(32)
+        urls = bind_urls(host, port, names)
+        loop_url = f"http://127.0.0.1:{port}" if host in WILDCARDS else urls[0].rstrip("/")
+        info = {"api": files.API_VERSION, "version": _version(), "pid": os.getpid(), "url": loop_url,
+                "socket": str(sock_path) if sock_path else None, "token": token,
+                "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")}
+        api = create_api(memory, worker, token, lock=lock,
+                         info={k: info[k] for k in ("version", "url", "socket", "started")})
+        web = web_factory(memory, bound_host=host, allow_hosts=names, lock=lock) if web_factory else None
+        app = PathDispatch(api, web if web is not None else api)
+        files.write_private_json(home_path / files.SERVICE_FILE, info)
+        _say(f"plur: serving {n} engrams from {home_path} (pid {os.getpid()}; Ctrl-C or `plur service stop` "
+             "to stop)")
+        _say(f"  page + API   {'  '.join(urls)}")
+        if sock_path is not None:
+            _say(f"  API socket   {sock_path} (mode 0600)")
+        _say(f"  API token    in {home_path / files.SERVICE_FILE} (mode 0600)")
+        _say(f"  Host header  the pages answer to {', '.join(names)}; any other gets 400 "
+             "(add a name with --allow-host)")
+        if ready is not None:
+            ready(info)
+        if open_browser:
+            threading.Timer(0.8, webbrowser.open, args=(urls[0],)).start()
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False,
+                                               timeout_graceful_shutdown=3, lifespan="off"))
+        started = True
+        server.run(sockets=sockets)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        for s in sockets:
+            s.close()
+        files.remove_files(home_path, pid=os.getpid())
+        if worker is not None:
+            worker.close()
+        caches = getattr(getattr(web, "state", None), "caches", None)
+        if caches is not None:
+            caches.usage.close()
+        if memory is not None:
+            memory.close()
+        os.close(lock_fd)
+        if started:
+            _say("plur: service stopped")
+
+
+def _bind_warning(host: str) -> str | None:
+    if is_loopback(host):
+        return None
+    return (f"WARNING: plur serve is bound to {host!r}, not loopback: anyone who can reach this machine can "
+            "read and change your memory through the pages (the JSON API still needs the token). "
+            "Use --host 127.0.0.1 unless you mean it.")
+
+
+
+def _version() -> str:
+    """The installed plur's version (package metadata; the service layer does not import ``plur`` itself)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("plur")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without an install
+        return "unknown"
