@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test'
 import { renderPrompt } from '@deepseek-ai/dsh-system-prompt'
 import plur from '../src/index.js'
 import { bootHost, memorySection, nextRefresh } from './support/host.js'
-import { removeHome, startPlur, tempHome } from './support/plur.js'
+import { removeHome, startPlur, tempHome, warm } from './support/plur.js'
 
 const TURNS = 60
 const TOPICS = ['database', 'deploy', 'testing', 'logging', 'auth', 'frontend', 'cache', 'queue', 'release', 'docs', 'style', 'monitoring']
@@ -50,7 +50,7 @@ before(async () => {
   await learn(`ALPHA-template: ${TEMPLATE_TRAP}`, 'project:alpha')
   await service.api.request('POST', '/learn', { statement: 'GLOBAL-name: the user is called Lin and prefers short answers.', scope: 'global', pinned: true })
   // Warm the service (first dense recall loads the model) so turn timing is the steady state.
-  await service.api.request('POST', '/recall', { query: 'warm up', k: 1, scope: 'global' })
+  await warm(service.api)
 
   host = await bootHost()
   root = host.root

@@ -20,7 +20,7 @@ export async function tempHome () {
 }
 
 /**
- * Start `plur serve --port 0` on `home` and wait until its service.json appears.
+ * Start `plur serve --port 0` on `home` and wait until its own service.json (its pid) appears.
  * @param {string} home - the plur home.
  * @param {{env?: Record<string, string>, readyMs?: number}} [options]
  * @returns {Promise<{home: string, proc: import('node:child_process').ChildProcess, info: any, api: PlurClient, log: () => string, stop: () => Promise<void>}>}
@@ -38,7 +38,11 @@ export async function startPlur (home, options = {}) {
   while (info === undefined) {
     if (proc.exitCode !== null) throw new Error(`plur serve exited ${proc.exitCode}:\n${out}`)
     if (Date.now() > deadline) { proc.kill('SIGKILL'); throw new Error(`plur serve not ready:\n${out}`) }
-    try { info = JSON.parse(await readFile(file, 'utf8')) } catch { await sleep(100) }
+    try {
+      const found = JSON.parse(await readFile(file, 'utf8'))
+      if (found.pid === proc.pid) info = found // not a stale file left by a killed service
+      else await sleep(100)
+    } catch { await sleep(100) }
   }
   const api = new PlurClient({ home, timeoutMs: 60000 })
   const stop = async () => {
@@ -56,4 +60,12 @@ export async function startPlur (home, options = {}) {
 /** Remove a temporary home. */
 export async function removeHome (home) {
   await rm(home, { recursive: true, force: true })
+}
+
+/**
+ * Load the service's embedding model now (the first dense recall loads it, seconds on a busy
+ * machine), so the tests' refresh timeouts measure the steady state. Needs at least one engram.
+ */
+export async function warm (api) {
+  await api.request('POST', '/block', { agent_id: 'warm-up', query: 'warm up the model', scope: null })
 }
