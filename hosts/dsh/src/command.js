@@ -22,8 +22,9 @@ export function registerCommand (ctx, client, cache, settings) {
     description: 'plur long-term memory: status, recall, learn, forget',
     input: { hint: '[status|recall <query>|learn <statement>|forget <id>]', images: false },
     handler: async ({ agent, rawInput, signal }) => {
-      const [verb = 'status', ...rest] = rawInput.trim().split(/\s+/)
-      const arg = rawInput.trim().slice(verb.length).trim()
+      const input = (rawInput ?? '').trim()
+      const [verb = 'status', ...rest] = input.split(/\s+/).filter((word) => word !== '')
+      const arg = input.slice(verb.length).trim()
       const scope = scopeFor(agent, settings.scope)
       const call = (method, path, body) => client.request(method, path, body, { signal })
       try {
