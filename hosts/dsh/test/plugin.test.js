@@ -212,3 +212,14 @@ test('latestUserText and resolveConfig: literal inputs', () => {
   assert.equal(resolveConfig({ home: '/h' }).timeoutMs, 5000)
   assert.equal(resolveConfig({ home: '/h' }).scope, 'cwd')
 })
+
+test('a DSH bundle: `dsh plugin add` activates only packages whose manifest declares dsh.bundle.patch', async () => {
+  const manifest = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
+  assert.equal(manifest.dsh?.bundle?.patch, './cordis.patch.yml')
+  assert.ok(manifest.files.includes('cordis.patch.yml'), 'the patch ships in the package')
+  const patch = await readFile(new URL('../cordis.patch.yml', import.meta.url), 'utf8')
+  assert.match(patch, /^- insert:\n\s+- id: plur\n\s+name: '@plur-ai\/dsh'$/m, 'the patch inserts this package as a plugin row')
+  const entry = await import(manifest.name)
+  assert.equal(typeof entry.default.apply, 'function', 'the row\'s module resolves to a Cordis plugin')
+  assert.deepEqual(entry.default.inject, ['systemPrompt'])
+})
