@@ -3,8 +3,7 @@
 // the plugin-development trap it guards against (see the README's "DeepSeek Harness" section).
 import './support/es2024.js'
 import assert from 'node:assert/strict'
-import { readFile } from 'node:fs/promises'
-import { mkdir } from 'node:fs/promises'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { renderSkillContent } from '@deepseek-ai/dsh-skill'
@@ -13,6 +12,7 @@ import CommandRuntime from '@deepseek-ai/dsh-commands'
 import ToolRuntime from '@deepseek-ai/dsh-tools'
 import plur, { apply, latestUserText, resolveConfig, scopeFor } from '../src/index.js'
 import { neutraliseTemplate } from '../src/cache.js'
+import { PlurClient } from '../src/client.js'
 import { bootHost, memorySection, nextRefresh } from './support/host.js'
 import { removeHome, startPlur, tempHome, warm } from './support/plur.js'
 
@@ -222,4 +222,22 @@ test('a DSH bundle: `dsh plugin add` activates only packages whose manifest decl
   const entry = await import(manifest.name)
   assert.equal(typeof entry.default.apply, 'function', 'the row\'s module resolves to a Cordis plugin')
   assert.deepEqual(entry.default.inject, ['systemPrompt'])
+})
+
+test('client: the unix socket is preferred, the loopback URL is the fallback, a wrong token is a 401 error', async () => {
+  const info = service.info
+  const variant = async (name, patch) => {
+    const dir = join(home, name)
+    await mkdir(dir, { recursive: true })
+    await writeFile(join(dir, 'service.json'), JSON.stringify({ ...info, ...patch }))
+    return new PlurClient({ home: dir, timeoutMs: 10000 })
+  }
+  const viaSocket = await variant('socket-only', { url: 'http://127.0.0.1:9' }) // nothing listens on port 9
+  assert.equal((await viaSocket.request('GET', '/status')).api, 1, 'answered over the socket')
+  const viaTcp = await variant('tcp-only', { socket: null })
+  assert.equal((await viaTcp.request('GET', '/status')).api, 1, 'answered over loopback TCP')
+  const wrong = await variant('wrong-token', { token: 'not-the-token' })
+  await assert.rejects(wrong.request('GET', '/status'), (error) => error.code === 'HTTP' && error.status === 401 && /token rejected/.test(error.message))
+  const none = new PlurClient({ home: join(home, 'no-such-home'), timeoutMs: 1000 })
+  await assert.rejects(none.request('GET', '/status'), (error) => error.code === 'NO_SERVICE' && /plur serve/.test(error.message))
 })

@@ -78,6 +78,13 @@ test(`${TURNS}-turn session, two agents, real host, real plur serve`, async (t) 
   const state = new Map([[alpha.id, { own: 'ALPHA-', other: 'BETA-', sections: [], systems: [] }], [beta.id, { own: 'BETA-', other: 'ALPHA-', sections: [], systems: [] }]])
   let maxSection = 0
   let templateSeen = 0
+  // Figures only (never asserted): ms from the accepted pre-step to the settled refresh, and the
+  // cost of one assemble() call.
+  const started = new Map()
+  const latencies = []
+  const assembleMs = []
+  root.on('agent/pre-step', async (payload, next) => { started.set(payload.agent.id, performance.now()); return next() })
+  root.on('plur/refresh', (payload) => { latencies.push(performance.now() - started.get(payload.agent.id)) })
   let baseLength
   for (let n = 1; n <= TURNS; n++) {
     for (const agent of [alpha, beta]) {
@@ -90,7 +97,9 @@ test(`${TURNS}-turn session, two agents, real host, real plur serve`, async (t) 
       const requests = host.model.requests.slice(requestsBefore)
       assert.equal(requests.length, 1, 'one model request per turn')
       const system = requests[0].system
+      const t0 = performance.now()
       const assembly = await host.assembleFor(agent)
+      assembleMs.push(performance.now() - t0)
       const section = memorySection(assembly)
       const bare = await root.systemPrompt.assemble()
       const row = { turn: n, agent: agent.id, refresh: refresh.outcome, sectionChars: section.length, systemChars: system.length, error: refresh.error?.message }
@@ -156,6 +165,8 @@ test(`${TURNS}-turn session, two agents, real host, real plur serve`, async (t) 
     assert.deepEqual([...late].sort((a, b) => a - b), [...early].sort((a, b) => a - b), 'the last 12 prompts have the lengths of turns 2-13: no growth')
   }
   assert.ok(templateSeen >= 5, `the engram with template syntax was in ${templateSeen} blocks`)
+  const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))].toFixed(2)
+  t.diagnostic(`pre-step -> block settled ms: p50=${pct(latencies, 0.5)} p95=${pct(latencies, 0.95)} (n=${latencies.length}); assemble() ms: p50=${pct(assembleMs, 0.5)} p95=${pct(assembleMs, 0.95)}`)
   t.diagnostic(`turns=${TURNS} agents=2 max_section_chars=${maxSection} base_prompt_chars=${baseLength}`)
   t.diagnostic(`refresh outcomes: ${JSON.stringify(transcript.reduce((acc, r) => ({ ...acc, [r.refresh]: (acc[r.refresh] ?? 0) + 1 }), {}))}`)
 })
