@@ -18,16 +18,14 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from . import __version__
 from .store.engram import STATUSES, TYPES, Engram
 from .errors import PlurError, ValidationError
-
-if TYPE_CHECKING:
-    from .memory import Memory
+from .service.session import Session
 
 MODES = ("hybrid", "bm25", "dense")
 
@@ -48,50 +46,7 @@ class _Group(click.Group):
             ctx.exit(exc.exit_code)
 
 
-class _App:
-    """Per-invocation state: the home, a lazily opened Memory, and the running service if any."""
-
-    def __init__(self, home: Path | None, verbose: bool = False) -> None:
-        self.home = home
-        self.verbose = verbose
-        self._memory: Memory | None = None
-
-    def say(self, message: str) -> None:
-        """A ``--verbose`` note on stderr."""
-        if self.verbose:
-            click.echo(f"plur: {message}", err=True)
-
-    def service(self, what: str) -> Any:
-        """A :class:`plur.service.client.Client` that answers now, or ``None`` (work in-process)."""
-        from .service.client import Client, Unreachable
-        from .service.files import home_of
-
-        client, why = Client.discover(home_of(self.home))
-        if client is not None:
-            try:
-                client.request("GET", "/status") if self.verbose else client._connect()
-            except Unreachable as exc:
-                client, why = None, f"{why}: {exc}"
-        if client is None:
-            self.say(f"{what}: in-process ({why})")
-        else:
-            self.say(f"{what}: via the service ({why}, {client.via})")
-        return client
-
-    @property
-    def memory(self) -> "Memory":
-        if self._memory is None:
-            from .memory import Memory
-
-            self._memory = Memory(self.home)
-        return self._memory
-
-    def close(self) -> None:
-        if self._memory is not None:
-            try:
-                self._memory.store.close()  # saves the store manifest if it changed
-            finally:
-                self._memory.close()
+_App = Session  # the per-invocation state every command receives (``@click.pass_obj``)
 
 
 def _emit_json(data: Any) -> None:

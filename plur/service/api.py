@@ -38,7 +38,6 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
 from ..errors import AuthError, InvalidIdError, NotFoundError, PlurError, ValidationError
 from .files import API_VERSION
 
@@ -151,7 +150,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
         worker: serves ``/agents/{id}/*`` (submit, cached block, drop).
         token: the bearer token requests must carry (non-empty).
         lock: serialises Memory calls with the web page's (default: a lock of its own).
-        info: extra fields for ``/status`` (``url``, ``socket``, ``started``).
+        info: extra fields for ``/status`` (``version``, ``url``, ``socket``, ``started``).
 
     Returns:
         A Starlette app wrapped in :class:`BearerAuth`.
@@ -206,8 +205,8 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
 
     def status_(_: dict[str, str]) -> dict[str, Any]:
         model = memory.model_resolution().as_dict()
-        return {"api": API_VERSION, "version": __version__, "pid": os.getpid(), "home": str(memory.home),
-                "engrams": len(memory.list()), "model": model, "served": dict(served),
+        return {"api": API_VERSION, "version": extra.get("version"), "pid": os.getpid(),
+                "home": str(memory.home), "engrams": len(memory.list()), "model": model, "served": dict(served),
                 "worker": worker.stats(), **extra}
 
     def recall(_: dict[str, str], query: str, k: int, scope: str | None, mode: str, types: list[str] | None,

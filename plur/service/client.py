@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from .. import errors
 from ..errors import AuthError, PlurError, ServiceError
 from .files import pid_alive, read_service_file
 
@@ -90,7 +89,7 @@ class Client:
         return cls(info, **kwargs), f"service pid {pid}"
 
     # -- transport --------------------------------------------------------------------------
-    def _connect(self) -> http.client.HTTPConnection:
+    def connect(self) -> http.client.HTTPConnection:
         if self._conn is not None:
             return self._conn
         tried = []
@@ -134,7 +133,7 @@ class Client:
             PlurError: the API's error (its ``type`` names the subclass), :class:`AuthError` on 401.
             ServiceError: no complete answer within ``timeout_s``.
         """
-        conn = self._connect()
+        conn = self.connect()
         payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         if payload is not None:
@@ -217,7 +216,18 @@ def _error_of(status: int, data: Any) -> PlurError:
     message = str(err.get("message") or f"HTTP {status}")
     if status == 401:
         return AuthError(message)
-    cls = getattr(errors, str(err.get("type")), None)
-    if isinstance(cls, type) and issubclass(cls, PlurError):
+    cls = _error_classes().get(str(err.get("type")))
+    if cls is not None:
         return cls(message)
     return PlurError(message) if status < 500 else ServiceError(message)
+
+
+def _error_classes() -> dict[str, type[PlurError]]:
+    """Every PlurError subclass by name (the API's ``error.type``)."""
+    out: dict[str, type[PlurError]] = {}
+    todo: list[type[PlurError]] = [PlurError]
+    while todo:
+        cls = todo.pop()
+        out[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return out

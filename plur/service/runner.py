@@ -25,9 +25,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..errors import ServiceError, require
-from . import bind, files
+from ..net import WILDCARDS, bind_tcp, bind_unix, host_names, is_loopback, urls as bind_urls
+from . import files
 from .api import PathDispatch, create_api
 
 #: ``web_factory(memory, bound_host=..., allow_hosts=..., lock=...)`` -> the page's ASGI app
@@ -79,17 +79,17 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
     started = False
     try:
         files.remove_files(home_path)  # leftovers of a service that died without cleaning up
-        tcp = bind.bind_tcp(host, port)
+        tcp = bind_tcp(host, port)
         sockets.append(tcp)
         port = tcp.getsockname()[1]
         sock_path = files.socket_path(home_path)
         if sock_path is not None:
-            sockets.append(bind.bind_unix(sock_path))
+            sockets.append(bind_unix(sock_path))
         else:
             _say(f"plur: {home_path / files.SOCKET_FILE} is too long for a unix socket; the API is on "
                  "loopback HTTP only")
         (home_path / files.PID_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
-        names = bind.host_names(host, tuple(allow_hosts))
+        names = host_names(host, tuple(allow_hosts))
         warning = _bind_warning(host)
         if warning:
             _say(warning)
@@ -99,13 +99,13 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         worker = RecallWorker(memory)
         lock = threading.Lock()
         token = secrets.token_urlsafe(32)
-        urls = bind.urls(host, port, names)
-        loop_url = f"http://127.0.0.1:{port}" if host in bind.WILDCARDS else urls[0].rstrip("/")
-        info = {"api": files.API_VERSION, "version": __version__, "pid": os.getpid(), "url": loop_url,
+        urls = bind_urls(host, port, names)
+        loop_url = f"http://127.0.0.1:{port}" if host in WILDCARDS else urls[0].rstrip("/")
+        info = {"api": files.API_VERSION, "version": _version(), "pid": os.getpid(), "url": loop_url,
                 "socket": str(sock_path) if sock_path else None, "token": token,
                 "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")}
         api = create_api(memory, worker, token, lock=lock,
-                         info={k: info[k] for k in ("url", "socket", "started")})
+                         info={k: info[k] for k in ("version", "url", "socket", "started")})
         web = web_factory(memory, bound_host=host, allow_hosts=names, lock=lock) if web_factory else None
         app = PathDispatch(api, web if web is not None else api)
         files.write_private_json(home_path / files.SERVICE_FILE, info)
@@ -145,9 +145,19 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
 
 
 def _bind_warning(host: str) -> str | None:
-    if bind.is_loopback(host):
+    if is_loopback(host):
         return None
     return (f"WARNING: plur serve is bound to {host!r}, not loopback: anyone who can reach this machine can "
             "read and change your memory through the pages (the JSON API still needs the token). "
             "Use --host 127.0.0.1 unless you mean it.")
 
+
+
+def _version() -> str:
+    """The installed plur's version (package metadata; the service layer does not import ``plur`` itself)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("plur")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree without an install
+        return "unknown"

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import socket
 import sys
 import threading
 import webbrowser
@@ -314,52 +313,51 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
     return app
 
 
-def display_url(host: str, port: int) -> str:
-    """The URL to open for a server bound to ``host:port`` (wildcard binds -> 127.0.0.1)."""
-    if host in ("0.0.0.0", "", "::"):
-        host = "127.0.0.1"
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{port}/"
-
-
 def serve(home: str | Path | None = None, host: str = "127.0.0.1", port: int = 7777,
           open_browser: bool = False, *, allow_hosts: Iterable[str] = ()) -> None:
-    """Run the web page with uvicorn until interrupted (Ctrl-C).
+    """Run the web page alone with uvicorn until interrupted (Ctrl-C).
+
+    ``plur serve`` runs :func:`plur.service.runner.run` instead (the page plus the JSON API);
+    this is the page alone, for embedding. Both bind before printing (:mod:`plur.net`).
 
     Args:
         home: plur home folder (default ``$PLUR_HOME`` or ``~/.plur``).
         host: address to bind; loopback by default. Any other address prints a warning
-            to stderr (:func:`plur.web.security.bind_warning`).
-        port: TCP port.
+            to stderr (:func:`plur.web.security.bind_warning`); a wildcard (0.0.0.0, ::) accepts
+            this machine's host name and addresses in the ``Host`` header, printed.
+        port: TCP port (0: any free port).
         open_browser: open the page in the default browser once listening.
-        allow_hosts: extra ``Host`` header names to accept; a wildcard bind (0.0.0.0, ::)
-            also accepts this machine's host name.
+        allow_hosts: extra ``Host`` header names to accept.
 
     Raises:
         MissingDependencyError: the ``web`` extra is not installed.
+        ServiceError: the port is in use or the address is not this machine's (nothing printed before).
         ConfigError, StoreError: the home cannot be opened.
     """
     uvicorn = require("uvicorn", "web")
     from ..memory import Memory
+    from ..net import bind_tcp, host_names, urls
 
+    sock = bind_tcp(host, port)
+    port = sock.getsockname()[1]
+    names = host_names(host, tuple(allow_hosts))
     warning = security.bind_warning(host)
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    extra = list(allow_hosts)
-    if host in ("0.0.0.0", "::", ""):
-        extra.append(socket.gethostname())
     memory = Memory(home)
     try:
-        app = create_app(memory, bound_host=host, allow_hosts=extra)
+        app = create_app(memory, bound_host=host, allow_hosts=names)
         n = len(memory.list())  # read every engram file now, not on the first page load
-        url = display_url(host, port)
-        print(f"plur: serving {n} engrams from {memory.settings.home} at {url} (Ctrl-C to stop)",
-              file=sys.stderr, flush=True)
+        shown = urls(host, port, names)
+        print(f"plur: serving {n} engrams from {memory.settings.home} at {'  '.join(shown)} (Ctrl-C to stop); "
+              f"Host names accepted: {', '.join(names)}", file=sys.stderr, flush=True)
         if open_browser:
-            threading.Timer(0.8, webbrowser.open, args=(url,)).start()
-        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                      server_header=False)).run()
+            threading.Timer(0.8, webbrowser.open, args=(shown[0],)).start()
+        try:
+            uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False)).run(sockets=[sock])
+        except KeyboardInterrupt:
+            pass
         app.state.caches.usage.close()
     finally:
+        sock.close()
         memory.close()

@@ -15,7 +15,7 @@ import os
 import socket
 from pathlib import Path
 
-from ..errors import ServiceError
+from .errors import ServiceError
 
 WILDCARDS = ("0.0.0.0", "::", "")
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -43,8 +43,10 @@ def bind_tcp(host: str, port: int) -> socket.socket:
     except socket.gaierror as exc:
         raise ServiceError(f"cannot listen on host {host!r}: {exc.strerror}; use an address of this machine, "
                            "e.g. --host 127.0.0.1") from None
-    family, _, _, _, addr = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    family, kind, proto, _, addr = infos[0]
+    # proto must be IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted connections only then, and without
+    # it a response's header and body writes meet delayed ACKs (~40 ms per request on loopback).
+    sock = socket.socket(family, kind, proto or socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT only; a live listener still fails
         if family == socket.AF_INET6 and host in WILDCARDS:

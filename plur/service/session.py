@@ -1,0 +1,77 @@
+"""What a CLI command works with: the home's running service when one answers, else an in-process Memory.
+
+``Session.service(what)`` returns a :class:`~plur.service.client.Client` that has connected (or
+``None``), and with ``verbose`` says on stderr which way the command goes and why; ``Session.memory``
+opens a :class:`plur.memory.Memory` only when a command needs one (``plur learn`` never loads a
+model either way).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..memory import Memory
+    from .client import Client
+
+
+class Session:
+    """Per-invocation state of the ``plur`` command.
+
+    Args:
+        home: the ``--home`` value (``None``: ``$PLUR_HOME`` or ``~/.plur``).
+        verbose: say on stderr whether each command used the service or worked in-process.
+    """
+
+    def __init__(self, home: Path | None, verbose: bool = False) -> None:
+        self.home = home
+        self.verbose = verbose
+        self._memory: Memory | None = None
+
+    def say(self, message: str) -> None:
+        """A ``--verbose`` note on stderr (``plur: <message>``)."""
+        if self.verbose:
+            print(f"plur: {message}", file=sys.stderr, flush=True)
+
+    def service(self, what: str) -> "Client | None":
+        """A connected client of the home's running service, or ``None`` (the command works in-process).
+
+        Args:
+            what: the command's name, for the ``--verbose`` note.
+        """
+        from .client import Client, Unreachable
+        from .files import home_of
+
+        client, why = Client.discover(home_of(self.home))
+        if client is not None:
+            try:
+                client.request("GET", "/status") if self.verbose else client.connect()
+            except Unreachable as exc:
+                client, why = None, f"{why}: {exc}"
+        if client is None:
+            self.say(f"{what}: in-process ({why})")
+        else:
+            self.say(f"{what}: via the service ({why}, {client.via})")
+        return client
+
+    @property
+    def memory(self) -> "Memory":
+        """The home's :class:`plur.memory.Memory`, opened on first use."""
+        if self._memory is None:
+            from ..memory import Memory
+
+            self._memory = Memory(self.home)
+        return self._memory
+
+    def close(self) -> None:
+        """Save the store manifest and the indexes if a Memory was opened."""
+        if self._memory is not None:
+            try:
+                self._memory.store.close()  # saves the store manifest if it changed
+            finally:
+                self._memory.close()
+
+
+__all__ = ["Session"]
