@@ -27,7 +27,7 @@ before(async () => {
   await service.api.request('POST', '/learn', { statement: 'Project omega OMEGA-db: omega stores orders in DynamoDB.', scope: 'project:omega' })
   await warm(service.api)
   host = await bootHost()
-  await host.root.plugin(plur, { home })
+  await host.root.plugin(plur, { home, timeoutMs: 15000 })
   const cwd = join(home, 'work', 'delta')
   await mkdir(cwd, { recursive: true })
   delta = (await host.createAgent('agent-delta', cwd)).agent

@@ -54,7 +54,7 @@ before(async () => {
 
   host = await bootHost()
   root = host.root
-  await root.plugin(plur, { home })
+  await root.plugin(plur, { home, timeoutMs: 15000 }) // generous: a shared 2-core CI machine
   const work = join(home, 'work')
   await mkdir(join(work, 'alpha'), { recursive: true })
   await mkdir(join(work, 'beta'), { recursive: true })

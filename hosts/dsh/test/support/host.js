@@ -109,7 +109,7 @@ export function memorySection (assembly) {
  * Wait for the plugin's next refresh outcome for `agentId` (the `plur/refresh` event).
  * @returns {Promise<{outcome: string, hash: string, error?: Error, scope: string}>}
  */
-export function nextRefresh (root, agentId, timeoutMs = 20000) {
+export function nextRefresh (root, agentId, timeoutMs = 30000) {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => { off(); reject(new Error(`no plur/refresh for ${agentId} within ${timeoutMs} ms`)) }, timeoutMs)
     const off = root.on('plur/refresh', (payload) => {
