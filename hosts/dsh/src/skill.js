@@ -1,0 +1,25 @@
+/**
+ * The `plur-memory` runtime skill: how the model should use the memory block and the tools.
+ *
+ * @module @plur-ai/dsh/skill
+ */
+
+/** Skill registration for `ctx.skills.register()` (`source` and `content` are required by dsh-skill). */
+export const SKILL = Object.freeze({
+  name: 'plur-memory',
+  description: 'How to use plur long-term memory: the memory block in the system prompt and the plur_* tools.',
+  whenToUse: 'When the user refers to something from an earlier session, states a lasting preference or fact, or corrects a remembered one.',
+  source: 'runtime',
+  content: [
+    '# plur long-term memory',
+    '',
+    'The system prompt carries a memory block recalled for the latest user message (it is refreshed off the turn path, so it can lag one message behind).',
+    'Each line there is one engram: `[id] (type, scope) statement`.',
+    '',
+    '- Use `plur_recall` to look further than the block shows.',
+    '- Use `plur_learn` for durable facts, preferences and procedures the user states; one self-contained statement per call.',
+    '- Use `plur_forget` with the id when the user says a memory is wrong or outdated, then `plur_learn` the correction.',
+    '- Use `plur_feedback` to mark a shown engram useful or not.',
+    '- Never learn secrets (passwords, tokens, keys).',
+  ].join('\n'),
+})

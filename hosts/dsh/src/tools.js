@@ -1,0 +1,116 @@
+/**
+ * Memory tools for the model, registered through the host's tool registry (`ctx.tools`).
+ *
+ * Each tool is one plur API call; failures (no service, timeout, a plur validation error) are
+ * thrown as one-line errors, which the registry turns into the tool's error result
+ * (`Error: <message>`) instead of failing the turn.
+ *
+ * @module @plur-ai/dsh/tools
+ */
+import { scopeFor } from './scope.js'
+
+/** Most hits a recall returns to the model. */
+export const MAX_RECALL_K = 50
+const TYPES = ['fact', 'preference', 'procedure', 'event', 'reference']
+
+/** One engram as a line the model reads. */
+export function engramLine (engram) {
+  const tags = engram.tags?.length ? ` tags=${engram.tags.join(',')}` : ''
+  return `[${engram.id}] (${engram.type}, ${engram.scope}${tags}${engram.pinned ? ', pinned' : ''}) ${engram.statement}`
+}
+
+const text = { schema: { type: 'string' }, render: (_args, value) => [{ type: 'text', text: value }] }
+
+/**
+ * Register the five memory tools in `ctx`'s layer (disposed with `ctx`'s fiber).
+ * @param {import('@deepseek-ai/cordis').Context} ctx - a context with the `tools` service.
+ * @param {import('./client.js').PlurClient} client - the plur client (tool timeout).
+ * @param {{scope: string}} settings - the plugin settings (scope policy).
+ * @returns {Promise<void>} once every tool is registered.
+ */
+export async function registerTools (ctx, client, settings) {
+  const { defineTool } = await import('@deepseek-ai/dsh-tools')
+  const scopeOf = (exec) => (exec.agent === undefined ? (settings.scope === 'cwd' ? 'global' : settings.scope) : scopeFor(exec.agent, settings.scope))
+  const call = (method, path, body, exec) => client.request(method, path, body, { signal: exec.signal })
+
+  ctx.tools.register(defineTool({
+    name: 'plur_recall',
+    description: 'Search long-term memory (plur) for engrams relevant to a query. The memory block in the system prompt already shows the most relevant ones; use this to look further or more precisely.',
+    parameters: {
+      query: { type: 'string', required: true, description: 'What to look for, in natural language.' },
+      k: { type: 'integer', description: `How many engrams to return (1-${MAX_RECALL_K}, default 8).` },
+    },
+    output: text,
+    isConcurrencySafe: () => true,
+    async execute (args, exec) {
+      const k = Math.min(Math.max(args.k ?? 8, 1), MAX_RECALL_K)
+      const reply = await call('POST', '/recall', { query: args.query, k, scope: scopeOf(exec) }, exec)
+      if (reply.hits.length === 0) return `No engram matches ${JSON.stringify(args.query)}.`
+      return reply.hits.map((hit) => `${hit.rank}. ${engramLine(hit.engram)}`).join('\n')
+    },
+  }))
+
+  ctx.tools.register(defineTool({
+    name: 'plur_learn',
+    description: 'Remember one durable fact, preference or procedure in long-term memory (plur), for this and later sessions. One self-contained statement per call.',
+    parameters: {
+      statement: { type: 'string', required: true, description: 'The statement to remember, self-contained (names, not pronouns).' },
+      type: { type: 'string', enum: TYPES, description: 'Kind of engram (default fact).' },
+      tags: { type: 'array', items: { type: 'string' }, description: 'Optional tags.' },
+      pinned: { type: 'boolean', description: 'Always show it in the memory block (default false).' },
+    },
+    output: text,
+    async execute (args, exec) {
+      const body = { statement: args.statement, type: args.type ?? 'fact', scope: scopeOf(exec), tags: args.tags ?? [], pinned: args.pinned ?? false }
+      const reply = await call('POST', '/learn', body, exec)
+      return `${reply.created ? 'Learned' : 'Already known'} ${reply.engram.id} in ${reply.engram.scope}.`
+    },
+  }))
+
+  ctx.tools.register(defineTool({
+    name: 'plur_forget',
+    description: 'Delete one engram from long-term memory (plur) by its id, e.g. when the user says it is wrong or outdated.',
+    parameters: { id: { type: 'string', required: true, description: 'The engram id, as shown in brackets.' } },
+    output: text,
+    async execute (args, exec) {
+      const reply = await call('POST', '/forget', { id: args.id }, exec)
+      return `Forgot ${reply.forgotten}.`
+    },
+  }))
+
+  ctx.tools.register(defineTool({
+    name: 'plur_feedback',
+    description: 'Tell long-term memory (plur) whether an engram it showed was useful for the current task; this tunes later recall.',
+    parameters: {
+      id: { type: 'string', required: true, description: 'The engram id.' },
+      useful: { type: 'boolean', required: true, description: 'true if it helped, false if it was irrelevant or wrong.' },
+    },
+    output: text,
+    async execute (args, exec) {
+      const reply = await call('POST', '/feedback', { id: args.id, useful: args.useful, agent_id: exec.agent?.id ?? null, query: null }, exec)
+      return `Feedback recorded for ${reply.id}: useful ${reply.useful}, not useful ${reply.not_useful}.`
+    },
+  }))
+
+  ctx.tools.register(defineTool({
+    name: 'plur_status',
+    description: 'Show the state of long-term memory (plur): service version, number of engrams, embedding model, and the scope this agent uses.',
+    parameters: {},
+    output: text,
+    isConcurrencySafe: () => true,
+    async execute (_args, exec) {
+      return statusText(await call('GET', '/status', undefined, exec), scopeOf(exec))
+    },
+  }))
+}
+
+/**
+ * One-paragraph status shared by the tool and the `/plur` command.
+ * @param {{version?: string, engrams?: number, home?: string, model?: Record<string, unknown>}} status - `GET /api/v1/status`.
+ * @param {string} scope - the scope this agent uses.
+ * @returns {string} the status text.
+ */
+export function statusText (status, scope) {
+  const model = status.model?.name ?? status.model?.id ?? status.model?.model ?? 'unknown model'
+  return `plur ${status.version ?? '?'}: ${status.engrams ?? '?'} engrams in ${status.home ?? '?'}; model ${model}; this agent's scope: ${scope} (plus global).`
+}
