@@ -321,7 +321,7 @@ def _fmt(x: float | None, spec: str = ".4f") -> str:
 def recall(app: _App, query: str, k: int, scope: str | None, mode: str, agent: str | None, explain: bool,
            as_json: bool) -> None:
     """Recall the engrams most relevant to QUERY, best first."""
-    hits = app.memory.recall(query, k, scope=scope, mode=mode, agent=agent)
+    hits = app.memory.recall(query, k, scope=scope, mode=mode, agent=agent, explain=explain)
     if as_json:
         _emit_json([h.to_dict() for h in hits])
         return
@@ -332,6 +332,10 @@ def recall(app: _App, query: str, k: int, scope: str | None, mode: str, agent: s
             click.echo(f"{h.rank:>4} {h.score:>8.4f} {_fmt(h.bm25_rank, 'd'):>5} {_fmt(h.bm25_score):>8} "
                        f"{_fmt(h.dense_rank, 'd'):>6} {_fmt(h.dense_score):>7}  {h.engram.id}  "
                        f"{_summary(h.engram.statement, 70)}")
+            for neighbour, terms in h.context_matches:
+                click.echo(f"{'':>36}  via neighbouring turn {neighbour}: {', '.join(terms)}")
+            if h.date_match:
+                click.echo(f"{'':>36}  date named in the query matches ({h.engram.created.date().isoformat()})")
         else:
             click.echo(f"{h.rank:>3}. {h.engram.id}  {_summary(h.engram.statement)}")
     if not hits:

@@ -52,6 +52,21 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("rrf_k", 60, int, "RRF constant k (Cormack, Clarke & Buettcher, SIGIR 2009)."),
     Setting("dense_weight", 0.5, float, "Weight of the dense leg in weighted fusion (0..1); BM25 gets the rest."),
     Setting("candidates", 100, int, "Candidates taken from each leg before fusion (per leg, engrams)."),
+    Setting("context_window", 2, int,
+            "Conversation turns on each side of a turn added to its BM25 document (same source.session and "
+            "scope; 0 = the bare turn). The dense leg embeds the bare turn. Chosen on LoCoMo conversations 1-5."),
+    Setting("context_own_weight", 2, int,
+            "Times a turn's own text counts in its BM25 document against once for each neighbour "
+            "(a BM25F-style field weight; 1 = plain concatenation). Chosen on LoCoMo conversations 1-5."),
+    Setting("index_dates", False, bool,
+            "Add the engram's date words (day, month, year, weekday of `created`) to its BM25 document."),
+    Setting("date_boost", 0.2, float,
+            "When a query names a date (README 'Dates in recall'), engrams dated in it gain this share of the "
+            "best candidate's fused score (0 = off)."),
+    Setting("reranker", "", str,
+            "Optional second stage over the fused top rerank_top_n: a cross-encoder pinned in models.lock "
+            "[rerankers] (e.g. BAAI/bge-reranker-base) or a model folder; '' = off. Quality not measured here."),
+    Setting("rerank_top_n", 30, int, "Candidates the reranker reorders (engrams; only when reranker is set)."),
     Setting("hnsw_m", 16, int, "HNSW graph degree M (hnswlib)."),
     Setting("hnsw_ef_construction", 200, int, "HNSW ef at construction time."),
     Setting("hnsw_ef_search", 128, int, "HNSW ef at query time (raised to k when k is larger)."),
@@ -103,6 +118,12 @@ class Settings:
     rrf_k: int = 60
     dense_weight: float = 0.5
     candidates: int = 100
+    context_window: int = 2
+    context_own_weight: int = 2
+    index_dates: bool = False
+    date_boost: float = 0.2
+    reranker: str = ""
+    rerank_top_n: int = 30
     hnsw_m: int = 16
     hnsw_ef_construction: int = 200
     hnsw_ef_search: int = 128

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Settings, load_settings
-from .store.engram import Engram, _check_scope
+from .store.engram import Engram, _check_scope, parse_time, utcnow
 from .errors import ValidationError
 from .index.recall import Hit, allowed_ids, check_mode, combine
 from .stats import StatsDB
@@ -71,6 +71,7 @@ class Memory:
         self._pinned_cache: tuple[tuple[str, int], list[Engram]] | None = None
         self._newest_cache: tuple[int, list[Engram]] | None = None
         self._closed = False
+        self._reranker: Any | None = None
         _OPEN.add(self)
 
     # -- lazily built parts ---------------------------------------------------------------
@@ -325,7 +326,7 @@ class Memory:
 
     def recall(self, query: str, k: int = 10, *, scope: str | None = None, types: Sequence[str] | None = None,
                tags: Sequence[str] | None = None, mode: str = "hybrid", agent: str | None = None,
-               record: bool = True) -> list[Hit]:
+               record: bool = True, now: Any = None, explain: bool = False) -> list[Hit]:
         """Engrams relevant to ``query``, best first.
 
         Args:
@@ -338,12 +339,16 @@ class Memory:
                 Without an embedding model, ``hybrid`` and ``dense`` use BM25 alone.
             agent: who asked (recorded in stats.db).
             record: write the recall to stats.db (and ``settings.record_stats``).
+            now: when the question is asked (datetime or ISO-8601 text; default the current time):
+                dates the query names ("last May", "two weeks ago") are resolved against it and
+                engrams dated in them are boosted (setting ``date_boost``; README "Dates in recall").
+            explain: fill each hit's ``context_matches`` (query terms matched via neighbouring turns).
 
         Returns:
             At most ``k`` :class:`~plur.index.recall.Hit` objects, ``rank`` 1..n.
 
         Raises:
-            ValidationError: bad query type, k, scope or mode.
+            ValidationError: bad query type, k, scope, mode or ``now``.
         """
         self._check_query(query, k, scope)
         check_mode(mode)
@@ -354,14 +359,42 @@ class Memory:
             # Without an embedding model, dense recall degrades to BM25 (the fallback was already loud).
             mode_used = "bm25" if mode == "dense" and self._index().dense is None else mode
             bm25, dense = self._legs(query, k, scope, types, tags, mode_used != "dense", mode_used != "bm25")
-            hits = combine(bm25, dense, mode=mode_used, k=k, lookup=self._get_or_none,
-                           fusion_method=self.settings.fusion, rrf_k=self.settings.rrf_k,
-                           dense_weight=self.settings.dense_weight)
+            hits = self._second_stage(query, k, now, explain, lambda n: combine(
+                bm25, dense, mode=mode_used, k=n, lookup=self._get_or_none, fusion_method=self.settings.fusion,
+                rrf_k=self.settings.rrf_k, dense_weight=self.settings.dense_weight))
         latency_ms = (time.perf_counter() - t0) * 1000.0
         if record and self.settings.record_stats:
             self.stats.record_recall(agent=agent, scope=scope, query=query, mode=mode, latency_ms=latency_ms,
                                      hits=hits)
         return hits
+
+    def _second_stage(self, query: str, k: int, now: Any, explain: bool, fused: Any) -> list[Hit]:
+        """Date boost and reranker over the fused candidates (``fused(n)`` -> top n hits), then the cut to k."""
+        from .index import stages
+        from .index.dates import resolve
+
+        s = self.settings
+        ranges = resolve(query, parse_time(now, "now") if now is not None else utcnow()) if s.date_boost else []
+        reranker = self.reranker()
+        if not ranges and reranker is None:
+            hits = fused(k)
+        else:
+            hits = stages.boost_dates(fused(max(k, s.candidates)), ranges, s.date_boost)
+            if reranker is not None:
+                hits = stages.rerank(hits, query, reranker, max(k, s.rerank_top_n))
+            hits = hits[:k]
+        return stages.explain_context(hits, query, self._index()) if explain else hits
+
+    def reranker(self) -> Any | None:
+        """The second-stage :class:`~plur.index.rerank.Reranker` (setting ``reranker``), loaded once; None when off."""
+        if not self.settings.reranker:
+            return None
+        with self._lock:
+            if self._reranker is None:
+                from .index.rerank import load_reranker
+
+                self._reranker = load_reranker(self.settings.reranker, device=self.settings.device)
+            return self._reranker
 
     def recall_legs(self, query: str, k: int = 10, *, scope: str | None = None, agent: str | None = None,
                     record: bool = True) -> dict[str, list[Hit]]:
@@ -377,8 +410,9 @@ class Memory:
         s = self.settings
         with self._lock:
             bm25, dense = self._legs(query, k, scope, None, None, True, True)
-            out = {m: combine(bm25, dense, mode=m, k=k, lookup=self._get_or_none, fusion_method=s.fusion,
-                              rrf_k=s.rrf_k, dense_weight=s.dense_weight) for m in ("hybrid", "bm25", "dense")}
+            out = {m: self._second_stage(query, k, None, True, lambda n, m=m: combine(
+                bm25, dense, mode=m, k=n, lookup=self._get_or_none, fusion_method=s.fusion, rrf_k=s.rrf_k,
+                dense_weight=s.dense_weight)) for m in ("hybrid", "bm25", "dense")}
         if record and s.record_stats:
             self.stats.record_recall(agent=agent, scope=scope, query=query, mode="hybrid",
                                      latency_ms=(time.perf_counter() - t0) * 1000.0, hits=out["hybrid"])
