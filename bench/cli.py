@@ -94,8 +94,14 @@ def run_dataset(dataset: str, data: Path, granularity: str, *, modes: Sequence[s
                           cache_dir=cache_dir or str(default_cache_dir()), depth=depth,
                           torch_threads=threads or DEFAULT_THREADS, overrides=dict(overrides or {}))
     n_questions = sum(len(t.queries) for t in tasks)
-    rows, model_info, settings = run_tasks(tasks, variants, config, workers=workers,
-                                           desc=f"{dataset} {granularity}", engine=engine)
+    if engine == "ray":
+        from .ray_engine import run_tasks_ray
+
+        rows, model_info, settings = run_tasks_ray(tasks, variants, config, num_cpus=workers,
+                                                   desc=f"{dataset} {granularity} (ray)")
+    else:
+        rows, model_info, settings = run_tasks(tasks, variants, config, workers=workers,
+                                               desc=f"{dataset} {granularity}")
     wall = time.perf_counter() - t0
     manifest = {
         **base_manifest(), "dataset": dataset, "granularity": granularity, "started": started,

@@ -49,7 +49,7 @@ def _import_ray() -> Any:
 
 
 def run_tasks_ray(tasks: Sequence[Task], variants: Sequence[Variant], config: EngineConfig, *,
-                  num_cpus: int | None = None, address: str | None = None,
+                  num_cpus: int | None = None, address: str | None = None, desc: str = "questions",
                   on_done: Callable[[int], None] | None = None
                   ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """Score ``tasks`` as Ray tasks; same return value as :func:`bench.runner.run_tasks`.
@@ -61,6 +61,7 @@ def run_tasks_ray(tasks: Sequence[Task], variants: Sequence[Variant], config: En
         num_cpus: CPUs of a local Ray instance started here (``None``: Ray's default, all cores);
             ignored when Ray is already initialised or ``address`` is given.
         address: an existing cluster (``"auto"``, ``"ray://host:10001"``); ``None`` starts a local one.
+        desc: progress bar label (a tqdm bar over (query, variant) recalls, like the local engine's).
         on_done: called with the number of (query, variant) recalls of each finished task.
 
     Raises:
@@ -85,13 +86,18 @@ def run_tasks_ray(tasks: Sequence[Task], variants: Sequence[Variant], config: En
         info: dict[str, Any] = {}
         settings: dict[str, Any] = {}
         waiting = list(pending)
-        while waiting:
-            done, waiting = ray.wait(waiting, num_returns=1)
-            for ref in done:
-                i = pending[ref]
-                results[i], info, settings = ray.get(ref)
-                if on_done is not None:
-                    on_done(len(tasks[i].queries) * len(variants))
+        from tqdm import tqdm
+
+        with tqdm(total=sum(len(t.queries) for t in tasks) * len(variants), desc=desc, unit="recall",
+                  dynamic_ncols=True) as bar:
+            while waiting:
+                done, waiting = ray.wait(waiting, num_returns=1)
+                for ref in done:
+                    i = pending[ref]
+                    results[i], info, settings = ray.get(ref)
+                    bar.update(len(tasks[i].queries) * len(variants))
+                    if on_done is not None:
+                        on_done(len(tasks[i].queries) * len(variants))
         rows = [r for i in range(len(tasks)) for r in results[i]]
         return rows, info, settings
     finally:

@@ -341,8 +341,7 @@ def _run_in_worker(task: Task, variants: Sequence[Variant]) -> tuple[list[dict[s
 
 
 def run_tasks(tasks: Sequence[Task], variants: Sequence[Variant], config: EngineConfig, *, workers: int = 1,
-              desc: str = "questions", engine: str = "local"
-              ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+              desc: str = "questions") -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """Score every task, with a progress bar (ETA) over (query, variant) recalls.
 
     Args:
@@ -351,8 +350,6 @@ def run_tasks(tasks: Sequence[Task], variants: Sequence[Variant], config: Engine
         config: engine set-up.
         workers: processes; 1 runs in this process. Each worker loads the model once.
         desc: progress bar label.
-        engine: ``local`` (this process, or ``workers`` processes) or ``ray`` (Ray tasks on a local
-            Ray instance with ``workers`` CPUs, see :mod:`bench.ray_engine`).
 
     Returns:
         ``(rows, model_info, settings)``; rows in task order.
@@ -362,12 +359,6 @@ def run_tasks(tasks: Sequence[Task], variants: Sequence[Variant], config: Engine
     total = sum(len(t.queries) for t in tasks) * len(variants)
     bar = tqdm(total=total, desc=desc, unit="recall", dynamic_ncols=True)
     try:
-        if engine == "ray":
-            from .ray_engine import run_tasks_ray
-
-            return run_tasks_ray(tasks, variants, config, num_cpus=workers, on_done=bar.update)
-        if engine != "local":
-            raise ValueError(f"engine {engine!r} is not one of local, ray")
         if workers <= 1:
             engine_ = Engine(config)
             rows: list[dict[str, Any]] = []

@@ -386,12 +386,12 @@ class Memory:
         return stages.explain_context(hits, query, self._index()) if explain else hits
 
     def reranker(self) -> Any | None:
-        """The second-stage :class:`~plur.index.rerank.Reranker` (setting ``reranker``), loaded once; None when off."""
+        """The second-stage :class:`~plur.embed.rerank.Reranker` (setting ``reranker``), loaded once; None when off."""
         if not self.settings.reranker:
             return None
         with self._lock:
             if self._reranker is None:
-                from .index.rerank import load_reranker
+                from .embed.rerank import load_reranker
 
                 self._reranker = load_reranker(self.settings.reranker, device=self.settings.device)
             return self._reranker

@@ -6,10 +6,13 @@ installs it, so CI runs this).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
 
+from bench import cli
+from bench.ray_engine import run_tasks_ray
 from bench.runner import EngineConfig, make_variants, run_tasks
 from bench.tasks import DocMeta, Query, Task
 
@@ -47,7 +50,12 @@ def test_ray_engine_gives_the_local_engines_rows_and_shares_the_cache(tmp_path):
     assert n_cached > 0
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        remote, rinfo, rsettings = run_tasks(tasks, variants, config, workers=2, engine="ray")
+        remote, rinfo, rsettings = run_tasks_ray(tasks, variants, config)
+        out = tmp_path / "cli-run"
+        assert cli.main(["longmemeval", "--mode", "bm25", "--engine", "ray", "--no-full-depth", "--out", str(out),
+                         "--cache-dir", str(cache)]) == 0
+        assert json.loads((out / "manifest.json").read_text())["options"]["engine"] == "ray"
+        assert ray.is_initialized()                                 # a Ray the caller started is left running
     finally:
         ray.shutdown()
 

@@ -14,7 +14,7 @@ import pytest
 from plur.errors import ModelError
 from plur.index import stages
 from plur.index.dates import DateRange
-from plur.index.rerank import Reranker, load_reranker, reranker_pins
+from plur.embed.rerank import Reranker, load_reranker, reranker_pins
 from plur.memory import Memory
 from plur.store.engram import Engram
 from plur.index.recall import Hit

@@ -6,7 +6,7 @@ the query's date ranges and the context bookkeeping):
 * :func:`boost_dates`: a query that names a date (:func:`plur.index.dates.resolve`) lifts the
   candidates dated in it by ``boost`` times the best candidate's fused score, then re-ranks.
   Scale-free, so it means the same under weighted fusion (scores in [0, 1]) and RRF.
-* :func:`rerank`: a :class:`~plur.index.rerank.Reranker` reorders the top candidates.
+* :func:`rerank`: a :class:`~plur.embed.rerank.Reranker` reorders the top candidates.
 * :func:`explain_context`: fills :attr:`Hit.context_matches` from the conversation context.
 """
 

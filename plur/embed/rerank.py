@@ -25,7 +25,7 @@ from ..errors import ModelError
 
 __all__ = ["CrossEncoderReranker", "Reranker", "RerankerPin", "load_reranker", "reranker_pins"]
 
-log = logging.getLogger("plur.index.rerank")
+log = logging.getLogger("plur.embed.rerank")
 
 
 @runtime_checkable
@@ -56,7 +56,7 @@ def reranker_pins(lock_path: Path | None = None) -> dict[str, RerankerPin]:
     Raises:
         ModelError: the lock file is unreadable.
     """
-    from ..embed.models_lock import default_lock_path
+    from .models_lock import default_lock_path
 
     path = Path(lock_path) if lock_path is not None else default_lock_path()
     try:
@@ -72,7 +72,7 @@ def reranker_pins(lock_path: Path | None = None) -> dict[str, RerankerPin]:
 
 
 def _verify(pin: RerankerPin, folder: Path) -> None:
-    from ..embed.models_lock import sha256_file
+    from .models_lock import sha256_file
 
     for rel, want in pin.files:
         path = folder / rel
@@ -88,7 +88,7 @@ def _verify(pin: RerankerPin, folder: Path) -> None:
 
 
 def _hf_snapshot(pin: RerankerPin) -> Path:
-    from ..embed.models_lock import hf_cache_dir
+    from .models_lock import hf_cache_dir
 
     return hf_cache_dir() / f"models--{pin.name.replace('/', '--')}" / "snapshots" / pin.revision
 
