@@ -5,6 +5,11 @@
     python -m bench locomo      [--data FILE] ... (same options, no --include-assistant)
     python -m bench all         [--longmemeval-data FILE] [--locomo-data FILE] [--limit N] [--workers N] [--out DIR]
 
+Common options: ``--conversations 1-5`` (LoCoMo split; defaults were tuned on 1-5, judged on
+6-10), ``--no-full-depth`` (skip the ``<variant>@full`` extra; the plain names are the default
+recall path), ``--engine ray`` (Ray tasks, ``plur[distributed]``), ``--set NAME=VALUE`` (a plur
+setting for the benchmark stores, repeatable).
+
 ``--mode`` and ``--fusion`` take one value or a comma-separated list (default: every mode,
 the engine's default fusion). ``all`` runs both datasets x {session, turn} x {bm25, dense,
 hybrid-rrf, hybrid-weighted}, writes each run under ``<out>/<dataset>-<granularity>/`` and

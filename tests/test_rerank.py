@@ -60,7 +60,7 @@ def test_date_boost_lifts_hits_dated_in_the_named_range():
 
 
 def test_recall_with_now_boosts_engrams_of_the_named_month(plur_home):
-    with Memory(plur_home, model="none", fsync=False, date_boost=1.0) as mem:
+    with Memory(plur_home, model="none", fsync=False, date_boost=1.0, index_dates=False) as mem:
         old = mem.learn("We went hiking in the hills with the kids.", created="2023-03-12")
         may = mem.learn("We went hiking by the lake.", created="2023-05-20")
         plain = [h.engram.id for h in mem.recall("hiking with the kids", 2, now="2023-06-14")]
@@ -69,7 +69,7 @@ def test_recall_with_now_boosts_engrams_of_the_named_month(plur_home):
         assert [h.engram.id for h in hits] == [may.id, old.id] and hits[0].date_match
         # "last May" against another now names May 2022: nothing matches, the order is the plain one
         assert [h.engram.id for h in mem.recall("hiking with the kids last May", 2, now="2022-12-01")] == plain
-    with Memory(plur_home, model="none", fsync=False, date_boost=0.0) as mem:
+    with Memory(plur_home, model="none", fsync=False, date_boost=0.0, index_dates=False) as mem:
         assert [h.engram.id for h in mem.recall("hiking with the kids last May", 2, now="2023-06-14")] == plain
 
 
@@ -115,3 +115,11 @@ def test_real_cross_encoder_puts_the_answer_first(plur_home):
         hits = mem.recall("What is the capital city of France?", 3)
         assert hits[0].engram.statement == "The capital of France is Paris."
         assert dataclasses.asdict(hits[0])["score"] > dataclasses.asdict(hits[-1])["score"]
+
+
+def test_index_dates_makes_the_date_searchable(plur_home):
+    with Memory(plur_home, model="none", fsync=False, date_boost=0.0) as mem:
+        may = mem.learn("We went hiking by the lake.", created="2023-05-20")
+        mem.learn("We went hiking in the hills.", created="2023-03-12")
+        assert mem.recall("hiking May 2023", 1, mode="bm25")[0].engram.id == may.id
+        assert mem.recall("hiking on a Saturday", 1, mode="bm25")[0].engram.id == may.id   # 2023-05-20
