@@ -5,6 +5,10 @@ haystacks and the LoCoMo dialogs under ``../shared/data`` (deduplicated). Past t
 engram i joins two pool sentences chosen by a seeded RNG, so every engram is distinct.
 Queries: the LongMemEval questions plus LoCoMo questions (real questions about such text).
 
+Engrams are learned as conversation turns (``source.kind = "conversation"``, 20 turns per session),
+so the BM25 documents carry neighbouring-turn context as a chat import's would; ``--plain``
+learns bare statements (the layout before conversation context).
+
 Each store size runs in its own subprocess, so peak RSS (``ru_maxrss``) belongs to that size alone.
 Latency covers the whole ``Memory.recall`` call as users get it: query tokenising and embedding
 (query-embedding cache off), both legs, fusion and the stats.db write.
@@ -15,6 +19,7 @@ Latency covers the whole ``Memory.recall`` call as users get it: query tokenisin
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import random
@@ -84,7 +89,7 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
 
 
-def run_size(n: int, n_queries: int, cache_dir: str) -> dict:
+def run_size(n: int, n_queries: int, cache_dir: str, plain: bool = False) -> dict:
     """Build an n-engram store in a temp home, index it, time recalls; runs inside a subprocess."""
     from plur.memory import Memory
 
@@ -95,7 +100,13 @@ def run_size(n: int, n_queries: int, cache_dir: str) -> dict:
     with tempfile.TemporaryDirectory() as home:
         mem = Memory(home, model=MODEL, fsync=False, cache_dir=cache_dir)
         t0 = time.perf_counter()
-        mem.learn_many({"statement": t} for t in texts)
+        if plain:
+            mem.learn_many({"statement": t} for t in texts)
+        else:   # conversation turns: 20 per session, one session a day (context + date paths exercised)
+            day0 = datetime.date(2022, 1, 1)
+            mem.learn_many({"statement": t, "created": (day0 + datetime.timedelta(days=i // 20)).isoformat(),
+                            "source": {"kind": "conversation", "format": "messages", "session": f"s{i // 20}",
+                                       "turn": i % 20}} for i, t in enumerate(texts))
         t_store = time.perf_counter() - t0
         emb = mem.model_resolution().embedder
         t0 = time.perf_counter()
@@ -126,16 +137,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--cache-dir", default=str(REPO / "bench" / ".cache"))
     ap.add_argument("--out", default=str(REPO / "bench" / "results" / "recall.json"))
+    ap.add_argument("--plain", action="store_true", help="bare statements, no conversation provenance")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.one:
-        print(json.dumps(run_size(args.one, args.queries, args.cache_dir)))
+        print(json.dumps(run_size(args.one, args.queries, args.cache_dir, args.plain)))
         return 0
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
         proc = subprocess.run([sys.executable, __file__, "--one", str(n), "--queries", str(args.queries),
-                               "--cache-dir", args.cache_dir], capture_output=True, text=True)
+                               "--cache-dir", args.cache_dir] + (["--plain"] if args.plain else []),
+                              capture_output=True, text=True)
         if proc.returncode:
             print(proc.stderr[-3000:], file=sys.stderr)
             return proc.returncode

@@ -5,6 +5,11 @@
     python -m bench locomo      [--data FILE] ... (same options, no --include-assistant)
     python -m bench all         [--longmemeval-data FILE] [--locomo-data FILE] [--limit N] [--workers N] [--out DIR]
 
+Common options: ``--conversations 1-5`` (LoCoMo split; defaults were tuned on 1-5, judged on
+6-10), ``--no-full-depth`` (skip the ``<variant>@full`` extra; the plain names are the default
+recall path), ``--engine ray`` (Ray tasks, ``plur[distributed]``), ``--set NAME=VALUE`` (a plur
+setting for the benchmark stores, repeatable).
+
 ``--mode`` and ``--fusion`` take one value or a comma-separated list (default: every mode,
 the engine's default fusion). ``all`` runs both datasets x {session, turn} x {bm25, dense,
 hybrid-rrf, hybrid-weighted}, writes each run under ``<out>/<dataset>-<granularity>/`` and
@@ -27,7 +32,7 @@ from plur.errors import PlurError
 from . import locomo, longmemeval, report
 from .manifest import base_manifest, dataset_info
 from .paths import SHARED_DATA
-from .runner import FUSIONS, MODES, EngineConfig, default_cache_dir, make_variants, run_tasks
+from .runner import DEFAULT_PATH_K, FUSIONS, MODES, EngineConfig, default_cache_dir, make_variants, run_tasks
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_LONGMEMEVAL = REPO / "tests" / "data" / "longmemeval_sample.json"
@@ -60,10 +65,19 @@ def _positive(value: str) -> int:
     return n
 
 
+def _setting(value: str) -> tuple[str, str]:
+    name, sep, raw = value.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"--set {value!r}: use NAME=VALUE, e.g. --set context_window=1")
+    return name.strip(), raw.strip()
+
+
 def run_dataset(dataset: str, data: Path, granularity: str, *, modes: Sequence[str], fusions: Sequence[str],
                 include_assistant: bool = False, limit: int | None = None, workers: int = 1,
                 out: Path, model: str | None = None, cache_dir: str | None = None,
-                depth: int | None = None, threads: int | None = None) -> dict[str, Any]:
+                depth: int | None = None, threads: int | None = None, conversations: Sequence[int] | None = None,
+                full_depth: bool = True, engine: str = "local",
+                overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     """Load, score and write one (dataset, granularity) run; returns a summary of it.
 
     Returns:
@@ -77,24 +91,33 @@ def run_dataset(dataset: str, data: Path, granularity: str, *, modes: Sequence[s
     if dataset == "longmemeval":
         tasks, notes = longmemeval.load_tasks(data, granularity, include_assistant=include_assistant, limit=limit)
     else:
-        tasks, notes = locomo.load_tasks(data, granularity, limit=limit)
-    variants = make_variants(modes, fusions)
+        tasks, notes = locomo.load_tasks(data, granularity, limit=limit, conversations=conversations)
+    variants = make_variants(modes, fusions, full_depth=full_depth)
     if set(modes) == {"bm25"} and model is None:
         model = "none"  # no dense leg needed: do not load an embedding model
     config = EngineConfig(dataset=dataset, granularity=granularity, model=model,
                           cache_dir=cache_dir or str(default_cache_dir()), depth=depth,
-                          torch_threads=threads or DEFAULT_THREADS)
+                          torch_threads=threads or DEFAULT_THREADS, overrides=dict(overrides or {}))
     n_questions = sum(len(t.queries) for t in tasks)
-    rows, model_info, settings = run_tasks(tasks, variants, config, workers=workers,
-                                           desc=f"{dataset} {granularity}")
+    if engine == "ray":
+        from .ray_engine import run_tasks_ray
+
+        rows, model_info, settings = run_tasks_ray(tasks, variants, config, num_cpus=workers,
+                                                   desc=f"{dataset} {granularity} (ray)")
+    else:
+        rows, model_info, settings = run_tasks(tasks, variants, config, workers=workers,
+                                               desc=f"{dataset} {granularity}")
     wall = time.perf_counter() - t0
     manifest = {
         **base_manifest(), "dataset": dataset, "granularity": granularity, "started": started,
         "wall_s": round(wall, 2), "data": dataset_info(data), "model": model_info, "settings": settings,
         "options": {"modes": list(modes), "fusions": list(fusions), "include_assistant": include_assistant,
                     "limit": limit, "workers": workers, "torch_threads": config.torch_threads,
-                    "depth": depth or "all engrams (full ranking)",
-                    "cache_dir": config.cache_dir},
+                    "depth": (f"default path: recall(k={depth or DEFAULT_PATH_K}), settings.candidates per leg; "
+                              + ("'@full' variants: every engram" if full_depth else "no full-depth variants")),
+                    "cache_dir": config.cache_dir, "engine": engine,
+                    "conversations": list(conversations) if conversations else "all",
+                    "overrides": dict(overrides or {})},
         "variants": [v.name for v in variants], "n_tasks": len(tasks), "n_questions": n_questions,
         "protocol": _protocol(dataset, include_assistant), "notes": notes,
     }
@@ -122,9 +145,23 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, help="output folder (default bench/results/<name>-<UTC time>)")
     p.add_argument("--model", help="embedding model setting (default: plur's; a pinned name or a folder)")
     p.add_argument("--cache-dir", help=f"shared embedding cache folder (default {default_cache_dir()})")
-    p.add_argument("--depth", type=_positive, help="engrams asked per recall (default: all, a full ranking)")
+    p.add_argument("--depth", type=_positive,
+                   help=f"hits asked per default-path recall (default {DEFAULT_PATH_K}, the deepest cut-off scored)")
+    p.add_argument("--no-full-depth", dest="full_depth", action="store_false",
+                   help="skip the labelled full-depth extra (<variant>@full: every engram ranked)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local processes, or Ray tasks (plur[distributed]) on --workers CPUs")
+    p.add_argument("--set", dest="overrides", action="append", type=_setting, default=[], metavar="NAME=VALUE",
+                   help="a plur setting for the benchmark stores, e.g. --set context_window=1 (repeatable)")
     p.add_argument("--threads", type=_positive,
                    help=f"torch intra-op threads per process (default {DEFAULT_THREADS})")
+
+
+def _conversations(value: str) -> tuple[int, ...]:
+    try:
+        return locomo.parse_conversations(value)
+    except PlurError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "longmemeval":
             p.add_argument("--include-assistant", action="store_true",
                            help="also index assistant turns (not the official protocol; labelled)")
+        else:
+            p.add_argument("--conversations", type=_conversations, default=None,
+                           help="1-based conversations to run, e.g. 1-5 (tuning split) or 6-10 (default all)")
         _common(p)
     p = sub.add_parser("all", help="the standard matrix; refreshes the README table")
     p.add_argument("--longmemeval-data", type=Path,
@@ -169,7 +209,9 @@ def cmd_all(args: argparse.Namespace) -> int:
         for gran in ("session", "turn"):
             runs.append(run_dataset(dataset, data, gran, modes=MODES, fusions=FUSIONS, limit=args.limit,
                                     workers=args.workers, out=out / f"{dataset}-{gran}", model=args.model,
-                                    cache_dir=args.cache_dir, depth=args.depth, threads=args.threads))
+                                    cache_dir=args.cache_dir, depth=args.depth, threads=args.threads,
+                                    full_depth=args.full_depth, engine=args.engine,
+                                    overrides=dict(args.overrides)))
     wall = time.perf_counter() - t0
     manifest = {**base_manifest(), "command": "python -m bench all", "started": started, "wall_s": round(wall, 2),
                 "model": runs[0]["model"], "settings": runs[0]["settings"],
@@ -203,7 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = run_dataset(args.command, args.data, args.granularity, modes=args.mode, fusions=args.fusion,
                           include_assistant=getattr(args, "include_assistant", False), limit=args.limit,
                           workers=args.workers, out=out, model=args.model, cache_dir=args.cache_dir,
-                          depth=args.depth, threads=args.threads)
+                          depth=args.depth, threads=args.threads, conversations=getattr(args, "conversations", None),
+                          full_depth=args.full_depth, engine=args.engine, overrides=dict(args.overrides))
         print((Path(run["out"]) / "summary.md").read_text(encoding="utf-8"))
         print(f"results: {run['out']}")
         return 0

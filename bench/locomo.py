@@ -14,6 +14,12 @@ where unambiguous (``'D:11:26' -> 'D11:26'``, ``'D30:05' -> 'D30:5'``), and ids 
 parse (``'D'``) or name no turn of the conversation (``'D10:19'`` in conv-42) are dropped.
 A question left with no evidence is scored but kept out of averages.
 
+Provenance: every turn carries ``session = "<sample>/D<N>"``, ``turn`` = its 0-based position in the
+session and ``date`` = the session's ``session_<N>_date_time`` (``"1:56 pm on 8 May, 2023"``), so
+the engine learns it as a conversation turn (neighbouring-turn context, dates). LoCoMo questions
+carry no date of their own; they are asked "after the conversation", so ``now`` = the last
+session's date.
+
 Categories are reported by number (the README: their names differ between sources);
 category 5 (adversarial: it asks about something the conversation does not support,
 and stores ``adversarial_answer`` instead of ``answer``) is reported separately
@@ -22,19 +28,33 @@ and stores ``adversarial_answer`` instead of ``answer``) is reported separately
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from plur.errors import ValidationError
 
-from .tasks import Query, Task, read_json
+from .tasks import DocMeta, Query, Task, read_json
 
 GRANULARITIES: tuple[str, ...] = ("session", "turn")
 ADVERSARIAL = 5
 _SESSION_KEY = re.compile(r"\Asession_(\d+)\Z")
 _DIA = re.compile(r"\AD:?(\d+):(\d+)\Z")
+_DATE_TIME = re.compile(r"\A\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*\Z", re.I)
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+
+
+def session_date(text: Any) -> str | None:
+    """``"1:56 pm on 8 May, 2023"`` -> ``"2023-05-08T13:56:00"`` (LoCoMo's ``session_N_date_time``); None if unparsable."""
+    m = _DATE_TIME.match(str(text)) if isinstance(text, str) else None
+    if m is None or m.group(5).lower() not in _MONTHS:
+        return None
+    hour = int(m.group(1)) % 12 + (12 if m.group(3).lower() == "pm" else 0)
+    month = _MONTHS.index(m.group(5).lower()) + 1
+    return f"{int(m.group(6)):04d}-{month:02d}-{int(m.group(4)):02d}T{hour:02d}:{int(m.group(2)):02d}:00"
 
 
 def turn_text(turn: Mapping[str, Any]) -> str:
@@ -96,17 +116,28 @@ def build_task(sample: Mapping[str, Any], granularity: str) -> tuple[Task, list[
         raise ValidationError(f"LoCoMo sample {name!r} has no 'conversation' object")
     ids: list[str] = []
     texts: list[str] = []
+    meta: list[DocMeta] = []
     turn_ids: set[str] = set()
+    notes: list[str] = []
+    dates: list[str] = []
     for n, turns in sessions(conv):
         lines = [turn_text(t) for t in turns]
         turn_ids.update(str(t["dia_id"]) for t in turns)
+        when = session_date(conv.get(f"session_{n}_date_time"))
+        if when is None:
+            notes.append(f"{name} session {n}: date {conv.get(f'session_{n}_date_time')!r} not parsed; no date")
+        else:
+            dates.append(when)
         if granularity == "turn":
             ids += [str(t["dia_id"]) for t in turns]
             texts += lines
+            meta += [DocMeta(session=f"{name}/D{n}", turn=i, date=when, speaker=str(t.get("speaker", "")) or None)
+                     for i, t in enumerate(turns)]
         else:
             ids.append(f"D{n}")
             texts.append("\n".join(lines))
-    notes: list[str] = []
+            meta.append(DocMeta(date=when))
+    asked = max(dates) if dates else None
     queries = []
     for i, qa in enumerate(sample.get("qa", [])):
         evidence = qa.get("evidence", [])
@@ -120,42 +151,67 @@ def build_task(sample: Mapping[str, Any], granularity: str) -> tuple[Task, list[
             qid=f"{name}/q{i}", text=str(qa.get("question", "")), gold=gold,
             group=f"cat{category}" if gold else "no-evidence",
             primary=category != ADVERSARIAL and bool(gold), scored=bool(gold),
-            extra={"category": category, "answer": None if answer is None else str(answer)},
+            extra={"category": category, "answer": None if answer is None else str(answer)}, now=asked,
         ))
     task = Task(name=name, doc_ids=tuple(ids), texts=tuple(texts), queries=tuple(queries),
-                session_of="colon" if granularity == "turn" else None)
+                session_of="colon" if granularity == "turn" else None, meta=tuple(meta))
     return task, notes
 
 
-def load_tasks(path: str | Path, granularity: str, *, limit: int | None = None) -> tuple[list[Task], list[str]]:
+def parse_conversations(value: str) -> tuple[int, ...]:
+    """``"1-5"`` / ``"6-10"`` / ``"1,3,7-9"`` -> 1-based conversation numbers, sorted, unique.
+
+    Raises:
+        ValidationError: a piece that is not a number or a ``lo-hi`` range of numbers >= 1.
+    """
+    out: set[int] = set()
+    for piece in value.split(","):
+        piece = piece.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", piece)
+        if not m or int(m.group(1)) < 1 or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+            raise ValidationError(f"--conversations {value!r}: use 1-based numbers or ranges such as 1-5 or 1,3,6-10")
+        out.update(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    return tuple(sorted(out))
+
+
+def load_tasks(path: str | Path, granularity: str, *, limit: int | None = None,
+               conversations: Sequence[int] | None = None) -> tuple[list[Task], list[str]]:
     """Load ``locomo10.json`` as one task per conversation.
 
     Args:
         path: the data file.
         granularity: ``session`` or ``turn``.
         limit: keep only the first ``limit`` *questions* overall (conversations are cut accordingly).
+        conversations: 1-based numbers of the conversations to keep (file order), e.g. ``(1, 2, 3, 4, 5)``
+            for the tuning split; ``None`` = all. Each row records its number (``conversation``).
 
     Returns:
         ``(tasks, notes)``.
 
     Raises:
-        ValidationError: the file is missing or not a LoCoMo list of samples.
+        ValidationError: the file is missing or not a LoCoMo list of samples, or a conversation number
+            is past the end of the file.
     """
     p = Path(path)
     data = read_json(p, "LoCoMo file", "pass --data with the path "
                      "of locomo10.json (github.com/snap-research/LoCoMo, data/)")
     if not isinstance(data, list) or not all(isinstance(x, dict) and "qa" in x for x in data):
         raise ValidationError(f"LoCoMo file {str(p)!r} must be a list of samples with 'conversation' and 'qa'")
+    if conversations and max(conversations) > len(data):
+        raise ValidationError(f"--conversations names {max(conversations)} but {str(p)!r} holds {len(data)}")
     tasks: list[Task] = []
     notes: list[str] = []
     left = limit
-    for sample in data:
+    for number, sample in enumerate(data, start=1):
+        if conversations and number not in conversations:
+            continue
         if left is not None and left <= 0:
             break
         task, n = build_task(sample, granularity)
+        queries = tuple(dataclasses.replace(q, extra={**q.extra, "conversation": number}) for q in task.queries)
         if left is not None:
-            task = Task(task.name, task.doc_ids, task.texts, task.queries[:left], task.session_of)
-            left -= len(task.queries)
-        tasks.append(task)
+            queries = queries[:left]
+            left -= len(queries)
+        tasks.append(dataclasses.replace(task, queries=queries))
         notes += n
     return tasks, notes

@@ -25,6 +25,12 @@ if "answer" in id]``) and ``src/retrieval/eval_utils.py`` (the metrics, see
 session text and as turn documents, relabelled by the same rule applied to every included
 turn. Results produced with it are labelled as such.
 
+Robustness: the official files are cleaned before indexing (:func:`clean_sessions`): a session
+listed twice is kept once, non-string content becomes text, missing ``has_answer`` reads as false,
+non-list sessions are empty; every repair is a note in the run's manifest, never an abort.
+Turn documents carry provenance (session, turn, ``haystack_dates``) and the question its
+``question_date`` (``now`` for date resolution).
+
 Accepted inputs: the original JSON (a list of question objects with ``question``,
 ``answer``, ``answer_session_ids``...), and the grouped variant kept in
 ``shared/data/longmemeval`` (``questions`` / ``answers`` / ``answer_session_ids`` as lists),
@@ -35,13 +41,14 @@ items are skipped with a note.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from plur.errors import ValidationError
 
-from .tasks import Query, Task, read_json
+from .tasks import DocMeta, Query, Task, read_json
 
 GRANULARITIES: tuple[str, ...] = ("session", "turn")
 
@@ -98,6 +105,94 @@ def _ungroup(item: Mapping[str, Any]) -> dict[str, Any] | None:
     return entry
 
 
+_DATE = re.compile(r"\A\s*(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\([A-Za-z]+\))?(?:\s+(\d{1,2}):(\d{2}))?\s*\Z")
+
+
+def haystack_date(text: Any) -> str | None:
+    """``"2023/05/20 (Sat) 02:21"`` (LongMemEval's ``haystack_dates`` / ``question_date``) -> ISO-8601, or None."""
+    m = _DATE.match(text) if isinstance(text, str) else None
+    if m is None:
+        return None
+    y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    hh, mm = int(m.group(4) or 0), int(m.group(5) or 0)
+    if not (1 <= mo <= 12 and 1 <= d <= 31 and hh < 24 and mm < 60):
+        return None
+    return f"{y:04d}-{mo:02d}-{d:02d}T{hh:02d}:{mm:02d}:00"
+
+
+def content_text(content: Any) -> tuple[str, bool]:
+    """A turn's ``content`` as text, and whether it had to be converted.
+
+    ``str`` as is; ``None`` -> ``""``; a list of message parts (``{"type": "text", "text": ...}``
+    or strings) -> their texts joined by a space; anything else -> ``str(content)``. The official
+    code would fail on non-string content (``' '.join``), so a converted turn is noted.
+    """
+    if isinstance(content, str):
+        return content, False
+    if content is None:
+        return "", True
+    if isinstance(content, list):
+        parts = [p if isinstance(p, str) else str(p.get("text", "")) if isinstance(p, Mapping) else str(p)
+                 for p in content]
+        return " ".join(p for p in parts if p), True
+    return str(content), True
+
+
+def clean_sessions(entry: Mapping[str, Any], notes: list[str]) -> list[tuple[str, list[Mapping[str, Any]], str | None]]:
+    """``[(session id, turns, ISO date)]`` of one question's haystack, made safe to index.
+
+    What the official files may hold and how it is handled (each case adds a note):
+
+    * a session id listed twice (LongMemEval-S cleaned has one: same content, two dates): the first
+      copy is kept, the repeat dropped. plur's store merges identical statements anyway, and the
+      official scorer's only difference (the ideal DCG counting a gold session twice) is an artefact;
+    * ``haystack_sessions`` and ``haystack_session_ids`` of different lengths: the extra ones are dropped;
+    * a session that is not a list (``null``), or turns that are not objects: treated as empty / skipped;
+    * non-string ``content``: converted by :func:`content_text`;
+    * a missing ``has_answer`` (the official turn-level code asserts it in answer sessions): read as false.
+    """
+    qid = entry.get("question_id")
+    ids = list(entry.get("haystack_session_ids") or [])
+    sessions = list(entry.get("haystack_sessions") or [])
+    dates = list(entry.get("haystack_dates") or [])
+    if len(ids) != len(sessions):
+        notes.append(f"question {qid!r}: {len(ids)} haystack_session_ids but {len(sessions)} haystack_sessions; "
+                     f"scored the first {min(len(ids), len(sessions))}")
+    out: list[tuple[str, list[Mapping[str, Any]], str | None]] = []
+    seen: dict[str, int] = {}
+    converted = missing_flag = 0
+    for j, (sid, session) in enumerate(zip(ids, sessions)):
+        sid = str(sid)
+        when = haystack_date(dates[j]) if j < len(dates) else None
+        if sid in seen:
+            same = sessions[seen[sid]] == session
+            notes.append(f"question {qid!r}: session {sid!r} listed twice in haystack_session_ids "
+                         f"({'same' if same else 'different'} content); the repeat at position {j} was dropped")
+            continue
+        seen[sid] = j
+        if not isinstance(session, list):
+            notes.append(f"question {qid!r}: session {sid!r} is {type(session).__name__}, not a list of turns; "
+                         "indexed as empty")
+            session = []
+        turns: list[Mapping[str, Any]] = []
+        for i, turn in enumerate(session):
+            if not isinstance(turn, Mapping):
+                notes.append(f"question {qid!r}: session {sid!r} turn {i} is not an object; skipped")
+                turns.append({"role": None, "content": ""})   # keeps the official turn numbering
+                continue
+            text, changed = content_text(turn.get("content"))
+            converted += changed
+            if "answer" in sid and turn.get("role") == "user" and "has_answer" not in turn:
+                missing_flag += 1
+            turns.append({**turn, "content": text})
+        out.append((sid, turns, when))
+    if converted:
+        notes.append(f"question {qid!r}: {converted} turn(s) with non-string content converted to text")
+    if missing_flag:
+        notes.append(f"question {qid!r}: {missing_flag} user turn(s) of answer sessions lack has_answer; read as false")
+    return out
+
+
 def flat_index(session: Sequence[Mapping[str, Any]], granularity: str, sess_id: str,
                include_assistant: bool = False) -> tuple[list[str], list[str]]:
     """Documents and ids of one haystack session (official ``process_item_flat_index``).
@@ -131,32 +226,46 @@ def flat_index(session: Sequence[Mapping[str, Any]], granularity: str, sess_id: 
     raise ValidationError(f"granularity {granularity!r} is not one of {', '.join(GRANULARITIES)}")
 
 
-def build_task(entry: Mapping[str, Any], granularity: str, include_assistant: bool = False) -> Task:
+def build_task(entry: Mapping[str, Any], granularity: str, include_assistant: bool = False,
+               notes: list[str] | None = None) -> Task:
     """One question -> its :class:`Task` (corpus from its own haystack, gold by the official rule).
 
+    Turn documents carry their provenance (session id, 0-based turn index, session date) and the
+    query its ``question_date`` as ``now``. The haystack is cleaned first (:func:`clean_sessions`);
+    what was repaired is appended to ``notes``.
+
     Raises:
-        ValidationError: unknown granularity, or two documents with the same id.
+        ValidationError: unknown granularity, or two documents with the same id left after cleaning.
     """
+    notes = notes if notes is not None else []
     texts: list[str] = []
     ids: list[str] = []
-    for sess_id, session in zip(entry["haystack_session_ids"], entry["haystack_sessions"]):
-        t, i = flat_index(session, granularity, str(sess_id), include_assistant)
+    meta: list[DocMeta] = []
+    haystack = clean_sessions(entry, notes)
+    for sess_id, session, when in haystack:
+        t, i = flat_index(session, granularity, sess_id, include_assistant)
         texts += t
         ids += i
+        if granularity == "turn":
+            roles = ("user", "assistant") if include_assistant else ("user",)
+            meta += [DocMeta(session=sess_id, turn=n, date=when, role=str(turn.get("role")))
+                     for n, turn in enumerate(session) if turn.get("role") in roles]
+        else:
+            meta.append(DocMeta(date=when))
     if len(set(ids)) != len(ids):
         dup = sorted({x for x in ids if ids.count(x) > 1})[:3]
         raise ValidationError(f"question {entry['question_id']!r}: duplicate corpus ids {dup}")
     gold = frozenset(d for d in ids if "answer" in d)
     qid = str(entry["question_id"])
     abstention = "_abs" in qid
-    has_target = any(t.get("has_answer") is True for s in entry["haystack_sessions"] for t in s
-                     if t.get("role") == "user")
+    has_target = any(t.get("has_answer") is True for _, s, _ in haystack for t in s if t.get("role") == "user")
     qtype = str(entry.get("question_type", "unknown"))
-    query = Query(qid=qid, text=str(entry["question"]), gold=gold,
+    query = Query(qid=qid, text=content_text(entry["question"])[0], gold=gold,
                   group="abstention" if abstention else qtype, primary=not abstention,
-                  extra={"question_type": qtype, "abstention": abstention, "has_target": has_target})
+                  extra={"question_type": qtype, "abstention": abstention, "has_target": has_target},
+                  now=haystack_date(entry.get("question_date")))
     return Task(name=qid, doc_ids=tuple(ids), texts=tuple(texts), queries=(query,),
-                session_of="underscore" if granularity == "turn" else None)
+                session_of="underscore" if granularity == "turn" else None, meta=tuple(meta))
 
 
 def load_tasks(path: str | Path, granularity: str, *, include_assistant: bool = False,
@@ -177,7 +286,7 @@ def load_tasks(path: str | Path, granularity: str, *, include_assistant: bool = 
     entries, notes = load_entries(path)
     if limit is not None:
         entries = entries[:limit]
-    tasks = [build_task(e, granularity, include_assistant) for e in entries]
+    tasks = [build_task(e, granularity, include_assistant, notes) for e in entries]
     n_abs = sum(1 for t in tasks if not t.queries[0].primary)
     if n_abs:
         notes.append(f"{n_abs} abstention question(s) scored but left out of the headline average")

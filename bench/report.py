@@ -206,7 +206,12 @@ def write_run(out: str | Path, manifest: Mapping[str, Any], rows: Sequence[Mappi
         for r in rows:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
     (folder / "summary.json").write_text(json.dumps(agg, indent=2) + "\n", encoding="utf-8")
-    (folder / "summary.md").write_text(summary_markdown(manifest, agg), encoding="utf-8")
+    text = summary_markdown(manifest, agg)
+    if manifest.get("dataset") == "locomo":
+        from .splits import split_markdown
+
+        text += "\n" + "\n".join(split_markdown(rows, manifest["granularity"])) + "\n"
+    (folder / "summary.md").write_text(text, encoding="utf-8")
     if agg:
         plot_curves(agg, folder / "summary.png",
                     f"{manifest['dataset']} ({manifest['granularity']}), headline population")
@@ -277,7 +282,12 @@ def matrix_markdown(runs: Sequence[Mapping[str, Any]], manifest: Mapping[str, An
               "full LongMemEval-S); LoCoMo categories 1-4 with evidence (category 5 and per-category tables in each "
               "run's summary.md). `session (from turn ranking)` is the official turn-to-session metric; its NDCG "
               "counts every turn of a gold session in the ideal ranking, as the official code does, so it is not "
-              "comparable with session-granularity NDCG.", ""]
+              "comparable with session-granularity NDCG.", "",
+              "Depth: a plain variant name is the **default path**, what `Memory.recall` with default settings "
+              "returns (each leg's `candidates` = 100 best, then fusion and the date boost; scored from "
+              "`recall(k=50)`, whose top 10 equals `recall(k=10)`). `<variant>@full` asks for every engram "
+              "(each leg ranks the whole corpus, as the official scorer does): a labelled extra, not the headline.",
+              ""]
     lines += _table(MATRIX_HEADER, matrix_rows(runs))
     cmp_ = fusion_comparison(runs)
     if cmp_["winner"]:

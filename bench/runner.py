@@ -6,11 +6,19 @@ then every query recalled once per variant (``bm25``, ``dense``, ``hybrid-<fusio
 that same store, so each document is embedded once. Another fusion reopens the same
 home with ``fusion=<name>`` (indexes are persisted, nothing is re-embedded).
 
-Ranking depth: the official scorer ranks the whole corpus (turn->session metrics at
-k=30/50 can look past 50 turns), so recall asks for ``k = number of engrams`` (plur
-then takes every engram from each leg before fusing; ``--depth`` caps it). Documents the
-engine does not return (BM25 finds no shared term; empty documents) follow as a tied tail
-in corpus order (:func:`with_tail`); each row's ``n_ranked`` says how many the engine ranked.
+Ranking depth: the headline variants are the *default path*, what a user's
+``Memory.recall`` returns: ``k = 50`` (the deepest cut-off scored), so each leg takes its
+``candidates`` (100) best before fusion, the date boost and the cut, exactly as for
+``recall(query)`` with k=10 (whose top 10 is the same). Each variant also runs at full depth
+(``<name>@full``, ``k = number of engrams``: every leg ranks the whole corpus, as the official
+scorer does), a labelled extra. Documents the engine does not return (outside the
+candidates, no shared term, empty documents) follow as a tied tail in corpus order
+(:func:`with_tail`); each row's ``n_ranked`` says how many the engine ranked.
+
+Provenance and time: documents with :class:`~bench.tasks.DocMeta` are learned as conversation
+turns (``source.kind = "conversation"``, ``session``, ``turn``) dated by their session, and each
+question is recalled with ``now`` = its question date, so neighbouring-turn context and date
+resolution work as they do for a user.
 
 Duplicates: the store merges documents whose normalised statements are equal (same
 scope), and ``learn_many`` returns the stored engram for each input in order. The
@@ -36,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from . import metrics
-from .tasks import Task
+from .tasks import DocMeta, Task
 
 MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
 FUSIONS: tuple[str, ...] = ("rrf", "weighted")
@@ -50,21 +58,39 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "plur" / "bench"
 
 
+#: Hits asked per recall on the default path: the deepest cut-off scored (metrics.KS). With
+#: ``k <= candidates`` (100) ``Memory.recall`` fuses the same per-leg candidates as a user's
+#: ``recall(query)`` with k=10, so its top 10 is exactly what the user gets.
+DEFAULT_PATH_K = max(metrics.KS)
+FULL_SUFFIX = "@full"
+
+
 @dataclass(frozen=True)
 class Variant:
-    """One recall configuration: a mode and, for ``hybrid``, a fusion method."""
+    """One recall configuration: a mode, for ``hybrid`` a fusion method, and the ranking depth.
+
+    ``full=False`` is the default path (``Memory.recall(k=50)``: every leg takes its
+    ``candidates`` best, then fusion); ``full=True`` asks for every engram (each leg ranks the
+    whole corpus), a labelled extra that is not what a user's recall returns.
+    """
 
     mode: str
     fusion: str | None = None
+    full: bool = False
 
     @property
     def name(self) -> str:
-        """``bm25``, ``dense``, ``hybrid-rrf``, ``hybrid-weighted``."""
-        return self.mode if self.fusion is None else f"{self.mode}-{self.fusion}"
+        """``bm25``, ``dense``, ``hybrid-rrf``, ``hybrid-weighted``, with ``@full`` for full depth."""
+        base = self.mode if self.fusion is None else f"{self.mode}-{self.fusion}"
+        return base + (FULL_SUFFIX if self.full else "")
 
 
-def make_variants(modes: Iterable[str], fusions: Iterable[str]) -> list[Variant]:
-    """Variants for ``modes`` x ``fusions`` (fusion only matters for ``hybrid``).
+def make_variants(modes: Iterable[str], fusions: Iterable[str], *, full_depth: bool = True) -> list[Variant]:
+    """Variants for ``modes`` x ``fusions`` (fusion only matters for ``hybrid``), default path first.
+
+    Args:
+        modes: recall modes. fusions: hybrid fusion methods.
+        full_depth: also add each variant at full depth (``<name>@full``), after the default-path ones.
 
     Raises:
         ValueError: an unknown mode or fusion.
@@ -78,6 +104,8 @@ def make_variants(modes: Iterable[str], fusions: Iterable[str]) -> list[Variant]
         if m not in MODES:
             raise ValueError(f"mode {m!r} is not one of {', '.join(MODES)}")
         out += [Variant(m, f) for f in fusions] if m == "hybrid" else [Variant(m)]
+    if full_depth:
+        out += [Variant(v.mode, v.fusion, True) for v in out]
     return out
 
 
@@ -90,7 +118,8 @@ class EngineConfig:
         granularity: ``session`` or ``turn`` (copied into rows).
         model: the ``model`` setting (None = plur's default resolution).
         cache_dir: folder of the shared embedding cache.
-        depth: engrams asked per recall; None = all of them (full ranking).
+        depth: hits asked per default-path recall; None = :data:`DEFAULT_PATH_K` (full-depth
+            variants always ask for every engram).
         overrides: further plur settings (e.g. ``{"bm25_k1": 1.2}``).
         torch_threads: intra-op threads per process (None = torch's default).
     """
@@ -168,8 +197,10 @@ class Engine:
         """
         from plur.memory import Memory
 
+        meta_of = dict(zip(task.doc_ids, task.meta)) if task.meta else {}
         docs = [(d, t.replace("\x00", "")) for d, t in zip(task.doc_ids, task.texts)]
         docs = [(d, t) for d, t in docs if t.strip()]
+        meta = [meta_of.get(d) for d, _ in docs]
         fusions = [v.fusion for v in variants if v.fusion is not None]
         fusions = list(dict.fromkeys(fusions)) or [self.settings.fusion]
         session_of = SESSION_OF[task.session_of] if task.session_of else None
@@ -180,12 +211,12 @@ class Engine:
                 todo = [v for v in variants if v.fusion == fusion or (i == 0 and v.fusion is None)]
                 with Memory(home, embedder=self.embedder, fusion=fusion, **self.config.settings_overrides()) as mem:
                     if i == 0:
-                        docs_of = self._learn(mem, docs)
-                    depth = self.config.depth or max(len(docs_of), 1)
+                        docs_of = self._learn(mem, docs, meta)
                     for query in task.queries:
                         for variant in todo:
+                            depth = max(len(docs_of), 1) if variant.full else (self.config.depth or DEFAULT_PATH_K)
                             t0 = time.perf_counter()
-                            hits = mem.recall(query.text, k=depth, mode=variant.mode, record=False)
+                            hits = mem.recall(query.text, k=depth, mode=variant.mode, record=False, now=query.now)
                             latency_ms = (time.perf_counter() - t0) * 1000.0
                             ranked = expand(hits, docs_of)
                             ranking = with_tail(ranked, task.doc_ids)
@@ -199,10 +230,16 @@ class Engine:
         rows.sort(key=lambda r: (q_pos[r["qid"]], v_pos[r["variant"]]))
         return rows
 
-    def _learn(self, mem: Any, docs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
-        """Learn ``(doc id, text)`` pairs; engram id -> the corpus ids it stands for (corpus order)."""
-        items = [{"statement": text, "source": {"kind": self.config.dataset, "doc_id": doc_id}}
-                 for doc_id, text in docs]
+    def _learn(self, mem: Any, docs: Sequence[tuple[str, str]],
+               meta: Sequence[DocMeta | None] = ()) -> dict[str, list[str]]:
+        """Learn ``(doc id, text)`` pairs; engram id -> the corpus ids it stands for (corpus order).
+
+        A document with a session and turn is learned as a conversation turn (contract B:
+        ``source = {"kind": "conversation", "format": <dataset>, "session", "turn", ...}``), so the
+        engine sees its neighbouring turns; a dated document gets ``created`` = its date.
+        """
+        items = [_item(self.config.dataset, doc_id, text, m)
+                 for (doc_id, text), m in zip(docs, list(meta) or [None] * len(docs))]
         stored = mem.learn_many(items) if items else []
         if len(stored) != len(items):
             raise RuntimeError(f"learn_many returned {len(stored)} engrams for {len(items)} documents; "
@@ -211,6 +248,24 @@ class Engine:
         for engram, (doc_id, _) in zip(stored, docs):
             docs_of.setdefault(engram.id, []).append(doc_id)
         return docs_of
+
+
+def _item(dataset: str, doc_id: str, text: str, meta: DocMeta | None) -> dict[str, Any]:
+    """``Memory.learn_many`` keyword arguments for one corpus document."""
+    item: dict[str, Any] = {"statement": text, "source": {"kind": dataset, "doc_id": doc_id}}
+    if meta is None:
+        return item
+    if meta.session is not None and meta.turn is not None:
+        source: dict[str, Any] = {"kind": "conversation", "format": dataset, "session": meta.session,
+                                  "turn": meta.turn, "doc_id": doc_id}
+        if meta.role:
+            source["role"] = meta.role
+        if meta.speaker:
+            source["speaker"] = meta.speaker
+        item["source"] = source
+    if meta.date:
+        item["created"] = meta.date
+    return item
 
 
 def resolved_settings(config: EngineConfig) -> dict[str, Any]:
@@ -305,11 +360,11 @@ def run_tasks(tasks: Sequence[Task], variants: Sequence[Variant], config: Engine
     bar = tqdm(total=total, desc=desc, unit="recall", dynamic_ncols=True)
     try:
         if workers <= 1:
-            engine = Engine(config)
+            engine_ = Engine(config)
             rows: list[dict[str, Any]] = []
             for task in tasks:
-                rows += engine.run_task(task, variants, on_progress=bar.update)
-            return rows, engine.model_info(), engine.settings_dict()
+                rows += engine_.run_task(task, variants, on_progress=bar.update)
+            return rows, engine_.model_info(), engine_.settings_dict()
         import multiprocessing as mp
 
         threads = config.torch_threads or max(1, (os.cpu_count() or 1) // workers)

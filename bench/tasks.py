@@ -27,6 +27,8 @@ class Query:
             abstention question; LoCoMo: categories 1-4 with evidence).
         scored: False if the question counts in no average at all (LoCoMo: no usable evidence).
         extra: JSON-safe notes copied into the per-question row (e.g. ``has_target``).
+        now: when the question is asked (ISO-8601), passed to ``Memory.recall(now=...)`` so dates
+            the question names resolve against it; ``None`` = the current time.
     """
 
     qid: str
@@ -36,6 +38,26 @@ class Query:
     primary: bool = True
     scored: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
+    now: str | None = None
+
+
+@dataclass(frozen=True)
+class DocMeta:
+    """Provenance of one corpus document, learned with it (contract B of the helper brief).
+
+    Attributes:
+        session: conversation session id (unique within the task), or ``None`` for documents that
+            are not turns (whole sessions).
+        turn: 0-based position of the turn in its session, or ``None``.
+        date: ISO-8601 timestamp of the turn / session (becomes the engram's ``created``), or ``None``.
+        role: ``user`` / ``assistant`` / ``None``. speaker: the speaker's name, if known.
+    """
+
+    session: str | None = None
+    turn: int | None = None
+    date: str | None = None
+    role: str | None = None
+    speaker: str | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +72,7 @@ class Task:
         session_of: how a doc id maps to its session for turn->session metrics:
             ``"underscore"`` (LongMemEval, drop the last ``_<n>``), ``"colon"`` (LoCoMo
             ``D3:7 -> D3``) or ``None`` (the docs already are sessions).
+        meta: per-document provenance, parallel to ``doc_ids``; empty = none known.
     """
 
     name: str
@@ -57,8 +80,11 @@ class Task:
     texts: tuple[str, ...]
     queries: tuple[Query, ...]
     session_of: str | None = None
+    meta: tuple[DocMeta, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.meta and len(self.meta) != len(self.doc_ids):
+            raise ValueError(f"task {self.name!r}: {len(self.doc_ids)} ids but {len(self.meta)} meta entries")
         if len(self.doc_ids) != len(self.texts):
             raise ValueError(f"task {self.name!r}: {len(self.doc_ids)} ids but {len(self.texts)} texts")
         if len(set(self.doc_ids)) != len(self.doc_ids):

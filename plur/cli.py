@@ -425,7 +425,7 @@ def recall(app: _App, query: str, k: int, scope: str | None, mode: str, types: t
         mem = app.memory
         mem.catch_up(progress=True, need_dense=mode != "bm25")  # index catch-up, progress on stderr
         hits = mem.recall(query, k, scope=scope, mode=mode, agent=agent, types=types or None, tags=tags or None,
-                          min_score=min_score, include_expired=include_expired)
+                          min_score=min_score, include_expired=include_expired, explain=explain)
     if as_json:
         _emit_json([h.to_dict() for h in hits])
         return
@@ -437,6 +437,10 @@ def recall(app: _App, query: str, k: int, scope: str | None, mode: str, types: t
             click.echo(f"{h.rank:>4} {h.score:>8.4f} {_fmt(h.bm25_rank, 'd'):>5} {_fmt(h.bm25_score):>8} "
                        f"{_fmt(h.dense_rank, 'd'):>6} {_fmt(h.dense_score):>7}  {h.engram.id}{flag}  "
                        f"{_summary(h.engram.statement, 70)}")
+            for neighbour, terms in h.context_matches:
+                click.echo(f"{'':>36}  via neighbouring turn {neighbour}: {', '.join(terms)}")
+            if h.date_match:
+                click.echo(f"{'':>36}  date named in the query matches ({h.engram.created.date().isoformat()})")
         else:
             click.echo(f"{h.rank:>3}. {h.engram.id}{flag}  {_summary(h.engram.statement)}")
     if not hits:

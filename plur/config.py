@@ -50,8 +50,26 @@ SETTINGS: tuple[Setting, ...] = (
             "How BM25 and dense rankings are fused: weighted (sum of absolute [0, 1] leg scores; won on LoCoMo, "
             "see README) or rrf.", ("rrf", "weighted")),
     Setting("rrf_k", 60, int, "RRF constant k (Cormack, Clarke & Buettcher, SIGIR 2009)."),
-    Setting("dense_weight", 0.5, float, "Weight of the dense leg in weighted fusion (0..1); BM25 gets the rest."),
+    Setting("dense_weight", 0.4, float,
+            "Weight of the dense leg in weighted fusion (0..1); BM25 gets the rest (0.4 beat 0.5 and 0.6 on LoCoMo "
+            "conversations 1-5 once BM25 had conversation context)."),
     Setting("candidates", 100, int, "Candidates taken from each leg before fusion (per leg, engrams)."),
+    Setting("context_window", 2, int,
+            "Conversation turns on each side of a turn added to its BM25 document (same source.session and "
+            "scope; 0 = the bare turn). The dense leg embeds the bare turn. 2 beat 1 and 3 on LoCoMo conversations 1-5."),
+    Setting("context_own_weight", 2, int,
+            "Times a turn's own text counts in its BM25 document against once for each neighbour "
+            "(a BM25F-style field weight; 1 = plain concatenation). 2 beat 1, 3 and 4 (hybrid) on LoCoMo conversations 1-5."),
+    Setting("index_dates", True, bool,
+            "Add the engram's date words (day, month, year, weekday of `created`) to its BM25 document "
+            "(on: +0.015 turn NDCG@5 hybrid on LoCoMo conversations 1-5)."),
+    Setting("date_boost", 0.5, float,
+            "When a query names a date (README 'Dates in recall'), engrams dated in it gain this share of the "
+            "best candidate's fused score (0 = off)."),
+    Setting("reranker", "", str,
+            "Optional second stage over the fused top rerank_top_n: a cross-encoder pinned in models.lock "
+            "[rerankers] (e.g. BAAI/bge-reranker-base) or a model folder; '' = off. Quality not measured here."),
+    Setting("rerank_top_n", 30, int, "Candidates the reranker reorders (engrams; only when reranker is set)."),
     Setting("hnsw_m", 16, int, "HNSW graph degree M (hnswlib)."),
     Setting("hnsw_ef_construction", 200, int, "HNSW ef at construction time."),
     Setting("hnsw_ef_search", 128, int, "HNSW ef at query time (raised to k when k is larger)."),
@@ -101,8 +119,14 @@ class Settings:
     stemming: bool = True
     fusion: str = "weighted"
     rrf_k: int = 60
-    dense_weight: float = 0.5
+    dense_weight: float = 0.4
     candidates: int = 100
+    context_window: int = 2
+    context_own_weight: int = 2
+    index_dates: bool = True
+    date_boost: float = 0.5
+    reranker: str = ""
+    rerank_top_n: int = 30
     hnsw_m: int = 16
     hnsw_ef_construction: int = 200
     hnsw_ef_search: int = 128

@@ -73,6 +73,7 @@ class Memory:
         self._newest_cache: tuple[int, list[Engram]] | None = None
         self._bounded_cache: tuple[int, list[Engram]] | None = None   # engrams that can stop being current
         self._closed = False
+        self._reranker: Any | None = None
         _OPEN.add(self)
 
     # -- lazily built parts ---------------------------------------------------------------
@@ -507,7 +508,8 @@ class Memory:
 
     def recall(self, query: str, k: int = 10, *, scope: str | None = None, types: Sequence[str] | None = None,
                tags: Sequence[str] | None = None, mode: str = "hybrid", agent: str | None = None,
-               record: bool = True, min_score: float | None = None, include_expired: bool = False) -> list[Hit]:
+               record: bool = True, min_score: float | None = None, include_expired: bool = False,
+               now: Any = None, explain: bool = False) -> list[Hit]:
         """Engrams relevant to ``query``, best first.
 
         Args:
@@ -525,13 +527,17 @@ class Memory:
                 threshold means the same for every query).
             include_expired: also return engrams that are not current (retired, e.g. superseded, or
                 outside their ``valid_from``/``valid_until`` window). Default: skipped.
+            now: when the question is asked (datetime or ISO-8601 text; default the current time):
+                dates the query names ("last May", "two weeks ago") are resolved against it and
+                engrams dated in them are boosted (setting ``date_boost``; README "Dates in recall").
+            explain: fill each hit's ``context_matches`` (query terms matched via neighbouring turns).
 
         Returns:
             At most ``k`` :class:`~plur.index.recall.Hit` objects, ``rank`` 1..n, scores in [0, 1]
             non-increasing.
 
         Raises:
-            ValidationError: bad query type, k, scope, mode or min_score.
+            ValidationError: bad query type, k, scope, mode, min_score or ``now``.
         """
         self._check_query(query, k, scope)
         check_mode(mode)
@@ -547,8 +553,9 @@ class Memory:
             mode_used = "bm25" if mode == "dense" and self._index(mode != "bm25").dense is None else mode
             bm25, dense, top = self._legs(query, k, scope, types, tags, mode_used != "dense", mode_used != "bm25",
                                           include_expired)
-            hits = combine(bm25, dense, mode=mode_used, k=k, lookup=self._get_or_none, fusion_method=s.fusion,
-                           rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top)
+            hits = self._second_stage(query, k, now, explain, lambda n: combine(
+                bm25, dense, mode=mode_used, k=n, lookup=self._get_or_none, fusion_method=s.fusion,
+                rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top))
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
         latency_ms = (time.perf_counter() - t0) * 1000.0
@@ -556,6 +563,34 @@ class Memory:
             self.stats.record_recall(agent=agent, scope=scope, query=query, mode=mode, latency_ms=latency_ms,
                                      hits=hits)
         return hits
+
+    def _second_stage(self, query: str, k: int, now: Any, explain: bool, fused: Any) -> list[Hit]:
+        """Date boost and reranker over the fused candidates (``fused(n)`` -> top n hits), then the cut to k."""
+        from .index import stages
+        from .index.dates import resolve
+
+        s = self.settings
+        ranges = resolve(query, parse_time(now, "now") if now is not None else utcnow()) if s.date_boost else []
+        reranker = self.reranker()
+        if not ranges and reranker is None:
+            hits = fused(k)
+        else:
+            hits = stages.boost_dates(fused(max(k, s.candidates)), ranges, s.date_boost)
+            if reranker is not None:
+                hits = stages.rerank(hits, query, reranker, max(k, s.rerank_top_n))
+            hits = hits[:k]
+        return stages.explain_context(hits, query, self._index(need_dense=False)) if explain else hits
+
+    def reranker(self) -> Any | None:
+        """The second-stage :class:`~plur.embed.rerank.Reranker` (setting ``reranker``), loaded once; None when off."""
+        if not self.settings.reranker:
+            return None
+        with self._lock:
+            if self._reranker is None:
+                from .embed.rerank import load_reranker
+
+                self._reranker = load_reranker(self.settings.reranker, device=self.settings.device)
+            return self._reranker
 
     def recall_legs(self, query: str, k: int = 10, *, scope: str | None = None, agent: str | None = None,
                     record: bool = True) -> dict[str, list[Hit]]:
@@ -571,9 +606,9 @@ class Memory:
         s = self.settings
         with self._lock:
             bm25, dense, top = self._legs(query, k, scope, None, None, True, True)
-            out = {m: combine(bm25, dense, mode=m, k=k, lookup=self._get_or_none, fusion_method=s.fusion,
-                              rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top)
-                   for m in ("hybrid", "bm25", "dense")}
+            out = {m: self._second_stage(query, k, None, True, lambda n, m=m: combine(
+                bm25, dense, mode=m, k=n, lookup=self._get_or_none, fusion_method=s.fusion, rrf_k=s.rrf_k,
+                dense_weight=s.dense_weight, bm25_full=top)) for m in ("hybrid", "bm25", "dense")}
         if record and s.record_stats:
             self.stats.record_recall(agent=agent, scope=scope, query=query, mode="hybrid",
                                      latency_ms=(time.perf_counter() - t0) * 1000.0, hits=out["hybrid"])

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from plur.embed.models_lock import (  # noqa: E402  (after the path tweak, so a checkout works without install)
     ModelSpec, VerifyReport, default_lock_path, download_pinned, dump_lock, find_spec, hf_snapshot_folder,
-    load_lock, lock_header, verify_files,
+    load_lock, lock_header, lock_trailer, verify_files,
 )
 from plur.errors import ModelError  # noqa: E402
 
@@ -62,7 +62,7 @@ def _update_lock(lock: Path, spec: ModelSpec, report: VerifyReport) -> bool:
     specs = load_lock(lock)
     specs[spec.name] = dataclasses.replace(spec, files=tuple(files))
     text = lock.read_text(encoding="utf-8")
-    lock.write_text(dump_lock(specs, lock_header(text)), encoding="utf-8")
+    lock.write_text(dump_lock(specs, lock_header(text), lock_trailer(text)), encoding="utf-8")
     print(f"  models.lock: pinned {len(computed)} file(s) of {spec.name} in {lock}")
     return True
 

@@ -28,8 +28,10 @@ def _task(name="t1"):
 
 
 def test_make_variants():
-    assert [v.name for v in make_variants(["bm25", "dense", "hybrid"], ["rrf", "weighted"])] == [
+    assert [v.name for v in make_variants(["bm25", "dense", "hybrid"], ["rrf", "weighted"], full_depth=False)] == [
         "bm25", "dense", "hybrid-rrf", "hybrid-weighted"]
+    assert [v.name for v in make_variants(["bm25", "hybrid"], ["weighted"])] == [
+        "bm25", "hybrid-weighted", "bm25@full", "hybrid-weighted@full"]
     with pytest.raises(ValueError, match="mode"):
         make_variants(["fuzzy"], ["rrf"])
     with pytest.raises(ValueError, match="fusion"):
@@ -58,8 +60,8 @@ def test_engine_scores_every_variant_and_expands_merged_duplicates(embedder, tmp
     for r in rows:
         assert r["n_docs"] == 5 and r["n_engrams"] == 3          # d1/d3 merged, d5 empty
         assert r["top"][-1] == "d5" and r["n_ranked"] <= 4    # unlearned doc: in the tied tail only
-        assert r["fusion"] == ("weighted" if r["variant"] == "hybrid-weighted" else
-                               "rrf" if r["variant"] == "hybrid-rrf" else None)
+        assert r["fusion"] == ("weighted" if r["variant"].startswith("hybrid-weighted") else
+                               "rrf" if r["variant"].startswith("hybrid-rrf") else None)
         if r["qid"] == "q-cat":
             # the merged engram stands for both ids, adjacent and in corpus order, at its rank
             assert r["top"][:2] == ["d1", "d3"], r
@@ -75,7 +77,7 @@ def test_engine_scores_every_variant_and_expands_merged_duplicates(embedder, tmp
 
 def test_parallel_workers_give_the_same_rows(tmp_path):
     tasks = [_task("a"), _task("b"), _task("c")]
-    variants = make_variants(["bm25"], ["rrf"])
+    variants = make_variants(["bm25"], ["rrf"], full_depth=False)
     config = EngineConfig(dataset="unit", granularity="session", model="none", cache_dir=str(tmp_path / "c"))
     serial, info, _ = run_tasks(tasks, variants, config, workers=1)
     parallel, pinfo, _ = run_tasks(tasks, variants, config, workers=2)
@@ -96,9 +98,10 @@ def test_cli_longmemeval_on_the_committed_sample(tmp_path, capsys):
                                               "summary.md", "summary.png"}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["data"]["sha256"] and manifest["data"]["path"].endswith("longmemeval_sample.json")
-    assert manifest["n_questions"] == 1 and manifest["variants"] == ["bm25"]
+    assert manifest["n_questions"] == 1 and manifest["variants"] == ["bm25", "bm25@full"]
     assert {"git", "versions", "machine", "model", "settings", "wall_s"} <= set(manifest)
-    (row,) = [json.loads(x) for x in (out / "per_question.jsonl").read_text().splitlines()]
+    row, full = [json.loads(x) for x in (out / "per_question.jsonl").read_text().splitlines()]
+    assert full["variant"] == "bm25@full" and full["n_ranked"] >= row["n_ranked"]
     assert set(row["metrics"]) == {"turn", "session"}
     assert row["n_gold"] == 2 and row["metrics"]["turn"]["recall_any@10"] == 1.0
     assert "session (from turn ranking)" in capsys.readouterr().out

@@ -24,7 +24,8 @@ from plur.embed.embedder import SentenceTransformerEmbedder
 from plur.embed.resolve import ModelFallbackWarning, resolve_embedder
 from plur.embed.cache import CachedEmbedder, EmbeddingCache, text_key
 from plur.embed.models_lock import (
-    PACKAGED_MODEL, ModelSpec, dump_lock, find_spec, hf_snapshot_folder, load_lock, lock_header, verify_files,
+    PACKAGED_MODEL, ModelSpec, dump_lock, find_spec, hf_snapshot_folder, load_lock, lock_header, lock_trailer,
+    verify_files,
 )
 from plur.errors import ModelError
 
@@ -93,7 +94,7 @@ def test_lock_pins_the_required_models_and_round_trips() -> None:
     for spec in specs.values():
         assert any(f.path == "model.safetensors" and f.sha256 for f in spec.files), spec.name
     text = LOCK.read_text(encoding="utf-8")
-    assert dump_lock(specs, lock_header(text)) == text
+    assert dump_lock(specs, lock_header(text), lock_trailer(text)) == text
     assert "# unverified: fill with scripts/fetch_models.py --update-lock" in text
 
 

@@ -203,13 +203,14 @@ def _parse_spec(lock: Path, name: str, entry: Mapping[str, Any]) -> ModelSpec:
     )
 
 
-def dump_lock(specs: Mapping[str, ModelSpec], header: str = "") -> str:
+def dump_lock(specs: Mapping[str, ModelSpec], header: str = "", trailer: str = "") -> str:
     """Render ``specs`` as models.lock text (the inverse of :func:`load_lock`).
 
     Args:
         specs: repository id -> spec, written in this order.
         header: comment lines (each starting with ``#``) to put first; the current file's header is
             kept by ``scripts/fetch_models.py --update-lock``.
+        trailer: text kept verbatim after the models (the ``[rerankers]`` tables, see :func:`lock_trailer`).
 
     Returns:
         TOML text; files with an empty sha256 carry an ``# unverified`` comment.
@@ -235,7 +236,18 @@ def dump_lock(specs: Mapping[str, ModelSpec], header: str = "") -> str:
             line = f"  {{ path = {q(f.path)}, sha256 = {q(f.sha256)}{size} }},"
             out.append(line + ("  " + _UNVERIFIED_COMMENT if not f.sha256 else ""))
         out.append("]")
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    return text + "\n" + trailer if trailer else text
+
+
+#: First line of the models.lock part that is not embedding models (plur.embed.rerank's tables).
+TRAILER_MARKER = "# Second-stage rerankers"
+
+
+def lock_trailer(text: str) -> str:
+    """The part of a models.lock text from :data:`TRAILER_MARKER` on (kept verbatim on rewrite), or ``""``."""
+    at = text.find("\n" + TRAILER_MARKER)
+    return text[at + 1:] if at >= 0 else ""
 
 
 def lock_header(text: str) -> str:
@@ -442,5 +454,5 @@ def _probe_hub(spec: ModelSpec, timeout_s: float) -> None:
 __all__ = [
     "LOCK_FORMAT_VERSION", "ModelFile", "ModelSpec", "PACKAGED_MODEL", "POOLINGS", "VerifyReport",
     "default_lock_path", "download_pinned", "dump_lock", "find_spec", "hf_cache_dir", "hf_offline",
-    "hf_snapshot_folder", "load_lock", "lock_header", "sha256_file", "vector_identity", "verify_files",
+    "hf_snapshot_folder", "load_lock", "lock_header", "lock_trailer", "sha256_file", "vector_identity", "verify_files",
 ]

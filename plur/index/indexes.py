@@ -8,7 +8,11 @@ Layout under ``<home>/index/``::
     dense/          DenseIndex.save() folder
 
 Every engram is indexed, retired ones too, so ``recall(include_expired=True)`` can find a superseded
-engram; the facade filters engrams that are not current per recall. The manifest's ``content_hash`` maps tell, on
+engram; the facade filters engrams that are not current per recall. The BM25 document of an engram with
+conversation provenance is the turn plus its neighbouring turns (:mod:`plur.index.context`, setting
+``context_window``); the manifest's ``lexical`` entry is then a signature over the turn and its neighbours,
+so a neighbour added, changed or removed re-indexes exactly the turns whose document contains it. The
+manifest's ``content_hash`` maps tell, on
 open, which engrams were added, changed (also by hand) or removed since the
 indexes were saved, so only those are re-indexed. A changed tokenizer or model
 identity discards that leg and rebuilds it with a progress bar; vectors of two
@@ -29,6 +33,8 @@ from typing import Any
 
 from ..config import Settings
 from ..store.engram import Engram
+from .context import ConversationContext
+from .dates import date_words
 
 log = logging.getLogger("plur.index.indexes")
 FORMAT = 1
@@ -63,6 +69,7 @@ class IndexSet:
         self.settings = settings
         self.embedder = embedder
         self.tokenizer = Tokenizer(stemming=settings.stemming)
+        self.context = ConversationContext(settings.context_window, settings.context_own_weight)
         self.model_identity: str | None = getattr(embedder, "identity", None)
         manifest = self._read_manifest()
         self.lexical_hashes: dict[str, str] = {}
@@ -126,7 +133,7 @@ class IndexSet:
         if embedder is None:
             return
         self._open_dense(manifest)
-        self._sync_dense(engrams, {eid: e.content_hash for eid, e in engrams.items() if e.status == "active"})
+        self._sync_dense(engrams, {eid: e.content_hash for eid, e in engrams.items()})
 
     def _sync_dense(self, engrams: Mapping[str, Engram], want: Mapping[str, str]) -> None:
         """Drop vectors of engrams gone from ``want`` (id -> content hash); queue the changed ones."""
@@ -166,8 +173,10 @@ class IndexSet:
             Number of engrams (re)indexed or removed in the lexical leg.
         """
         want = {eid: e.content_hash for eid, e in engrams.items()}
+        self.context.rebuild((engrams[eid] for eid in want), own=self._own)
+        want_lex = {eid: self._signature(engrams[eid]) for eid in want}
         stale = [eid for eid in self.lexical_hashes if eid not in want]
-        changed = [eid for eid, h in want.items() if self.lexical_hashes.get(eid) != h]
+        changed = [eid for eid, h in want_lex.items() if self.lexical_hashes.get(eid) != h]
         if stale:
             self.remove(stale)
         if changed:
@@ -176,28 +185,72 @@ class IndexSet:
             self._sync_dense(engrams, want)
         return len(stale) + len(changed)
 
-    def add(self, engrams: Iterable[Engram], *, progress: bool = False) -> None:
-        """Index (or re-index) engrams (any status: validity is filtered at recall time)."""
+    # -- the BM25 document of an engram -----------------------------------------------------
+    def _own(self, e: Engram) -> tuple[str, str]:
+        """``(own text, own key)``: the statement (+ its date words when ``index_dates``) and what it depends on."""
+        if self.settings.index_dates:
+            words = date_words(e.created)
+            return f"{e.statement}\n{words}", f"{e.content_hash}@{words}"
+        return e.statement, e.content_hash
+
+    def _signature(self, e: Engram) -> str:
+        return self.context.signature(e.id) if e.id in self.context else self._own(e)[1]
+
+    def _document(self, e: Engram) -> str:
+        return self.context.document(e.id) if e.id in self.context else self._own(e)[0]
+
+    def _reindex_neighbours(self, ids: Iterable[str]) -> list[str]:
+        """Re-index the BM25 documents of already indexed neighbours whose context changed."""
+        todo = sorted(i for i in ids if i in self.context and i in self.lexical_hashes)
+        if todo:
+            self.lexical.add(todo, [self.context.document(i) for i in todo])
+            for i in todo:
+                self.lexical_hashes[i] = self.context.signature(i)
+            self.dirty = True
+        return todo
+
+    def add(self, engrams: Iterable[Engram], *, progress: bool = False) -> list[str]:
+        """Index (or re-index) engrams (any status: validity is filtered at recall time).
+
+        Neighbouring turns whose BM25 document includes an added or changed turn are
+        re-indexed too (lexical leg only; their vectors do not change).
+
+        Returns:
+            Ids (re)indexed in the lexical leg: the given engrams, then the neighbours.
+        """
         active = list(engrams)
+        touched: list[str] = []
         if not active:
-            return
+            return touched
+        affected: set[str] = set()
+        for e in active:
+            affected |= self.context.put(e, *self._own(e))
+        docs = [self._document(e) for e in active]
         if progress and len(active) > 1000:
             from tqdm import tqdm
 
             for start in tqdm(range(0, len(active), 5000), desc="BM25 index", unit="batch"):
-                chunk = active[start:start + 5000]
-                self.lexical.add([e.id for e in chunk], [e.statement for e in chunk])
+                self.lexical.add([e.id for e in active[start:start + 5000]], docs[start:start + 5000])
         else:
-            self.lexical.add([e.id for e in active], [e.statement for e in active])
+            self.lexical.add([e.id for e in active], docs)
         for e in active:
-            self.lexical_hashes[e.id] = e.content_hash
-            if self.dense is not None:
+            self.lexical_hashes[e.id] = self._signature(e)
+            if self.dense is not None and self.dense_hashes.get(e.id) != e.content_hash:
                 self._pending_dense[e.id] = e
         self.dirty = True
+        mine = {e.id for e in active}
+        return [e.id for e in active] + touched + self._reindex_neighbours(affected - mine)
 
-    def remove(self, ids: Iterable[str]) -> None:
-        """Drop ids from both legs (unknown ids are ignored)."""
+    def remove(self, ids: Iterable[str]) -> list[str]:
+        """Drop ids from both legs (unknown ids are ignored).
+
+        Returns:
+            The neighbouring turns re-indexed because their BM25 document lost a removed turn.
+        """
         ids = [i for i in ids]
+        affected: set[str] = set()
+        for i in ids:
+            affected |= self.context.drop(i)
         lex = [i for i in ids if i in self.lexical_hashes]
         if lex:
             self.lexical.remove(lex)
@@ -211,6 +264,7 @@ class IndexSet:
                 self.dense_hashes.pop(i, None)
                 self._pending_dense.pop(i, None)
         self.dirty = True
+        return self._reindex_neighbours(affected - set(ids))
 
     @property
     def pending_dense(self) -> int:

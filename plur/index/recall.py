@@ -38,6 +38,10 @@ class Hit:
         bm25_score: raw Okapi BM25 score (>= 0, unbounded), or ``None``.
         dense_rank: 1-based rank in the dense leg, or ``None``.
         dense_score: raw cosine similarity in [-1, 1] of the best chunk, or ``None``.
+        context_matches: ``((neighbour engram id, (query term, ...)), ...)``: query terms that
+            matched the BM25 document only through a neighbouring conversation turn (filled when
+            recall is asked to explain; see :mod:`plur.index.context`).
+        date_match: the engram's date falls in a date the query names (it got the date boost).
     """
 
     engram: Engram
@@ -47,12 +51,15 @@ class Hit:
     bm25_score: float | None = None
     dense_rank: int | None = None
     dense_score: float | None = None
+    context_matches: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    date_match: bool = False
 
     def to_dict(self) -> dict[str, object]:
         """JSON-safe form: the engram's dict plus the scores and ranks."""
         return {"rank": self.rank, "score": self.score, "bm25_rank": self.bm25_rank,
                 "bm25_score": self.bm25_score, "dense_rank": self.dense_rank,
-                "dense_score": self.dense_score, "engram": self.engram.to_dict()}
+                "dense_score": self.dense_score, "engram": self.engram.to_dict(),
+                "context_matches": {i: list(t) for i, t in self.context_matches}, "date_match": self.date_match}
 
 
 def check_mode(mode: str) -> str:

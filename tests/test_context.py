@@ -1,0 +1,131 @@
+"""Conversation context in the BM25 leg: a turn's document includes its neighbouring turns.
+
+Real stores on disk, the real BM25 index; the dense leg is off (model "none") except where noted.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from plur.index.context import ConversationContext, conversation_key
+from plur.memory import Memory
+
+
+def _src(session: str, turn: int) -> dict:
+    return {"kind": "conversation", "format": "messages", "session": session, "turn": turn, "role": "user"}
+
+
+def _e(eid: str, statement: str, session="s1", turn=0, scope="global", kind="conversation"):
+    source = {"kind": kind, "session": session, "turn": turn}
+    return SimpleNamespace(id=eid, statement=statement, scope=scope, source=source, content_hash="h-" + statement)
+
+
+def test_conversation_key_needs_kind_session_and_a_real_turn():
+    assert conversation_key(_e("a", "x", turn=3)) == (("global", "s1"), 3)
+    assert conversation_key(_e("a", "x", kind="file")) is None
+    assert conversation_key(_e("a", "x", turn=True)) is None
+    assert conversation_key(_e("a", "x", turn=-1)) is None
+    assert conversation_key(_e("a", "x", session="")) is None
+    assert conversation_key(SimpleNamespace(id="a", statement="x", scope="global", source=None)) is None
+
+
+def test_neighbours_share_session_and_scope_within_the_window():
+    ctx = ConversationContext(window=1, own_weight=2)
+    assert ctx.put(_e("a", "alpha", turn=0)) == set()
+    assert ctx.put(_e("b", "beta", turn=1)) == {"a"}
+    assert ctx.put(_e("c", "gamma", turn=2)) == {"b"}                   # a is two turns away
+    assert ctx.put(_e("x", "other session", session="s2", turn=1)) == set()
+    assert ctx.put(_e("y", "other scope", scope="project:p", turn=1)) == set()
+    assert ctx.neighbours("b") == ["a", "c"]
+    assert ctx.document("b") == "beta\nbeta\nalpha\ngamma"            # own text twice, then turn order
+    sig = ctx.signature("b")
+    ctx.put(_e("c", "gamma changed", turn=2))
+    assert ctx.signature("b") != sig                                     # a neighbour's edit changes it
+    assert ctx.drop("a") == {"b"}
+    assert ctx.neighbours("b") == ["c"]
+    assert ctx.put(_e("c", "moved", session="s2", turn=2)) == {"b", "x"}  # old and new neighbours
+    assert ConversationContext(window=0).put(_e("a", "alpha")) == set()
+
+
+def test_a_question_echoed_by_one_turn_finds_the_answer_in_the_next(plur_home):
+    with Memory(plur_home, model="none", fsync=False) as mem:
+        q = mem.learn("Melanie: What did you name your new puppy?", source=_src("s1", 0))
+        a = mem.learn("Caroline: We called her Biscuit, she is a golden retriever.", source=_src("s1", 1))
+        far = mem.learn("Caroline: The weather was lovely at the lake.", source=_src("s1", 5))
+        mem.learn("Jon: I named my shop after my grandmother.", source=_src("s2", 0))
+        hits = mem.recall("what is the name of the new puppy", 5, explain=True)
+        by_id = {h.engram.id: h for h in hits}
+        # the answer shares no word with the question, yet is found through the turn before it
+        assert hits[0].engram.id == q.id and a.id in by_id and far.id not in by_id
+        assert by_id[a.id].context_matches == ((q.id, ("name", "new", "puppi", "what")),)  # stemmed words of turn 0
+        assert by_id[q.id].context_matches == ()                                   # matched on its own words
+        assert by_id[a.id].to_dict()["context_matches"] == {q.id: ["name", "new", "puppi", "what"]}
+        legs = mem.recall_legs("what is the name of the new puppy", 5)
+        assert {h.engram.id: h.context_matches for h in legs["bm25"]}[a.id]      # the playground shows it too
+        # the answer's own words weigh double: it outranks the echo for a query about the answer
+        assert mem.recall("golden retriever puppy name", 2, mode="bm25")[0].engram.id == a.id
+    with Memory(plur_home, model="none", fsync=False, context_window=0) as mem:
+        hits = mem.recall("what is the name of the new puppy", 5, explain=True)
+        assert a.id not in {h.engram.id for h in hits}                           # bare turns: not found
+        assert all(h.context_matches == () for h in hits)
+
+
+def test_index_updates_touch_only_the_affected_neighbours(plur_home):
+    with Memory(plur_home, model="none", fsync=False) as mem:
+        turns = [mem.learn(f"turn {i} word{i}", source=_src("s1", i)) for i in range(8)]
+        other = mem.learn("unrelated note about word3")
+        idx = mem._index()
+        before = dict(idx.lexical_hashes)
+        new = mem.learn("turn 3b lighthouse", source=_src("s1", 3))   # lands at turn 3 (two engrams there)
+        touched = {i for i, h in idx.lexical_hashes.items() if before.get(i) != h}
+        assert touched == {new.id} | {turns[i].id for i in (1, 2, 3, 4, 5)}
+        assert other.id not in touched
+        assert {h.engram.id for h in mem.recall("lighthouse", 10, mode="bm25")} == \
+            {new.id} | {turns[i].id for i in (1, 2, 3, 4, 5)}
+        # change a turn: only its window is re-indexed
+        before = dict(idx.lexical_hashes)
+        mem.update(turns[6].id, statement="turn 6 changed harbour")
+        touched = {i for i, h in idx.lexical_hashes.items() if before.get(i) != h}
+        assert touched == {turns[i].id for i in (4, 5, 6, 7)}
+        assert turns[4].id in {h.engram.id for h in mem.recall("harbour", 10, mode="bm25")}
+        # remove a turn: its words leave the neighbours' documents
+        mem.forget(new.id)
+        assert mem.recall("lighthouse", 10, mode="bm25") == []
+        saved = dict(idx.lexical_hashes)
+    # a reopen finds the saved index in step: nothing to re-index
+    with Memory(plur_home, model="none", fsync=False) as mem:
+        idx = mem._index()
+        assert idx.lexical_hashes == saved
+        assert mem.recall("harbour", 10, mode="bm25")
+    # a changed window re-indexes conversation turns, leaves plain engrams alone
+    with Memory(plur_home, model="none", fsync=False, context_window=1) as mem:
+        idx = mem._index()
+        changed = {i for i, h in idx.lexical_hashes.items() if saved.get(i) != h}
+        assert changed == {t.id for t in turns}
+        assert turns[4].id not in {h.engram.id for h in mem.recall("harbour", 10, mode="bm25")}
+
+
+def test_a_hand_edit_of_a_neighbour_is_picked_up_on_reopen(plur_home):
+    with Memory(plur_home, model="none", fsync=False) as mem:
+        a = mem.learn("first turn", source=_src("s1", 0))
+        b = mem.learn("second turn", source=_src("s1", 1))
+        mem.recall("turn", 5)
+    path = next(p for p in (plur_home / "engrams").rglob("*.yaml") if b.id in p.read_text())
+    path.write_text(path.read_text().replace("second turn", "second turn about volcanoes"))
+    with Memory(plur_home, model="none", fsync=False) as mem:
+        hits = mem.recall("volcanoes", 5, mode="bm25", explain=True)
+        assert {h.engram.id for h in hits} == {a.id, b.id}
+        assert dict((h.engram.id, h.context_matches) for h in hits)[a.id] == ((b.id, ("volcano",)),)
+
+
+def test_dense_leg_embeds_the_bare_turn(plur_home, embedder):
+    with Memory(plur_home, embedder=embedder, fsync=False) as mem:
+        a = mem.learn("What did you name your puppy?", source=_src("s1", 0))
+        mem.learn("We called her Biscuit.", source=_src("s1", 1))
+        mem.recall("puppy", 5)
+        idx = mem._index()
+        vec = embedder.embed_documents(["What did you name your puppy?"])[0]
+        (top_id, cosine), *_ = idx.dense.search(vec, 1)
+        assert top_id == a.id and cosine == pytest.approx(1.0, abs=1e-4)
