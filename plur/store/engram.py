@@ -40,6 +40,8 @@ FIELD_ORDER: tuple[str, ...] = (
     "supersedes", "content_hash",
 )
 _TIME_FIELDS = ("created", "updated", "valid_from", "valid_until")
+#: Fields every stored engram must carry, non-empty (checked on read exactly as on write).
+REQUIRED_FIELDS: tuple[str, ...] = ("id", "statement", "scope", "created")
 
 
 def utcnow() -> datetime:
@@ -203,6 +205,8 @@ class Engram:
             if not isinstance(t, str) or not TAG_RE.match(t):
                 raise ValidationError(f"invalid tag {t!r}: 1-64 characters, no comma or newline, not blank")
         object.__setattr__(self, "tags", tags)
+        if self.created is None:
+            raise ValidationError("created is empty; give the engram's creation time, e.g. '2025-07-25T02:00:00Z'")
         for name in _TIME_FIELDS:
             v = getattr(self, name)
             if v is not None:
@@ -280,9 +284,17 @@ class Engram:
         """
         if not isinstance(data, Mapping):
             raise ValidationError(f"an engram must be a mapping of fields, got {type(data).__name__}")
-        missing = [k for k in ("id", "statement", "scope", "created") if k not in data]
+        missing = [k for k in REQUIRED_FIELDS if k not in data]
         if missing:
             raise ValidationError(f"engram is missing required field(s) {', '.join(missing)}")
+        # the same rule as on write: a required field present but empty (``created:``) is no value
+        empty = [k for k in REQUIRED_FIELDS if data[k] is None or (isinstance(data[k], str) and not data[k].strip())]
+        if empty:
+            raise ValidationError(f"engram has empty required field(s) {', '.join(empty)} "
+                                  "(truncated file?); give each a value or restore the file")
+        for k in ("type", "status"):  # optional, but when written they must hold a value
+            if k in data and data[k] is None:
+                raise ValidationError(f"engram field {k!r} is empty; give it a value or remove the line")
         known = {f.name for f in dataclasses.fields(cls)} - {"extra", "content_hash"}
         kwargs = {k: v for k, v in data.items() if k in known}
         extra = {k: v for k, v in data.items() if k not in known and k != "content_hash"}
@@ -304,10 +316,9 @@ class Engram:
         Raises:
             ValidationError: the text is not YAML, not a mapping, or an engram field is invalid.
         """
-        try:
-            data = yaml.load(text, Loader=_Loader)
-        except yaml.YAMLError as exc:
-            raise ValidationError(f"not valid YAML: {str(exc).splitlines()[0]}") from None
+        from .safe_yaml import load_yaml
+
+        data = load_yaml(text, what="engram", timestamps=False)
         return cls.from_dict(data)
 
 
@@ -329,14 +340,3 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 
 
 _Dumper.add_representer(str, _str_representer)
-
-
-class _Loader(yaml.SafeLoader):
-    pass
-
-
-# Keep timestamps as strings; parse_time() normalises them (and keeps tz-less ones as UTC).
-_Loader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
-    for k, v in _Loader.yaml_implicit_resolvers.copy().items()
-}
