@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -33,15 +34,92 @@ def _one_line(text: str) -> str:
     return str(text).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
 
 
+#: C0/C1 controls (tab and newline kept), DEL, and the bidi embedding/override/isolate marks
+#: (Unicode TR9; "Trojan Source", Boucher & Anderson 2021): shown escaped in human output.
+_UNSAFE_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe_text(text: str) -> str:
+    """``text`` with terminal control sequences neutralised: each unsafe character as ``\\xNN``/``\\uNNNN``.
+
+    Human output goes through this (an OSC title sequence or a bidi override in a statement must not
+    reach the terminal); ``--json`` output keeps the exact text.
+    """
+    def esc(m: re.Match[str]) -> str:
+        c = ord(m.group())
+        return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+    return _UNSAFE_RE.sub(esc, str(text))
+
+
+def _echo(text: str = "", **kwargs: Any) -> None:
+    """click.echo of human output, control sequences neutralised (see :func:`safe_text`)."""
+    click.echo(safe_text(text), **kwargs)
+
+
+def _bad_utf8(args: list[str]) -> str | None:
+    for a in args:
+        try:
+            a.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = a.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return (f"argument '{safe_text(shown)}' is not valid UTF-8 (byte at position {exc.start}); "
+                    "check the terminal's or script's encoding (plur reads UTF-8)")
+    return None
+
+
 class _Group(click.Group):
     """Turns PlurError into one stderr line and ``exit_code`` for every subcommand."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        bad = _bad_utf8(list(args))
+        if bad is not None:
+            click.echo(f"plur: error: {bad}", err=True)
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except PlurError as exc:
-            click.echo(f"plur: error: {_one_line(str(exc))}", err=True)
+            click.echo(f"plur: error: {safe_text(_one_line(str(exc)))}", err=True)
             ctx.exit(exc.exit_code)
+        except OSError as exc:  # last resort: a failing disk or folder is one line, not a traceback
+            if isinstance(exc, BrokenPipeError):
+                raise
+            click.echo(f"plur: error: {safe_text(_one_line(str(exc)))}; check that the home folder exists, "
+                       "is writable and has free space (`plur doctor`)", err=True)
+            ctx.exit(4)
+        except UnicodeError as exc:  # invalid UTF-8 on stdin or in a file we were told to read
+            click.echo(f"plur: error: input is not valid UTF-8 text ({safe_text(str(exc))}); "
+                       "re-save it as UTF-8", err=True)
+            ctx.exit(2)
+        finally:
+            _warn_quarantined(ctx)
+
+
+def _quarantine_count(ctx: click.Context) -> int:
+    app = ctx.obj
+    mem = getattr(app, "_memory", None)
+    if mem is None:
+        return 0
+    try:
+        return len(mem.store.quarantined())
+    except Exception:  # noqa: BLE001 - a warning must never turn into an error
+        return 0
+
+
+def _warn_quarantined(ctx: click.Context) -> None:
+    """Every command that read the store says, on stderr, how many files are quarantined (until dealt with)."""
+    n = _quarantine_count(ctx)
+    if not n:
+        return
+    if getattr(ctx.obj, "json_output", False):
+        click.echo(json.dumps({"warning": "quarantined", "quarantined": n,
+                               "see": "plur doctor"}), err=True)
+    else:
+        click.echo(f"plur: warning: {n} file{'s are' if n != 1 else ' is'} quarantined (could not be loaded); "
+                   "see `plur doctor`, fix the file, then `plur doctor --restore NAME`", err=True)
 
 
 class _App:
@@ -50,6 +128,7 @@ class _App:
     def __init__(self, home: Path | None) -> None:
         self.home = home
         self._memory: Memory | None = None
+        self.json_output = False  # set by _emit_json: the quarantine warning is then JSON too
 
     @property
     def memory(self) -> "Memory":
@@ -68,6 +147,11 @@ class _App:
 
 
 def _emit_json(data: Any) -> None:
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and isinstance(ctx.find_root().obj, _App):
+        ctx.find_root().obj.json_output = True
+        if isinstance(data, dict) and "quarantined" not in data:
+            data = {**data, "quarantined": _quarantine_count(ctx.find_root())}
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
@@ -101,7 +185,7 @@ def init(app: _App) -> None:
     store = app.memory.store
     existed = store.root.is_dir()
     store.root.mkdir(parents=True, exist_ok=True)
-    click.echo(f"{'already initialised' if existed else 'initialised'}: {store.home}")
+    _echo(f"{'already initialised' if existed else 'initialised'}: {store.home}")
 
 
 @cli.command()
@@ -118,9 +202,18 @@ def learn(app: _App, statement: str, scope: str, type_: str, tags: tuple[str, ..
           rationale: str | None, pin: bool, as_json: bool) -> None:
     """Remember STATEMENT ('-' reads it from stdin). Prints the new id, or 'already known: <id>'."""
     if statement == "-":
-        statement = sys.stdin.read()
+        stream = getattr(sys.stdin, "buffer", None)
+        raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+        try:
+            statement = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"stdin is not valid UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start}); "
+                                  "re-save the text as UTF-8") from None
     mem = app.memory
-    known = mem.store.find_duplicate(statement, scope) if isinstance(statement, str) else None
+    known = None
+    if isinstance(statement, str) and statement.strip():
+        Engram.create(statement, max_statement_bytes=mem.settings.max_statement_bytes)  # validate first
+        known = mem.store.find_duplicate(statement, scope)
     if known is not None:
         engram, created = known, False
     else:
@@ -130,7 +223,7 @@ def learn(app: _App, statement: str, scope: str, type_: str, tags: tuple[str, ..
     if as_json:
         _emit_json({"engram": engram.to_dict(), "created": created})
     else:
-        click.echo(engram.id if created else f"already known: {engram.id}")
+        _echo(engram.id if created else f"already known: {engram.id}")
 
 
 @cli.command("list")
@@ -151,9 +244,9 @@ def list_(app: _App, scope: str | None, type_: str | None, tag: str | None, stat
         _emit_json([e.to_dict() for e in shown])
         return
     for e in shown:
-        click.echo(_engram_line(e))
+        _echo(_engram_line(e))
     more = f" (showing {len(shown)})" if len(shown) < len(found) else ""
-    click.echo(f"{len(found)} engram{'s' if len(found) != 1 else ''}{more}", err=True)
+    _echo(f"{len(found)} engram{'s' if len(found) != 1 else ''}{more}", err=True)
 
 
 @cli.command()
@@ -166,7 +259,7 @@ def show(app: _App, engram_id: str, as_json: bool) -> None:
     if as_json:
         _emit_json(e.to_dict())
     else:
-        click.echo(e.to_yaml(), nl=False)
+        _echo(e.to_yaml(), nl=False)
 
 
 def _changes(old: Engram, new: Engram) -> dict[str, Any]:
@@ -189,7 +282,7 @@ def edit(app: _App, engram_id: str) -> None:
     while True:
         edited = click.edit(text, extension=".yaml", require_save=True)
         if edited is None or edited == old.to_yaml():
-            click.echo(f"no changes: {engram_id}")
+            _echo(f"no changes: {engram_id}")
             return
         try:
             new = Engram.from_yaml(edited)
@@ -198,17 +291,17 @@ def edit(app: _App, engram_id: str) -> None:
                                       "use `plur learn` for a new engram")
             break
         except ValidationError as exc:
-            click.echo(f"invalid engram: {_one_line(str(exc))}", err=True)
+            _echo(f"invalid engram: {_one_line(str(exc))}", err=True)
             if not click.confirm("Re-open the editor?", default=True, err=True):
                 raise ValidationError(f"edit of {engram_id} abandoned ({_one_line(str(exc))}); "
                                       "the stored engram is unchanged") from None
             text = edited
     changes = _changes(old, new)
     if not changes:
-        click.echo(f"no changes: {engram_id}")
+        _echo(f"no changes: {engram_id}")
         return
     mem.update(engram_id, **changes)
-    click.echo(f"updated: {engram_id} ({', '.join(sorted(changes))})")
+    _echo(f"updated: {engram_id} ({', '.join(sorted(changes))})")
 
 
 @cli.command()
@@ -220,10 +313,10 @@ def forget(app: _App, engram_id: str, yes: bool) -> None:
     mem = app.memory
     e = mem.get(engram_id)
     if not yes:
-        click.echo(_engram_line(e), err=True)
+        _echo(_engram_line(e), err=True)
         click.confirm("Forget this engram?", abort=True, err=True)
     mem.forget(engram_id)
-    click.echo(f"forgotten: {engram_id}")
+    _echo(f"forgotten: {engram_id}")
 
 
 @cli.command("import")
@@ -244,7 +337,7 @@ def import_(app: _App, source: Path, fmt: str | None, scope: str | None, as_json
     if as_json:
         _emit_json({"source": str(source), "added": added, "already_known": known})
     else:
-        click.echo(f"imported {len(added)} new engram{'s' if len(added) != 1 else ''}, "
+        _echo(f"imported {len(added)} new engram{'s' if len(added) != 1 else ''}, "
                    f"{len(known)} already known, from {source}")
 
 
@@ -262,7 +355,7 @@ def export(app: _App, target: Path, fmt: str | None, scope: str | None, status: 
 
     engrams = app.memory.list(scope=scope, status=status)[::-1]
     n = write_engrams(engrams, target, fmt, force=force)
-    click.echo(f"exported {n} engram{'s' if n != 1 else ''} to {target}")
+    _echo(f"exported {n} engram{'s' if n != 1 else ''} to {target}")
 
 
 @cli.command()
@@ -282,26 +375,28 @@ def doctor(app: _App, as_json: bool, no_model: bool) -> None:
     def counts(d: dict[str, int]) -> str:
         return ", ".join(f"{k} {v}" for k, v in d.items()) or "-"
 
-    click.echo(f"home         {report['home']}")
-    click.echo(f"engrams      {eng['total']}  (status: {counts(eng['by_status'])})")
-    click.echo(f"  by scope   {counts(eng['by_scope'])}")
-    click.echo(f"  by type    {counts(eng['by_type'])}")
+    _echo(f"home         {report['home']}")
+    _echo(f"engrams      {eng['total']}  (status: {counts(eng['by_status'])})")
+    _echo(f"  by scope   {counts(eng['by_scope'])}")
+    _echo(f"  by type    {counts(eng['by_type'])}")
     lock = report["lock"]
     owner = lock.get("owner") or {}
     held = f"held (pid {owner.get('pid', '?')} since {owner.get('since', '?')})" if lock["locked"] else "free"
-    click.echo(f"lock         {held}  {lock['path']}")
+    if lock["locked"] is None:
+        held = f"unknown ({lock.get('error')}: read-only home, so no write can happen here)"
+    _echo(f"lock         {held}  {lock['path']}")
     q = report["quarantined"]
-    click.echo(f"quarantined  {len(q)} file{'s' if len(q) != 1 else ''}")
+    _echo(f"quarantined  {len(q)} file{'s' if len(q) != 1 else ''}")
     for item in q:
-        click.echo(f"  {item['path']}\n    was {item['original']} ({item['when']}): {_one_line(item['reason'])}")
+        _echo(f"  {item['path']}\n    was {item['original']} ({item['when']}): {_one_line(item['reason'])}")
     model = report.get("model") or {}
     if "source" in model:
         name = model.get("name") or "none (BM25 only)"
-        click.echo(f"model        {name}  [{model.get('source')}] {model.get('reason') or ''}".rstrip())
+        _echo(f"model        {name}  [{model.get('source')}] {model.get('reason') or ''}".rstrip())
         for w in model.get("warnings") or []:
-            click.echo(f"  warning: {_one_line(w)}")
+            _echo(f"  warning: {_one_line(w)}")
     else:
-        click.echo(f"model        {model.get('requested')} (not resolved: --no-model)")
+        _echo(f"model        {model.get('requested')} (not resolved: --no-model)")
 
 
 # -- recall commands ----------------------------------------------------------------------
@@ -326,16 +421,16 @@ def recall(app: _App, query: str, k: int, scope: str | None, mode: str, agent: s
         _emit_json([h.to_dict() for h in hits])
         return
     if explain:
-        click.echo(f"{'rank':>4} {'score':>8} {'bm25#':>5} {'bm25':>8} {'dense#':>6} {'cosine':>7}  engram")
+        _echo(f"{'rank':>4} {'score':>8} {'bm25#':>5} {'bm25':>8} {'dense#':>6} {'cosine':>7}  engram")
     for h in hits:
         if explain:
-            click.echo(f"{h.rank:>4} {h.score:>8.4f} {_fmt(h.bm25_rank, 'd'):>5} {_fmt(h.bm25_score):>8} "
+            _echo(f"{h.rank:>4} {h.score:>8.4f} {_fmt(h.bm25_rank, 'd'):>5} {_fmt(h.bm25_score):>8} "
                        f"{_fmt(h.dense_rank, 'd'):>6} {_fmt(h.dense_score):>7}  {h.engram.id}  "
                        f"{_summary(h.engram.statement, 70)}")
         else:
-            click.echo(f"{h.rank:>3}. {h.engram.id}  {_summary(h.engram.statement)}")
+            _echo(f"{h.rank:>3}. {h.engram.id}  {_summary(h.engram.statement)}")
     if not hits:
-        click.echo("no engrams recalled", err=True)
+        _echo("no engrams recalled", err=True)
 
 
 @cli.command()
@@ -343,7 +438,7 @@ def recall(app: _App, query: str, k: int, scope: str | None, mode: str, agent: s
 def reindex(app: _App) -> None:
     """Rebuild the BM25 and dense indexes from the engram files."""
     out = app.memory.reindex()
-    click.echo("reindexed: " + ", ".join(f"{k} {v}" for k, v in out.items()))
+    _echo("reindexed: " + ", ".join(f"{k} {v}" for k, v in out.items()))
 
 
 @cli.command()
@@ -359,7 +454,7 @@ def section(app: _App, message: str, agent: str, scope: str | None) -> None:
     hits = mem.recall(message, mem.settings.recall_k, scope=scope, agent=agent)
     # The same selection the recall worker makes: pinned engrams of the scope first, then the hits.
     block = build_block(hits, budget_tokens=mem.settings.budget_tokens, pinned=mem.pinned(scope)).text
-    click.echo(block if block else "(empty memory block: nothing recalled)")
+    _echo(block if block else "(empty memory block: nothing recalled)")
 
 
 @cli.command()

@@ -318,6 +318,11 @@ class Memory:
     def _check_query(self, query: Any, k: Any, scope: str | None) -> None:
         if not isinstance(query, str):
             raise ValidationError(f"query must be text, got {type(query).__name__} {query!r:.60}")
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValidationError(f"query is not valid Unicode text ({exc.reason} at position {exc.start}); "
+                                  "check the terminal's or caller's encoding (UTF-8 expected)") from None
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be a non-negative integer, got {k!r}")
         if scope is not None:
@@ -433,10 +438,28 @@ class Memory:
                 "settings": {k: str(v) for k, v in vars(self.settings).items()}}
 
     def save(self) -> None:
-        """Persist the indexes if they changed (also done by :meth:`close` and at exit)."""
+        """Persist the indexes if they changed (also done by :meth:`close` and at exit).
+
+        The indexes are a cache of the engram files: when they cannot be written (read-only home,
+        full disk) a warning is logged, the temp folders of the failed save are removed, and the
+        next process rebuilds what is missing.
+        """
         with self._lock:
             if self._indexes is not None:
-                self._indexes.save()
+                folder = self.home / "index"
+                before = set(folder.glob(".*")) if folder.is_dir() else set()
+                try:
+                    self._indexes.save()
+                except OSError as exc:
+                    log.warning("indexes not saved in %s (%s); they are rebuilt from the engram files "
+                                "when needed", folder, exc)
+                    import shutil
+
+                    for p in set(folder.glob(".*")) - before if folder.is_dir() else ():
+                        if p.is_dir():
+                            shutil.rmtree(p, ignore_errors=True)
+                        else:
+                            p.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Save indexes and close stats.db. Idempotent."""

@@ -13,6 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,8 +50,8 @@ class EmbeddingCache:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self.writable = True
         try:
             self._conn = self._open()
         except sqlite3.DatabaseError as exc:
@@ -62,10 +63,16 @@ class EmbeddingCache:
             self._conn = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0, isolation_level=None)
+        from ..store.sqlite_files import connect
+
+        conn, self.writable = connect(self.path, timeout_s=30.0)  # read-only home: read-only cache
+        if not self.writable:
+            with suppress(sqlite3.Error):  # an in-memory stand-in needs the table
+                conn.execute("CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, text_sha256 BLOB NOT NULL, "
+                             "dims INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256)) "
+                             "WITHOUT ROWID")
+            return conn
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, text_sha256 BLOB NOT NULL, "
                 "dims INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256)) WITHOUT ROWID"
@@ -103,7 +110,7 @@ class EmbeddingCache:
         """Store vectors (one transaction); an existing (identity, key) is overwritten."""
         rows = [(identity, key, int(v.shape[-1]), np.ascontiguousarray(v, dtype=np.float32).tobytes())
                 for key, v in items]
-        if not rows:
+        if not rows or not self.writable:
             return
         with self._lock:
             try:
@@ -115,6 +122,29 @@ class EmbeddingCache:
                     self._conn.execute("ROLLBACK")
                 raise StoreError(f"cannot write the embedding cache {self.path} ({exc}); check disk space "
                                  "and permissions, or delete the file (it is only a cache)") from None
+
+    def forget(self, keys: Sequence[bytes]) -> int:
+        """Delete the vectors of these :func:`text_key` digests, for every model identity, leaving no copy.
+
+        Deleted rows are zeroed (``secure_delete``), the WAL truncated and the file VACUUMed (see
+        :func:`plur.store.sqlite_files.scrub`).
+
+        Returns:
+            Number of rows deleted (0 on a read-only cache).
+        """
+        if not self.writable or not keys:
+            return 0
+        from ..store.sqlite_files import scrub
+
+        n = 0
+        with self._lock:
+            for start in range(0, len(keys), self._BATCH):
+                part = list(keys[start:start + self._BATCH])
+                cur = self._conn.execute(
+                    f"DELETE FROM vectors WHERE text_sha256 IN ({','.join('?' * len(part))})", part)
+                n += cur.rowcount or 0
+            scrub(self._conn)
+        return n
 
     def count(self, identity: str | None = None) -> int:
         """Number of cached vectors, for one identity or all."""
@@ -218,7 +248,10 @@ class CachedEmbedder:
         todo = [k for k in unique if k not in found]
         if todo:
             vecs = self.inner.embed_documents([texts[unique[k]] for k in todo])
-            self.cache.put_many(self.identity, zip(todo, vecs))
+            try:
+                self.cache.put_many(self.identity, zip(todo, vecs))
+            except StoreError as exc:  # a cache that cannot grow (full disk) must not fail the caller
+                log.warning("%s", exc)
             found.update(zip(todo, vecs))
         self.stats.hits += len(unique) - len(todo)
         self.stats.misses += len(todo)

@@ -122,6 +122,9 @@ class StoreLock:
                 probe.acquire(blocking=False)
             except self._filelock_mod.Timeout:
                 state["locked"] = True
+            except OSError as exc:  # read-only home: the lock cannot even be probed
+                state["locked"] = None
+                state["error"] = str(exc)
             else:
                 probe.release()
         return state
