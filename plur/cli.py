@@ -21,7 +21,7 @@ import click
 
 from . import __version__
 from .store.engram import STATUSES, TYPES, Engram
-from .errors import PlurError, ValidationError
+from .errors import ConflictError, PlurError, ValidationError
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -276,8 +276,11 @@ def edit(app: _App, engram_id: str) -> None:
     An invalid edit is shown with the error and re-opened (or abandoned, leaving
     the stored engram untouched).
     """
+    from .store.engram import engram_version
+
     mem = app.memory
     old = mem.get(engram_id)
+    version = engram_version(old)  # the update is refused if the engram changes while the editor is open
     text = old.to_yaml()
     while True:
         edited = click.edit(text, extension=".yaml", require_save=True)
@@ -300,7 +303,15 @@ def edit(app: _App, engram_id: str) -> None:
     if not changes:
         _echo(f"no changes: {engram_id}")
         return
-    mem.update(engram_id, **changes)
+    try:
+        mem.update(engram_id, expected=version, **changes)
+    except ConflictError as exc:  # keep the person's text: it is not in the store
+        import tempfile
+
+        fd, kept = tempfile.mkstemp(prefix=f"plur-edit-{engram_id}-", suffix=".yaml")
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(edited)
+        raise type(exc)(f"{exc}; your edited text is kept in {kept}", *exc.args[1:]) from None
     _echo(f"updated: {engram_id} ({', '.join(sorted(changes))})")
 
 

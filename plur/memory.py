@@ -202,19 +202,32 @@ class Memory:
             self._note_own_write()
         return [e for e, _ in results]
 
-    def update(self, engram_id: str, **changes: Any) -> Engram:
+    def update(self, engram_id: str, *, expected: str | None = None, **changes: Any) -> Engram:
         """Change fields of an engram (statement, scope, type, tags, pinned, status, ...).
+
+        Args:
+            engram_id: the engram to change.
+            expected: the version the caller started from (:func:`plur.store.engram.engram_version`
+                of the engram it showed or edited); when the stored engram differs now, nothing is
+                written and :class:`~plur.errors.ConflictError` is raised. Without it, the version
+                read here is used, so a change landing between this read and the write is not lost either.
+            **changes: field -> new value.
 
         Raises:
             NotFoundError, InvalidIdError, ValidationError.
+            ConflictError: changed since ``expected`` ("changed since you opened it"; CLI exit 7, web 409).
+            DuplicateError: the new text is exactly another active engram's in the scope (``other_id``).
         """
+        from .store.engram import engram_version
+
         if "statement" in changes:
             Engram.create(changes["statement"], max_statement_bytes=self.settings.max_statement_bytes)
         if "tags" in changes:
             changes["tags"] = tuple(changes["tags"])
         with self._lock:
-            new = self.store.get(engram_id).replace(**changes)
-            stored = self.store.put(new)
+            base = self.store.get(engram_id)
+            new = base.replace(**changes)
+            stored = self.store.put(new, expected=expected or engram_version(base))
             if self._indexes is not None:
                 self._indexes.add([stored])
             self._note_own_write()

@@ -101,6 +101,16 @@ def content_hash(statement: str) -> str:
     return "sha256:" + digest[:16]
 
 
+def engram_version(engram: "Engram") -> str:
+    """The version token of an engram as stored: ``v:<first 16 hex of sha256(to_yaml())>``.
+
+    Every field counts (statement, tags, pinned, status...), so an update that carries the
+    version it started from (``Memory.update(..., expected=...)``) is refused when anything changed
+    since, by anyone. Same engram, same token, in every process.
+    """
+    return "v:" + hashlib.sha256(engram.to_yaml().encode("utf-8")).hexdigest()[:16]
+
+
 def validate_id(engram_id: Any) -> str:
     """Return ``engram_id`` if it matches :data:`ID_RE`.
 
