@@ -372,10 +372,20 @@ def export(app: _App, target: Path, fmt: str | None, scope: str | None, status: 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--no-model", is_flag=True, help="Skip resolving the embedding model (fast).")
+@click.option("--restore", "restore", default=None, metavar="NAME",
+              help="Move a quarantined file you fixed back into the store (its name as listed, or the engram id); "
+                   "it is validated first.")
 @click.pass_obj
-def doctor(app: _App, as_json: bool, no_model: bool) -> None:
+def doctor(app: _App, as_json: bool, no_model: bool, restore: str | None) -> None:
     """Store health: counts, quarantined files, lock state, and the model in use and why."""
     mem = app.memory
+    if restore is not None:
+        e = mem.store.restore(restore)
+        if as_json:
+            _emit_json({"restored": e.to_dict()})
+        else:
+            _echo(f"restored: {e.id} ({_summary(e.statement, 60)})")
+        return
     report = mem.doctor(load_model=not no_model)
     report["manifest"] = mem.store.manifest_info()
     if as_json:
@@ -400,6 +410,8 @@ def doctor(app: _App, as_json: bool, no_model: bool) -> None:
     _echo(f"quarantined  {len(q)} file{'s' if len(q) != 1 else ''}")
     for item in q:
         _echo(f"  {item['path']}\n    was {item['original']} ({item['when']}): {_one_line(item['reason'])}")
+    if any(item.get("moved") for item in q):
+        _echo("  fix a file in place, then: plur doctor --restore NAME (validated before it goes back)")
     model = report.get("model") or {}
     if "source" in model:
         name = model.get("name") or "none (BM25 only)"

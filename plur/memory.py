@@ -234,14 +234,62 @@ class Memory:
         return stored
 
     def forget(self, engram_id: str) -> Engram:
-        """Delete an engram's file, its index entries and its usage events; returns what was removed."""
+        """Delete an engram and every trace of its statement under the home; returns what was removed.
+
+        Erased at once (not at the next save): the engram file; its entry in the store manifest;
+        its terms and postings in the saved BM25 index and its rows in the saved dense index (in
+        memory and on disk, compacted); the embedding cache rows of its text and chunks; its
+        quarantined copies; in stats.db its feedback, its injection links and every recall that
+        returned it (the query and all that recall's hit rows), with SQLite's ``secure_delete``,
+        the WAL truncated and the file VACUUMed. See README "What forget erases".
+
+        Raises:
+            NotFoundError, InvalidIdError: no such engram. StoreError: the home cannot be written.
+        """
+        from .index.purge import compact_dense, purge_saved
+
         with self._lock:
             removed = self.store.delete(engram_id)
+            self.store.save_manifest()
             if self._indexes is not None:
                 self._indexes.remove([removed.id])
+                compact_dense(self._indexes.dense)
+                self._indexes.dirty = True
+                self.save()
+            else:
+                purge_saved(self.home / "index", [removed.id])
             self._note_own_write()
+            self._forget_cached_vectors(removed)
         self.stats.forget_engram(removed.id)
+        self._forget_quarantined(removed.id)
         return removed
+
+    def _forget_cached_vectors(self, engram: Engram) -> None:
+        """Delete the embedding cache rows of the engram's text and of each of its chunks."""
+        from .embed.cache import EmbeddingCache, text_key
+
+        path = self.cache_dir / "embeddings.sqlite"
+        if not path.exists():
+            return
+        texts = {engram.statement}
+        if len(engram.statement) > 100 or self._resolution is not None:  # may be chunked: ask the model's tokenizer
+            embedder = self.model_resolution().embedder
+            if embedder is not None:
+                texts.update(embedder.chunk_texts([engram.statement])[0])
+        embedder = self._resolution.embedder if self._resolution is not None else None
+        cache = getattr(embedder, "cache", None)
+        if cache is not None:
+            cache.forget([text_key(t) for t in texts])
+            return
+        with EmbeddingCache(path) as standalone:
+            standalone.forget([text_key(t) for t in texts])
+
+    def _forget_quarantined(self, engram_id: str) -> None:
+        """Quarantined copies of a forgotten engram hold its old text: remove them too."""
+        for q in self.store.quarantined():
+            if q.get("moved") and Path(q["original"]).name == f"{engram_id}.yaml":
+                for p in (Path(q["path"]), Path(q["path"] + ".reason")):
+                    p.unlink(missing_ok=True)
 
     def feedback(self, engram_id: str, useful: bool, *, agent: str | None = None,
                  query: str | None = None) -> dict[str, int]:
