@@ -358,14 +358,14 @@ def import_(app: _App, source: Path, fmt: str | None, scope: str | None, as_json
               help="Default: from the path (no suffix or folder = claude-dir, .jsonl, .yaml).")
 @click.option("--scope", default=None, help="Only this exact scope.")
 @click.option("--status", type=click.Choice(STATUSES), default=None)
-@click.option("--force", is_flag=True, help="Replace an existing file / write into a non-empty folder.")
+@click.option("--force", is_flag=True, help="Replace a previous plur export at TARGET (never a file plur did not write).")
 @click.pass_obj
 def export(app: _App, target: Path, fmt: str | None, scope: str | None, status: str | None, force: bool) -> None:
     """Export engrams (oldest first) to TARGET: JSONL, PLUR engrams.yaml or a Claude memory folder."""
     from .store.transfer import write_engrams
 
     engrams = app.memory.list(scope=scope, status=status)[::-1]
-    n = write_engrams(engrams, target, fmt, force=force)
+    n = write_engrams(engrams, target, fmt, force=force, home=app.memory.home)
     _echo(f"exported {n} engram{'s' if n != 1 else ''} to {target}")
 
 
