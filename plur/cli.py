@@ -311,7 +311,8 @@ def edit(app: _App, engram_id: str) -> None:
         fd, kept = tempfile.mkstemp(prefix=f"plur-edit-{engram_id}-", suffix=".yaml")
         with open(fd, "w", encoding="utf-8") as fh:
             fh.write(edited)
-        raise type(exc)(f"{exc}; your edited text is kept in {kept}", *exc.args[1:]) from None
+        exc.args = (f"{exc}; your edited text is kept in {kept}",)
+        raise
     _echo(f"updated: {engram_id} ({', '.join(sorted(changes))})")
 
 

@@ -27,6 +27,7 @@ from typing import Any
 from .config import Settings, load_settings
 from .store.engram import Engram, _check_scope
 from .errors import ValidationError
+from .index.catchup import flush_bounded
 from .index.recall import Hit, allowed_ids, check_mode, combine
 from .stats import StatsDB
 from .store.store import EngramStore
@@ -106,7 +107,9 @@ class Memory:
                     res = embed.resolve_embedder(self.settings)
                 if res.embedder is not None:
                     cache = embed_cache.EmbeddingCache(self.cache_dir / "embeddings.sqlite")
-                    res = dataclasses.replace(res, embedder=embed_cache.CachedEmbedder(res.embedder, cache))
+                    cached = embed_cache.CachedEmbedder(res.embedder, cache)
+                    cached.max_chunks = self.settings.max_embed_chunks  # bounded indexing cost per engram
+                    res = dataclasses.replace(res, embedder=cached)
                 self._resolution = res
             return self._resolution
 
@@ -357,7 +360,9 @@ class Memory:
         bm25 = idx.lexical.search(query, n, allowed) if need_bm25 else []
         dense: list[tuple[str, float]] = []
         if need_dense and idx.dense is not None:
-            idx.flush_dense()
+            # Embed at most recall_embed_batch new engrams now; the rest wait for the next recalls (BM25
+            # finds them meanwhile), so a stream of writers never makes a recall wait on their backlog.
+            flush_bounded(idx, self.settings.recall_embed_batch)
             if len(idx.dense):
                 dense = idx.dense.search(idx.embedder.embed_query(query), n, allowed)
         return list(bm25), list(dense)

@@ -93,10 +93,16 @@ class StatsDB:
         try:
             self._db, self.writable = connect(self.path, timeout_s=5.0)
             if self.writable:
-                self._db.execute("PRAGMA foreign_keys=ON")
-                self._db.executescript(_SCHEMA)
-                self._db.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
-            else:  # an empty in-memory stand-in needs the tables; a read-only file has them
+                try:
+                    self._db.execute("PRAGMA foreign_keys=ON")
+                    self._db.executescript(_SCHEMA)
+                    self._db.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)",
+                                     (str(SCHEMA_VERSION),))
+                except sqlite3.OperationalError as exc:  # full disk, I/O error: keep reading
+                    log.warning("%s cannot be written (%s); opened read-only", self.path, exc)
+                    self._db.close()
+                    self._db, self.writable = connect(self.path, read_only=True)
+            if not self.writable:  # an empty in-memory stand-in needs the tables; a read-only file has them
                 with suppress(sqlite3.Error):
                     self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:

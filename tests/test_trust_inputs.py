@@ -141,3 +141,52 @@ def run(plur_home: Path, monkeypatch: pytest.MonkeyPatch):
         return runner.invoke(cli, ["--home", str(plur_home), *args], input=input, catch_exceptions=False)
 
     return invoke
+
+
+def test_invalid_utf8_argument_is_one_line_exit_2(run) -> None:
+    r = run("learn", "caf\udce9")  # what Python makes of the bytes caf\xe9 on argv (surrogateescape)
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "not valid UTF-8" in r.stderr
+    r = run("recall", "caf\udce9")
+    assert r.exit_code == 2 and "not valid UTF-8" in r.stderr
+
+
+def test_invalid_utf8_on_stdin_is_one_line_exit_2(run) -> None:
+    r = run("learn", "-", input=b"caf\xe9")
+    assert r.exit_code == 2 and "stdin is not valid UTF-8" in r.stderr and "Traceback" not in r.output
+
+
+def test_invalid_utf8_argv_in_a_real_process(plur_home: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PLUR_HOME": str(plur_home), "PLUR_MODEL": "none"}
+    r = subprocess.run([sys.executable.encode(), b"-m", b"plur", b"learn", b"caf\xe9"], env=env,
+                       capture_output=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert b"Traceback" not in r.stderr and b"not valid UTF-8" in r.stderr
+
+
+HOSTILE = "Title \x1b]0;pwned\x07 then \x1b[2J clear, C1 \x9b31m, bidi \u202eevil\u202c and \u2066iso\u2069 end"
+
+
+def test_control_sequences_are_neutralised_in_human_output_and_kept_in_json(run) -> None:
+    r = run("learn", HOSTILE, "--json")
+    eid = json.loads(r.stdout)["engram"]["id"]
+    for args in (("list",), ("recall", "Title clear"), ("recall", "Title", "--explain"), ("show", eid),
+                 ("section", "--agent", "a", "Title clear")):
+        out = run(*args).stdout
+        assert "Title" in out, args
+        for bad in ("\x1b", "\x07", "\x9b", "\u202e", "\u202c", "\u2066", "\u2069"):
+            assert bad not in out, (args, bad)
+        if args[0] in ("list", "recall"):
+            assert "\\x1b]0;pwned\\x07" in out and "\\u202e" in out
+    assert json.loads(run("list", "--json").stdout)[0]["statement"] == HOSTILE
+    assert json.loads(run("show", eid, "--json").stdout)["statement"] == HOSTILE
+
+
+def test_a_hostile_file_name_in_doctor_is_neutralised(run, plur_home: Path) -> None:
+    run("learn", "kept")
+    (plur_home / "engrams" / "\x1b]0;x\x07.yaml").write_text("nope", encoding="utf-8")
+    r = run("doctor", "--no-model")
+    assert "\x1b" not in r.stdout and "\\x1b]0;x\\x07" in r.stdout

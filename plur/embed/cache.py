@@ -201,6 +201,9 @@ class CachedEmbedder:
         query_cache_size: queries kept in memory.
     """
 
+    #: Most chunks embedded per text by :meth:`embed_document_chunks` (None = all); set from ``max_embed_chunks``.
+    max_chunks: int | None = None
+
     def __init__(self, inner: Embedder, cache: EmbeddingCache, query_cache_size: int = 1024) -> None:
         self.inner = inner
         self.cache = cache
@@ -280,12 +283,32 @@ class CachedEmbedder:
         return self.inner.chunk_texts(texts)
 
     def embed_document_chunks(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Chunk with ``inner``'s tokenizer, then embed the chunks through the cache."""
+        """Chunk with ``inner``'s tokenizer, then embed the chunks through the cache.
+
+        At most :attr:`max_chunks` chunks per text are embedded (the first ones; setting
+        ``max_embed_chunks``), so one huge engram costs a bounded time to index; the rest of its
+        text is still found by BM25, which indexes the whole statement.
+        """
         chunks, owners = self.inner.chunk_texts(texts)
+        if self.max_chunks is not None and len(chunks) > len(texts):
+            keep = _first_per_owner(owners, self.max_chunks)
+            if len(keep) < len(chunks):
+                chunks = [chunks[i] for i in keep.tolist()]
+                owners = owners[keep]
         return self.embed_documents(chunks), owners
 
     def __repr__(self) -> str:
         return f"CachedEmbedder({self.inner!r}, cache={str(self.cache.path)!r})"
+
+
+def _first_per_owner(owners: np.ndarray, limit: int) -> np.ndarray:
+    """Indices of the first ``limit`` entries of each owner in ``owners`` (``[m] int64``, grouped, ascending)."""
+    owners = np.asarray(owners, dtype=np.int64)
+    if owners.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.r_[0, np.flatnonzero(np.diff(owners)) + 1]
+    rank = np.arange(owners.size) - np.repeat(starts, np.diff(np.r_[starts, owners.size]))
+    return np.flatnonzero(rank < limit)
 
 
 __all__ = ["CacheStats", "CachedEmbedder", "EmbeddingCache", "text_key"]

@@ -34,12 +34,13 @@ def _writable(path: Path) -> bool:
     return not path.exists() or os.access(path, os.W_OK)
 
 
-def connect(path: Path, *, timeout_s: float = 5.0) -> tuple[sqlite3.Connection, bool]:
+def connect(path: Path, *, timeout_s: float = 5.0, read_only: bool = False) -> tuple[sqlite3.Connection, bool]:
     """Open ``path`` for plur's use; see the module docstring.
 
     Args:
         path: the database file.
         timeout_s: how long a write waits for another process's write lock, in seconds.
+        read_only: open read-only even when the file looks writable (after a write failed).
 
     Returns:
         ``(connection, writable)``; ``writable`` is False when the file was opened read-only (or
@@ -49,19 +50,19 @@ def connect(path: Path, *, timeout_s: float = 5.0) -> tuple[sqlite3.Connection, 
         sqlite3.DatabaseError: the file exists, is writable, and is not a SQLite database.
     """
     path = Path(path)
-    if _writable(path):
+    if not read_only and _writable(path):
         conn = sqlite3.connect(path, check_same_thread=False, timeout=timeout_s, isolation_level=None)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA secure_delete=ON")
-        except sqlite3.OperationalError as exc:
+        except sqlite3.OperationalError as exc:  # read-only, full disk, I/O error: fall back to reading
             conn.close()
-            if "readonly" not in str(exc) and "unable to open" not in str(exc):
-                raise
+            log.warning("%s cannot be written (%s); opened read-only: nothing new is recorded", path, exc)
         else:
             return conn, True
-    log.warning("%s cannot be written (read-only home?); opened read-only: nothing new is recorded", path)
+    else:
+        log.warning("%s cannot be written (read-only home?); opened read-only: nothing new is recorded", path)
     if path.exists():
         uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
         return sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None), False
