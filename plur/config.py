@@ -63,10 +63,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_embed_chunks", 16, int,
             "Most chunks (model-sized windows) embedded per engram; text past them is found by BM25 only. "
             "Bounds the indexing cost of one engram (a 1 MiB statement is ~1000 chunks).", range=(1, 4096)),
-    Setting("recall_embed_batch", 64, int,
-            "Most new or changed engrams a recall embeds before it answers; the rest are embedded by the "
-            "following recalls (found by BM25 meanwhile), so a recall never waits on a stream of writers.",
-            range=(1, 100000)),
+    Setting("recall_embed_batch", 32, int,
+            "A recall embeds at most this many new or changed engrams itself; a longer queue is embedded by a "
+            "background thread while recalls answer from the last consistent index (BM25 finds the queued "
+            "engrams), so a recall never waits on a stream of writers.", range=(0, 100000)),
     Setting("fsync", True, bool,
             "fsync each engram file and its folder on write (crash safety); off only for throwaway stores (benchmarks)."),
     Setting("budget_tokens", 2000, int, "Token budget of the memory block injected into the system prompt.", range=(0, 1000000)),
@@ -130,7 +130,7 @@ class Settings:
     exact_threshold: int = 20000
     max_statement_bytes: int = 1048576
     max_embed_chunks: int = 16
-    recall_embed_batch: int = 64
+    recall_embed_batch: int = 32
     fsync: bool = True
     budget_tokens: int = 2000
     recall_k: int = 12

@@ -27,7 +27,7 @@ from typing import Any
 from .config import Settings, load_settings
 from .store.engram import Engram, _check_scope
 from .errors import ValidationError
-from .index.catchup import flush_bounded
+from .index.catchup import DenseCatchUp
 from .index.recall import Hit, allowed_ids, check_mode, combine
 from .stats import StatsDB
 from .store.store import EngramStore
@@ -72,6 +72,8 @@ class Memory:
         self._pinned_cache: tuple[tuple[str, int], list[Engram]] | None = None
         self._newest_cache: tuple[int, list[Engram]] | None = None
         self._closed = False
+        #: dense-leg catch-up (bounded in a recall, the rest in a background thread); see plur.index.catchup
+        self.catchup = DenseCatchUp(self._lock, settings.recall_embed_batch)
         _OPEN.add(self)
 
     # -- lazily built parts ---------------------------------------------------------------
@@ -360,11 +362,13 @@ class Memory:
         bm25 = idx.lexical.search(query, n, allowed) if need_bm25 else []
         dense: list[tuple[str, float]] = []
         if need_dense and idx.dense is not None:
-            # Embed at most recall_embed_batch new engrams now; the rest wait for the next recalls (BM25
-            # finds them meanwhile), so a stream of writers never makes a recall wait on their backlog.
-            flush_bounded(idx, self.settings.recall_embed_batch)
+            # A short queue is embedded now; a longer one by a background thread while this recall answers
+            # from the last consistent dense index (BM25 finds the queued engrams), see plur.index.catchup.
+            self.catchup.before_search(idx)
             if len(idx.dense):
-                dense = idx.dense.search(idx.embedder.embed_query(query), n, allowed)
+                with self.catchup.embed_lock:
+                    qvec = idx.embedder.embed_query(query)
+                dense = idx.dense.search(qvec, n, allowed)
         return list(bm25), list(dense)
 
     def _allowed(self, scope: str | None, types: Sequence[str] | None,
@@ -466,6 +470,7 @@ class Memory:
 
         from .index.indexes import IndexSet
 
+        self.catchup.stop()
         with self._lock:
             self._indexes = None
             shutil.rmtree(self.home / "index", ignore_errors=True)
@@ -531,6 +536,7 @@ class Memory:
         """Save indexes and close stats.db. Idempotent."""
         if self._closed:
             return
+        self.catchup.stop()
         try:
             self.save()
         finally:

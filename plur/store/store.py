@@ -362,9 +362,8 @@ class EngramStore(FolderMirror):
                 raise StoreError(f"cannot move {src} back to {target} ({exc})") from None
             with suppress(OSError):
                 src.with_name(src.name + ".reason").unlink()
-            if self.fsync:
-                fsync_dir(self.root)
-                fsync_dir(self.quarantine_dir)
+            for folder in (self.root, self.quarantine_dir) if self.fsync else ():
+                fsync_dir(folder)
             self._check_one(target_name)
         return self.get(engram.id)
 
