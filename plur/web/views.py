@@ -98,6 +98,8 @@ def engrams_page(memory: "Memory", params: Mapping[str, str], caches: Caches = _
     data["statuses_all"] = list(STATUSES)
     forgotten = params.get("forgotten") or ""
     data["notice"] = f"Forgot {forgotten}." if ID_RE.match(forgotten) else None
+    # a damaged store never reads as empty: say how many files could not be loaded (as the CLI does)
+    data["quarantined"] = len(memory.store.quarantined())
     return Page("engrams.html", data)
 
 
