@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     with Memory(home, model=args.model, fsync=False) as mem:
         have = mem.store.count()
+        start_count = max(have, args.engrams)
         if have < args.engrams:
             mem.learn_many({"statement": sentence(rng)} for _ in range(args.engrams - have))
         emb = mem.model_resolution().embedder
@@ -124,11 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     learned = sum(out.get(timeout=120) for _ in procs)
     for p in procs:
         p.join(timeout=60)
+    mem.store.refresh()
     total = mem.store.count()
     mem.close()
     lat.sort()
     row = {
-        "engrams_start": args.engrams, "engrams_end": total, "writers": args.writers,
+        "engrams_start": start_count, "engrams_end": total, "writers": args.writers,
         "rate_per_writer": args.rate, "learned": learned,
         "achieved_rate_total": round(learned / (args.seconds + 3.0), 1),
         "recalls": len(lat), "p50_ms": round(percentile(lat, 50), 1), "p90_ms": round(percentile(lat, 90), 1),
@@ -136,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "dense_backlog_max": max(backlog, default=0), "dense_backlog_end": backlog[-1] if backlog else 0,
         "build_s": round(build_s, 1), "model": args.model, "real_base_vectors": bool(args.real_base), "cpus": os.cpu_count(),
         "python": platform.python_version(), "target_p99_ms": 250.0,
+        "load_avg_1m_end": round(os.getloadavg()[0], 2),
     }
     print(f"{'recalls':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'learned':>8} {'backlog':>8}")
     print(f"{row['recalls']:>8} {row['p50_ms']:>8} {row['p90_ms']:>8} {row['p99_ms']:>8} {row['max_ms']:>8} "
