@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     stop_at = time.time() + args.seconds + 3.0
-    procs = [ctx.Process(target=_writer, args=(str(home), args.model, args.rate, stop_at, 100 + i, out))
+    run_seed = time.time_ns()  # fresh sentences every run: a reused home must see real new writes, not duplicates
+    procs = [ctx.Process(target=_writer, args=(str(home), args.model, args.rate, stop_at, run_seed + i, out))
              for i in range(args.writers)]
     for p in procs:
         p.start()
