@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -24,7 +25,7 @@ import click
 
 from . import __version__
 from .store.engram import STATUSES, TYPES, Engram
-from .errors import PlurError, ValidationError
+from .errors import ConflictError, PlurError, ValidationError
 from .service.session import Session
 
 MODES = ("hybrid", "bm25", "dense")
@@ -35,21 +36,103 @@ def _one_line(text: str) -> str:
     return str(text).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
 
 
+#: C0/C1 controls (tab and newline kept), DEL, and the bidi embedding/override/isolate marks
+#: (Unicode TR9; "Trojan Source", Boucher & Anderson 2021): shown escaped in human output.
+_UNSAFE_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe_text(text: str) -> str:
+    """``text`` with terminal control sequences neutralised: each unsafe character as ``\\xNN``/``\\uNNNN``.
+
+    Human output goes through this (an OSC title sequence or a bidi override in a statement must not
+    reach the terminal); ``--json`` output keeps the exact text.
+    """
+    def esc(m: re.Match[str]) -> str:
+        c = ord(m.group())
+        return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+    return _UNSAFE_RE.sub(esc, str(text))
+
+
+def _echo(text: str = "", **kwargs: Any) -> None:
+    """click.echo of human output, control sequences neutralised (see :func:`safe_text`)."""
+    click.echo(safe_text(text), **kwargs)
+
+
+def _bad_utf8(args: list[str]) -> str | None:
+    for a in args:
+        try:
+            a.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = a.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return (f"argument '{safe_text(shown)}' is not valid UTF-8 (byte at position {exc.start}); "
+                    "check the terminal's or script's encoding (plur reads UTF-8)")
+    return None
+
+
 class _Group(click.Group):
     """Turns PlurError into one stderr line and ``exit_code`` for every subcommand."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        bad = _bad_utf8(list(args))
+        if bad is not None:
+            click.echo(f"plur: error: {bad}", err=True)
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except PlurError as exc:
-            click.echo(f"plur: error: {_one_line(str(exc))}", err=True)
+            click.echo(f"plur: error: {safe_text(_one_line(str(exc)))}", err=True)
             ctx.exit(exc.exit_code)
+        except OSError as exc:  # last resort: a failing disk or folder is one line, not a traceback
+            if isinstance(exc, BrokenPipeError):
+                raise
+            click.echo(f"plur: error: {safe_text(_one_line(str(exc)))}; check that the home folder exists, "
+                       "is writable and has free space (`plur doctor`)", err=True)
+            ctx.exit(4)
+        except UnicodeError as exc:  # invalid UTF-8 on stdin or in a file we were told to read
+            click.echo(f"plur: error: input is not valid UTF-8 text ({safe_text(str(exc))}); "
+                       "re-save it as UTF-8", err=True)
+            ctx.exit(2)
+        finally:
+            _warn_quarantined(ctx)
+
+
+def _quarantine_count(ctx: click.Context) -> int:
+    app = ctx.obj
+    mem = getattr(app, "_memory", None)
+    if mem is None:
+        return 0
+    try:
+        return len(mem.store.quarantined())
+    except Exception:  # noqa: BLE001 - a warning must never turn into an error
+        return 0
+
+
+def _warn_quarantined(ctx: click.Context) -> None:
+    """Every command that read the store says, on stderr, how many files are quarantined (until dealt with)."""
+    n = _quarantine_count(ctx)
+    if not n:
+        return
+    if getattr(ctx.obj, "json_output", False):
+        click.echo(json.dumps({"warning": "quarantined", "quarantined": n,
+                               "see": "plur doctor"}), err=True)
+    else:
+        click.echo(f"plur: warning: {n} file{'s are' if n != 1 else ' is'} quarantined (could not be loaded); "
+                   "see `plur doctor`, fix the file, then `plur doctor --restore NAME`", err=True)
 
 
 _App = Session  # the per-invocation state every command receives (``@click.pass_obj``)
 
 
 def _emit_json(data: Any) -> None:
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and isinstance(ctx.find_root().obj, _App):
+        ctx.find_root().obj.json_output = True
+        if isinstance(data, dict) and "quarantined" not in data:
+            data = {**data, "quarantined": _quarantine_count(ctx.find_root())}
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
@@ -85,7 +168,7 @@ def init(app: _App) -> None:
     store = app.memory.store
     existed = store.root.is_dir()
     store.root.mkdir(parents=True, exist_ok=True)
-    click.echo(f"{'already initialised' if existed else 'initialised'}: {store.home}")
+    _echo(f"{'already initialised' if existed else 'initialised'}: {store.home}")
 
 
 @cli.command()
@@ -109,7 +192,13 @@ def learn(app: _App, statement: str, scope: str, type_: str, tags: tuple[str, ..
     Re-learning a known statement adds the new --tag values to it (and says so).
     """
     if statement == "-":
-        statement = sys.stdin.read()
+        stream = getattr(sys.stdin, "buffer", None)
+        raw = stream.read() if stream is not None else sys.stdin.read().encode("utf-8", "surrogateescape")
+        try:
+            statement = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"stdin is not valid UTF-8 (byte {raw[exc.start]:#04x} at offset {exc.start}); "
+                                  "re-save the text as UTF-8") from None
     client = app.service("learn")
     if client is not None:
         got = client.learn(statement, scope=scope, type=type_, tags=list(tags), domain=domain, rationale=rationale,
@@ -117,7 +206,10 @@ def learn(app: _App, statement: str, scope: str, type_: str, tags: tuple[str, ..
         _learned(Engram.from_dict(got["engram"]), got["created"], got.get("tags_added", []), as_json)
         return
     mem = app.memory
-    known = mem.store.find_duplicate(statement, scope) if isinstance(statement, str) else None
+    known = None
+    if isinstance(statement, str) and statement.strip():
+        Engram.create(statement, max_statement_bytes=mem.settings.max_statement_bytes)  # validate first
+        known = mem.store.find_duplicate(statement, scope)
     engram = mem.learn(statement, scope=scope, type=type_, tags=tags, domain=domain, rationale=rationale,
                        pinned=pin, created=created, ttl=ttl, valid_until=valid_until)
     is_new = known is None or engram.id != known.id
@@ -131,7 +223,7 @@ def _learned(engram: Engram, is_new: bool, added: list[str], as_json: bool) -> N
     elif is_new:
         click.echo(engram.id)
     else:
-        click.echo(f"already known: {engram.id}" + (f" (tags added: {', '.join(added)})" if added else ""))
+        _echo(f"already known: {engram.id}" + (f" (tags added: {', '.join(added)})" if added else ""))
 
 
 @cli.command("list")
@@ -152,9 +244,9 @@ def list_(app: _App, scope: str | None, type_: str | None, tag: str | None, stat
         _emit_json([e.to_dict() for e in shown])
         return
     for e in shown:
-        click.echo(_engram_line(e))
+        _echo(_engram_line(e))
     more = f" (showing {len(shown)})" if len(shown) < len(found) else ""
-    click.echo(f"{len(found)} engram{'s' if len(found) != 1 else ''}{more}", err=True)
+    _echo(f"{len(found)} engram{'s' if len(found) != 1 else ''}{more}", err=True)
 
 
 @cli.command()
@@ -167,7 +259,7 @@ def show(app: _App, engram_id: str, as_json: bool) -> None:
     if as_json:
         _emit_json(e.to_dict())
     else:
-        click.echo(e.to_yaml(), nl=False)
+        _echo(e.to_yaml(), nl=False)
 
 
 def _changes(old: Engram, new: Engram) -> dict[str, Any]:
@@ -184,13 +276,16 @@ def edit(app: _App, engram_id: str) -> None:
     An invalid edit is shown with the error and re-opened (or abandoned, leaving
     the stored engram untouched).
     """
+    from .store.engram import engram_version
+
     mem = app.memory
     old = mem.get(engram_id)
+    version = engram_version(old)  # the update is refused if the engram changes while the editor is open
     text = old.to_yaml()
     while True:
         edited = click.edit(text, extension=".yaml", require_save=True)
         if edited is None or edited == old.to_yaml():
-            click.echo(f"no changes: {engram_id}")
+            _echo(f"no changes: {engram_id}")
             return
         try:
             new = Engram.from_yaml(edited)
@@ -199,17 +294,26 @@ def edit(app: _App, engram_id: str) -> None:
                                       "use `plur learn` for a new engram")
             break
         except ValidationError as exc:
-            click.echo(f"invalid engram: {_one_line(str(exc))}", err=True)
+            _echo(f"invalid engram: {_one_line(str(exc))}", err=True)
             if not click.confirm("Re-open the editor?", default=True, err=True):
                 raise ValidationError(f"edit of {engram_id} abandoned ({_one_line(str(exc))}); "
                                       "the stored engram is unchanged") from None
             text = edited
     changes = _changes(old, new)
     if not changes:
-        click.echo(f"no changes: {engram_id}")
+        _echo(f"no changes: {engram_id}")
         return
-    mem.update(engram_id, **changes)
-    click.echo(f"updated: {engram_id} ({', '.join(sorted(changes))})")
+    try:
+        mem.update(engram_id, expected=version, **changes)
+    except ConflictError as exc:  # keep the person's text: it is not in the store
+        import tempfile
+
+        fd, kept = tempfile.mkstemp(prefix=f"plur-edit-{engram_id}-", suffix=".yaml")
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(edited)
+        exc.args = (f"{exc}; your edited text is kept in {kept}",)
+        raise
+    _echo(f"updated: {engram_id} ({', '.join(sorted(changes))})")
 
 
 @cli.command()
@@ -221,13 +325,13 @@ def forget(app: _App, engram_id: str, yes: bool) -> None:
     client = app.service("forget")
     if not yes:
         e = Engram.from_dict(client.engram(engram_id)["engram"]) if client else app.memory.get(engram_id)
-        click.echo(_engram_line(e), err=True)
+        _echo(_engram_line(e), err=True)
         click.confirm("Forget this engram?", abort=True, err=True)
     if client is not None:
         client.forget(engram_id)
     else:
         app.memory.forget(engram_id)
-    click.echo(f"forgotten: {engram_id}")
+    _echo(f"forgotten: {engram_id}")
 
 
 @cli.command("import")
@@ -252,7 +356,7 @@ def import_(app: _App, source: Path, fmt: str | None, scope: str | None, as_json
     if as_json:
         _emit_json({"source": str(source), "added": added, "already_known": known})
     else:
-        click.echo(f"imported {len(added)} new engram{'s' if len(added) != 1 else ''}, "
+        _echo(f"imported {len(added)} new engram{'s' if len(added) != 1 else ''}, "
                    f"{len(known)} already known, from {source}")
 
 
@@ -262,23 +366,33 @@ def import_(app: _App, source: Path, fmt: str | None, scope: str | None, as_json
               help="Default: from the path (no suffix or folder = claude-dir, .jsonl, .yaml).")
 @click.option("--scope", default=None, help="Only this exact scope.")
 @click.option("--status", type=click.Choice(STATUSES), default=None)
-@click.option("--force", is_flag=True, help="Replace an existing file / write into a non-empty folder.")
+@click.option("--force", is_flag=True, help="Replace a previous plur export at TARGET (never a file plur did not write).")
 @click.pass_obj
 def export(app: _App, target: Path, fmt: str | None, scope: str | None, status: str | None, force: bool) -> None:
     """Export engrams (oldest first) to TARGET: JSONL, PLUR engrams.yaml or a Claude memory folder."""
     from .store.transfer import write_engrams
 
     engrams = app.memory.list(scope=scope, status=status)[::-1]
-    n = write_engrams(engrams, target, fmt, force=force)
-    click.echo(f"exported {n} engram{'s' if n != 1 else ''} to {target}")
+    n = write_engrams(engrams, target, fmt, force=force, home=app.memory.home)
+    _echo(f"exported {n} engram{'s' if n != 1 else ''} to {target}")
 
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--no-model", is_flag=True, help="Skip resolving the embedding model (fast).")
+@click.option("--restore", "restore", default=None, metavar="NAME",
+              help="Move a quarantined file you fixed back into the store (its name as listed, or the engram id); "
+                   "it is validated first.")
 @click.pass_obj
-def doctor(app: _App, as_json: bool, no_model: bool) -> None:
+def doctor(app: _App, as_json: bool, no_model: bool, restore: str | None) -> None:
     """Store health: counts, quarantined files, lock state, the model in use and why, the service."""
+    if restore is not None:
+        e = app.memory.store.restore(restore)
+        if as_json:
+            _emit_json({"restored": e.to_dict()})
+        else:
+            _echo(f"restored: {e.id} ({_summary(e.statement, 60)})")
+        return
     client = app.service("doctor")
     if client is not None:
         report = client.doctor()
@@ -296,29 +410,33 @@ def doctor(app: _App, as_json: bool, no_model: bool) -> None:
     def counts(d: dict[str, int]) -> str:
         return ", ".join(f"{k} {v}" for k, v in d.items()) or "-"
 
-    click.echo(f"home         {report['home']}")
-    click.echo(f"engrams      {eng['total']}  (status: {counts(eng['by_status'])})")
-    click.echo(f"  by scope   {counts(eng['by_scope'])}")
-    click.echo(f"  by type    {counts(eng['by_type'])}")
+    _echo(f"home         {report['home']}")
+    _echo(f"engrams      {eng['total']}  (status: {counts(eng['by_status'])})")
+    _echo(f"  by scope   {counts(eng['by_scope'])}")
+    _echo(f"  by type    {counts(eng['by_type'])}")
     lock = report["lock"]
     owner = lock.get("owner") or {}
     held = f"held (pid {owner.get('pid', '?')} since {owner.get('since', '?')})" if lock["locked"] else "free"
-    click.echo(f"lock         {held}  {lock['path']}")
+    if lock["locked"] is None:
+        held = f"unknown ({lock.get('error')}: read-only home, so no write can happen here)"
+    _echo(f"lock         {held}  {lock['path']}")
     svc = report["service"]
-    click.echo(f"service      pid {svc['pid']}  {svc['socket'] or ''} {svc['url']}" if svc["running"]
-               else "service      not running (`plur service start` keeps the model loaded)")
+    _echo(f"service      pid {svc['pid']}  {svc['socket'] or ''} {svc['url']}" if svc["running"]
+          else "service      not running (`plur service start` keeps the model loaded)")
     q = report["quarantined"]
-    click.echo(f"quarantined  {len(q)} file{'s' if len(q) != 1 else ''}")
+    _echo(f"quarantined  {len(q)} file{'s' if len(q) != 1 else ''}")
     for item in q:
-        click.echo(f"  {item['path']}\n    was {item['original']} ({item['when']}): {_one_line(item['reason'])}")
+        _echo(f"  {item['path']}\n    was {item['original']} ({item['when']}): {_one_line(item['reason'])}")
+    if any(item.get("moved") for item in q):
+        _echo("  fix a file in place, then: plur doctor --restore NAME (validated before it goes back)")
     model = report.get("model") or {}
     if "source" in model:
         name = model.get("name") or "none (BM25 only)"
-        click.echo(f"model        {name}  [{model.get('source')}] {model.get('reason') or ''}".rstrip())
+        _echo(f"model        {name}  [{model.get('source')}] {model.get('reason') or ''}".rstrip())
         for w in model.get("warnings") or []:
-            click.echo(f"  warning: {_one_line(w)}")
+            _echo(f"  warning: {_one_line(w)}")
     else:
-        click.echo(f"model        {model.get('requested')} (not resolved: --no-model)")
+        _echo(f"model        {model.get('requested')} (not resolved: --no-model)")
 
 
 # -- conversations and ageing -------------------------------------------------------------
@@ -430,21 +548,21 @@ def recall(app: _App, query: str, k: int, scope: str | None, mode: str, types: t
         _emit_json([h.to_dict() for h in hits])
         return
     if explain:
-        click.echo(f"{'rank':>4} {'score':>8} {'bm25#':>5} {'bm25':>8} {'dense#':>6} {'cosine':>7}  engram")
+        _echo(f"{'rank':>4} {'score':>8} {'bm25#':>5} {'bm25':>8} {'dense#':>6} {'cosine':>7}  engram")
     for h in hits:
         flag = "" if h.engram.is_current() else f" [{'retired' if h.engram.status != 'active' else 'expired'}]"
         if explain:
-            click.echo(f"{h.rank:>4} {h.score:>8.4f} {_fmt(h.bm25_rank, 'd'):>5} {_fmt(h.bm25_score):>8} "
-                       f"{_fmt(h.dense_rank, 'd'):>6} {_fmt(h.dense_score):>7}  {h.engram.id}{flag}  "
+            _echo(f"{h.rank:>4} {h.score:>8.4f} {_fmt(h.bm25_rank, 'd'):>5} {_fmt(h.bm25_score):>8} "
+                  f"{_fmt(h.dense_rank, 'd'):>6} {_fmt(h.dense_score):>7}  {h.engram.id}{flag}  "
                        f"{_summary(h.engram.statement, 70)}")
             for neighbour, terms in h.context_matches:
                 click.echo(f"{'':>36}  via neighbouring turn {neighbour}: {', '.join(terms)}")
             if h.date_match:
                 click.echo(f"{'':>36}  date named in the query matches ({h.engram.created.date().isoformat()})")
         else:
-            click.echo(f"{h.rank:>3}. {h.engram.id}{flag}  {_summary(h.engram.statement)}")
+            _echo(f"{h.rank:>3}. {h.engram.id}{flag}  {_summary(h.engram.statement)}")
     if not hits:
-        click.echo("no engrams recalled", err=True)
+        _echo("no engrams recalled", err=True)
 
 
 @cli.command()
@@ -452,7 +570,7 @@ def recall(app: _App, query: str, k: int, scope: str | None, mode: str, types: t
 def reindex(app: _App) -> None:
     """Rebuild the BM25 and dense indexes from the engram files."""
     out = app.memory.reindex()
-    click.echo("reindexed: " + ", ".join(f"{k} {v}" for k, v in out.items()))
+    _echo("reindexed: " + ", ".join(f"{k} {v}" for k, v in out.items()))
 
 
 @cli.command()
@@ -470,7 +588,7 @@ def section(app: _App, message: str, agent: str, scope: str | None) -> None:
 
         app.memory.catch_up(progress=True)
         block = recall_block(app.memory, message, scope=scope, agent=agent).text
-    click.echo(block if block else "(empty memory block: nothing recalled)")
+    _echo(block if block else "(empty memory block: nothing recalled)")
 
 
 @cli.command()

@@ -28,6 +28,8 @@ class Setting:
     type: type
     help: str
     choices: tuple[str, ...] | None = None
+    #: inclusive ``(low, high)`` bounds of a number setting, checked at load (NaN is always refused).
+    range: tuple[float, float] | None = None
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -38,53 +40,60 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("cache_dir", "", str,
             "Folder of the embedding cache (SQLite keyed by model identity + text sha256); empty = <home>/cache."),
     Setting("embed_batch_size", 16, int,
-            "Texts per embedding batch (16: fastest on CPU here and the lowest peak RSS; raise it on a GPU)."),
+            "Texts per embedding batch (16: fastest on CPU here and the lowest peak RSS; raise it on a GPU).", range=(1, 4096)),
     Setting("allow_fallback", True, bool,
             "If the configured model cannot be loaded, fall back (loudly) to the packaged all-MiniLM-L6-v2, "
             "then to BM25 only."),
-    Setting("bm25_k1", 1.5, float, "BM25 term-frequency saturation k1 (Robertson & Zaragoza 2009; rank-bm25 default)."),
-    Setting("bm25_b", 0.75, float, "BM25 length normalisation b (0 = none, 1 = full)."),
+    Setting("bm25_k1", 1.5, float, "BM25 term-frequency saturation k1 (Robertson & Zaragoza 2009; rank-bm25 default).", range=(0, 100)),
+    Setting("bm25_b", 0.75, float, "BM25 length normalisation b (0 = none, 1 = full).", range=(0, 1)),
     Setting("stemming", True, bool,
             "Apply the Snowball English stemmer (PyStemmer) to tokens (on: +0.033 turn / +0.018 session BM25 NDCG@5 on LoCoMo)."),
     Setting("fusion", "weighted", str,
             "How BM25 and dense rankings are fused: weighted (sum of absolute [0, 1] leg scores; won on LoCoMo, "
             "see README) or rrf.", ("rrf", "weighted")),
-    Setting("rrf_k", 60, int, "RRF constant k (Cormack, Clarke & Buettcher, SIGIR 2009)."),
+    Setting("rrf_k", 60, int, "RRF constant k (Cormack, Clarke & Buettcher, SIGIR 2009).", range=(1, 100000)),
     Setting("dense_weight", 0.4, float,
             "Weight of the dense leg in weighted fusion (0..1); BM25 gets the rest (0.4 beat 0.5 and 0.6 on LoCoMo "
-            "conversations 1-5 once BM25 had conversation context)."),
-    Setting("candidates", 100, int, "Candidates taken from each leg before fusion (per leg, engrams)."),
+            "conversations 1-5 once BM25 had conversation context).", range=(0, 1)),
+    Setting("candidates", 100, int, "Candidates taken from each leg before fusion (per leg, engrams).", range=(1, 100000)),
     Setting("context_window", 2, int,
             "Conversation turns on each side of a turn added to its BM25 document (same source.session and "
-            "scope; 0 = the bare turn). The dense leg embeds the bare turn. 2 beat 1 and 3 on LoCoMo conversations 1-5."),
+            "scope; 0 = the bare turn). The dense leg embeds the bare turn. 2 beat 1 and 3 on LoCoMo conversations 1-5.", range=(0, 50)),
     Setting("context_own_weight", 2, int,
             "Times a turn's own text counts in its BM25 document against once for each neighbour "
-            "(a BM25F-style field weight; 1 = plain concatenation). 2 beat 1, 3 and 4 (hybrid) on LoCoMo conversations 1-5."),
+            "(a BM25F-style field weight; 1 = plain concatenation). 2 beat 1, 3 and 4 (hybrid) on LoCoMo conversations 1-5.", range=(1, 10)),
     Setting("index_dates", True, bool,
             "Add the engram's date words (day, month, year, weekday of `created`) to its BM25 document "
             "(on: +0.015 turn NDCG@5 hybrid on LoCoMo conversations 1-5)."),
     Setting("date_boost", 0.5, float,
             "When a query names a date (README 'Dates in recall'), engrams dated in it gain this share of the "
-            "best candidate's fused score (0 = off)."),
+            "best candidate's fused score (0 = off).", range=(0, 10)),
     Setting("reranker", "", str,
             "Optional second stage over the fused top rerank_top_n: a cross-encoder pinned in models.lock "
             "[rerankers] (e.g. BAAI/bge-reranker-base) or a model folder; '' = off. Quality not measured here."),
-    Setting("rerank_top_n", 30, int, "Candidates the reranker reorders (engrams; only when reranker is set)."),
-    Setting("hnsw_m", 16, int, "HNSW graph degree M (hnswlib)."),
-    Setting("hnsw_ef_construction", 200, int, "HNSW ef at construction time."),
-    Setting("hnsw_ef_search", 128, int, "HNSW ef at query time (raised to k when k is larger)."),
+    Setting("rerank_top_n", 30, int, "Candidates the reranker reorders (engrams; only when reranker is set).", range=(1, 10000)),
+    Setting("hnsw_m", 16, int, "HNSW graph degree M (hnswlib).", range=(2, 256)),
+    Setting("hnsw_ef_construction", 200, int, "HNSW ef at construction time.", range=(1, 100000)),
+    Setting("hnsw_ef_search", 128, int, "HNSW ef at query time (raised to k when k is larger).", range=(1, 100000)),
     Setting("exact_threshold", 20000, int,
-            "Below this many vectors dense search is exact (numpy matmul) instead of HNSW."),
-    Setting("max_statement_bytes", 1048576, int, "Largest statement accepted, in UTF-8 bytes (1 MiB)."),
+            "Below this many vectors dense search is exact (numpy matmul) instead of HNSW.", range=(0, 1000000000)),
+    Setting("max_statement_bytes", 1048576, int, "Largest statement accepted, in UTF-8 bytes (1 MiB).", range=(1, 67108864)),
+    Setting("max_embed_chunks", 16, int,
+            "Most chunks (model-sized windows) embedded per engram; text past them is found by BM25 only. "
+            "Bounds the indexing cost of one engram (a 1 MiB statement is ~1000 chunks).", range=(1, 4096)),
+    Setting("recall_embed_batch", 32, int,
+            "A recall embeds at most this many new or changed engrams itself; a longer queue is embedded by a "
+            "background thread while recalls answer from the last consistent index (BM25 finds the queued "
+            "engrams), so a recall never waits on a stream of writers.", range=(0, 100000)),
     Setting("fsync", True, bool,
             "fsync each engram file and its folder on write (crash safety); off only for throwaway stores (benchmarks)."),
-    Setting("budget_tokens", 2000, int, "Token budget of the memory block injected into the system prompt."),
-    Setting("recall_k", 12, int, "Engrams recalled per turn by the recall worker."),
+    Setting("budget_tokens", 2000, int, "Token budget of the memory block injected into the system prompt.", range=(0, 1000000)),
+    Setting("recall_k", 12, int, "Engrams recalled per turn by the recall worker.", range=(0, 10000)),
     Setting("recall_timeout_s", 5.0, float,
-            "Deadline for one off-turn recall, in seconds; a late result is dropped and the previous block kept."),
+            "Deadline for one off-turn recall, in seconds; a late result is dropped and the previous block kept.", range=(0.001, 3600)),
     Setting("refresh_interval_s", 1.0, float,
             "A long-lived Memory re-scans engram files for in-place hand edits this often, in seconds (stretched to 50x the scan cost on big stores; 0 = every call); "
-            "files added, replaced or removed (renames, other processes) are seen at the next recall regardless."),
+            "files added, replaced or removed (renames, other processes) are seen at the next recall regardless.", range=(0, 86400)),
     Setting("record_stats", True, bool, "Record recall and injection events in <home>/stats.db."),
 )
 
@@ -93,9 +102,21 @@ _BY_NAME = {s.name: s for s in SETTINGS}
 
 def settings_markdown() -> str:
     """The README's settings table (name, default, meaning), generated from :data:`SETTINGS`."""
-    rows = ["| name | default | meaning |", "|---|---|---|"]
-    rows += [f"| `{s.name}` | `{s.default!r}` | {s.help} |" for s in SETTINGS]
+    rows = ["| name | default | range | meaning |", "|---|---|---|---|"]
+    rows += [f"| `{s.name}` | `{s.default!r}` | {_range_text(s)} | {s.help} |" for s in SETTINGS]
     return "\n".join(rows)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _range_text(s: Setting) -> str:
+    if s.range is not None:
+        return f"{_num(s.range[0])}..{_num(s.range[1])}"
+    if s.choices:
+        return " / ".join(s.choices)
+    return "-"
 
 
 def default_home() -> Path:
@@ -132,6 +153,8 @@ class Settings:
     hnsw_ef_search: int = 128
     exact_threshold: int = 20000
     max_statement_bytes: int = 1048576
+    max_embed_chunks: int = 16
+    recall_embed_batch: int = 32
     fsync: bool = True
     budget_tokens: int = 2000
     recall_k: int = 12
@@ -166,7 +189,12 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         ) from None
     if spec.choices and out not in spec.choices:
         raise ConfigError(f"setting {name}={out!r} (from {source}) must be one of {', '.join(spec.choices)}")
-    if spec.type in (int, float) and out < 0:
+    if spec.range is not None:
+        lo, hi = spec.range
+        if not lo <= out <= hi:  # also refuses NaN
+            raise ConfigError(f"setting {name}={value!r} (from {source}) is out of range: "
+                              f"use a value from {_num(lo)} to {_num(hi)}")
+    elif spec.type in (int, float) and out < 0:
         raise ConfigError(f"setting {name}={out!r} (from {source}) must not be negative")
     return out
 

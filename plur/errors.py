@@ -47,6 +47,30 @@ class ConfigError(ValidationError):
     """A setting in config.toml, a PLUR_* variable or an argument is invalid."""
 
 
+class ConflictError(PlurError):
+    """A write would lose someone else's change or break a store rule; nothing was written.
+
+    Raised when an update's ``expected`` version no longer matches the stored engram
+    ("changed since you opened it"), or when an edit would give an engram the exact text of
+    another active engram in the same scope (see :class:`DuplicateError`). Exit code 8; the web
+    page answers 409.
+    """
+
+    exit_code = 8
+
+
+class DuplicateError(ConflictError):
+    """An edit would make an engram an exact duplicate of another active engram in its scope.
+
+    Attributes:
+        other_id: the id of the engram that already holds that text.
+    """
+
+    def __init__(self, message: str, other_id: str) -> None:
+        super().__init__(message)
+        self.other_id = other_id
+
+
 class ModelError(PlurError):
     """An embedding model cannot be resolved, verified or loaded."""
 

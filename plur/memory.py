@@ -28,6 +28,7 @@ from typing import Any
 from .config import Settings, load_settings
 from .store.engram import Engram, _check_scope, parse_duration, parse_time, utcnow
 from .errors import ValidationError
+from .index.catchup import DenseCatchUp
 from .index.recall import Hit, allowed_ids, check_mode, combine
 from .stats import StatsDB
 from .store.store import EngramStore
@@ -74,6 +75,8 @@ class Memory:
         self._bounded_cache: tuple[int, list[Engram]] | None = None   # engrams that can stop being current
         self._closed = False
         self._reranker: Any | None = None
+        #: dense-leg catch-up (bounded in a recall, the rest in a background thread); see plur.index.catchup
+        self.catchup = DenseCatchUp(self._lock, settings.recall_embed_batch)
         _OPEN.add(self)
 
     # -- lazily built parts ---------------------------------------------------------------
@@ -109,7 +112,9 @@ class Memory:
                     res = embed.resolve_embedder(self.settings)
                 if res.embedder is not None:
                     cache = embed_cache.EmbeddingCache(self.cache_dir / "embeddings.sqlite")
-                    res = dataclasses.replace(res, embedder=embed_cache.CachedEmbedder(res.embedder, cache))
+                    cached = embed_cache.CachedEmbedder(res.embedder, cache)
+                    cached.max_chunks = self.settings.max_embed_chunks  # bounded indexing cost per engram
+                    res = dataclasses.replace(res, embedder=cached)
                 self._resolution = res
             return self._resolution
 
@@ -231,19 +236,32 @@ class Memory:
             self._note_own_write()
         return [e for e, _ in results]
 
-    def update(self, engram_id: str, **changes: Any) -> Engram:
+    def update(self, engram_id: str, *, expected: str | None = None, **changes: Any) -> Engram:
         """Change fields of an engram (statement, scope, type, tags, pinned, status, ...).
+
+        Args:
+            engram_id: the engram to change.
+            expected: the version the caller started from (:func:`plur.store.engram.engram_version`
+                of the engram it showed or edited); when the stored engram differs now, nothing is
+                written and :class:`~plur.errors.ConflictError` is raised. Without it, the version
+                read here is used, so a change landing between this read and the write is not lost either.
+            **changes: field -> new value.
 
         Raises:
             NotFoundError, InvalidIdError, ValidationError.
+            ConflictError: changed since ``expected`` ("changed since you opened it"; CLI exit 7, web 409).
+            DuplicateError: the new text is exactly another active engram's in the scope (``other_id``).
         """
+        from .store.engram import engram_version
+
         if "statement" in changes:
             Engram.create(changes["statement"], max_statement_bytes=self.settings.max_statement_bytes)
         if "tags" in changes:
             changes["tags"] = tuple(changes["tags"])
         with self._lock:
-            new = self.store.get(engram_id).replace(**changes)
-            stored = self.store.put(new)
+            base = self.store.get(engram_id)
+            new = base.replace(**changes)
+            stored = self.store.put(new, expected=expected or engram_version(base))
             if self._indexes is not None:
                 self._indexes.add([stored])
             self._note_own_write()
@@ -376,14 +394,62 @@ class Memory:
         return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(added), skipped=len(kept) - len(new))
 
     def forget(self, engram_id: str) -> Engram:
-        """Delete an engram's file, its index entries and its usage events; returns what was removed."""
+        """Delete an engram and every trace of its statement under the home; returns what was removed.
+
+        Erased at once (not at the next save): the engram file; its entry in the store manifest;
+        its terms and postings in the saved BM25 index and its rows in the saved dense index (in
+        memory and on disk, compacted); the embedding cache rows of its text and chunks; its
+        quarantined copies; in stats.db its feedback, its injection links and every recall that
+        returned it (the query and all that recall's hit rows), with SQLite's ``secure_delete``,
+        the WAL truncated and the file VACUUMed. See README "What forget erases".
+
+        Raises:
+            NotFoundError, InvalidIdError: no such engram. StoreError: the home cannot be written.
+        """
+        from .index.purge import compact_dense, purge_saved
+
         with self._lock:
             removed = self.store.delete(engram_id)
+            self.store.save_manifest()
             if self._indexes is not None:
                 self._indexes.remove([removed.id])
+                compact_dense(self._indexes.dense)
+                self._indexes.dirty = True
+                self.save()
+            else:
+                purge_saved(self.home / "index", [removed.id])
             self._note_own_write()
+            self._forget_cached_vectors(removed)
         self.stats.forget_engram(removed.id)
+        self._forget_quarantined(removed.id)
         return removed
+
+    def _forget_cached_vectors(self, engram: Engram) -> None:
+        """Delete the embedding cache rows of the engram's text and of each of its chunks."""
+        from .embed.cache import EmbeddingCache, text_key
+
+        path = self.cache_dir / "embeddings.sqlite"
+        if not path.exists():
+            return
+        texts = {engram.statement}
+        if len(engram.statement) > 100 or self._resolution is not None:  # may be chunked: ask the model's tokenizer
+            embedder = self.model_resolution().embedder
+            if embedder is not None:
+                texts.update(embedder.chunk_texts([engram.statement])[0])
+        embedder = self._resolution.embedder if self._resolution is not None else None
+        cache = getattr(embedder, "cache", None)
+        if cache is not None:
+            cache.forget([text_key(t) for t in texts])
+            return
+        with EmbeddingCache(path) as standalone:
+            standalone.forget([text_key(t) for t in texts])
+
+    def _forget_quarantined(self, engram_id: str) -> None:
+        """Quarantined copies of a forgotten engram hold its old text: remove them too."""
+        for q in self.store.quarantined():
+            if q.get("moved") and Path(q["original"]).name == f"{engram_id}.yaml":
+                for p in (Path(q["path"]), Path(q["path"] + ".reason")):
+                    p.unlink(missing_ok=True)
 
     def feedback(self, engram_id: str, useful: bool, *, agent: str | None = None,
                  query: str | None = None) -> dict[str, int]:
@@ -466,9 +532,13 @@ class Memory:
         bm25_full = idx.lexical.match_score(query) if need_bm25 else 0.0
         dense: list[tuple[str, float]] = []
         if need_dense and idx.dense is not None:
-            idx.flush_dense()
+            # A short queue is embedded now; a longer one by a background thread while this recall answers
+            # from the last consistent dense index (BM25 finds the queued engrams), see plur.index.catchup.
+            self.catchup.before_search(idx)
             if len(idx.dense):
-                dense = keep(idx.dense.search(idx.embedder.embed_query(query), fetch, allowed))
+                with self.catchup.embed_lock:
+                    qvec = idx.embedder.embed_query(query)
+                dense = keep(idx.dense.search(qvec, fetch, allowed))
         return bm25, dense, bm25_full
 
     def _not_current(self) -> set[str]:
@@ -501,6 +571,11 @@ class Memory:
     def _check_query(self, query: Any, k: Any, scope: str | None) -> None:
         if not isinstance(query, str):
             raise ValidationError(f"query must be text, got {type(query).__name__} {query!r:.60}")
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValidationError(f"query is not valid Unicode text ({exc.reason} at position {exc.start}); "
+                                  "check the terminal's or caller's encoding (UTF-8 expected)") from None
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be a non-negative integer, got {k!r}")
         if scope is not None:
@@ -650,6 +725,7 @@ class Memory:
 
         from .index.indexes import IndexSet
 
+        self.catchup.stop()
         with self._lock:
             self._indexes = None
             shutil.rmtree(self.home / "index", ignore_errors=True)
@@ -688,15 +764,34 @@ class Memory:
                 "settings": {k: str(v) for k, v in vars(self.settings).items()}}
 
     def save(self) -> None:
-        """Persist the indexes if they changed (also done by :meth:`close` and at exit)."""
+        """Persist the indexes if they changed (also done by :meth:`close` and at exit).
+
+        The indexes are a cache of the engram files: when they cannot be written (read-only home,
+        full disk) a warning is logged, the temp folders of the failed save are removed, and the
+        next process rebuilds what is missing.
+        """
         with self._lock:
             if self._indexes is not None:
-                self._indexes.save()
+                folder = self.home / "index"
+                before = set(folder.glob(".*")) if folder.is_dir() else set()
+                try:
+                    self._indexes.save()
+                except OSError as exc:
+                    log.warning("indexes not saved in %s (%s); they are rebuilt from the engram files "
+                                "when needed", folder, exc)
+                    import shutil
+
+                    for p in set(folder.glob(".*")) - before if folder.is_dir() else ():
+                        if p.is_dir():
+                            shutil.rmtree(p, ignore_errors=True)
+                        else:
+                            p.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Save indexes and close stats.db. Idempotent."""
         if self._closed:
             return
+        self.catchup.stop()
         try:
             self.save()
         finally:

@@ -15,14 +15,18 @@ Schema (times are Unix epoch seconds, UTC, ``REAL``)::
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
+from contextlib import suppress
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import StoreError
+
+log = logging.getLogger("plur.stats")
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -82,17 +86,25 @@ class StatsDB:
     """
 
     def __init__(self, path: Path) -> None:
+        from .store.sqlite_files import connect
+
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=5.0,
-                                       isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(_SCHEMA)
-            self._db.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+            self._db, self.writable = connect(self.path, timeout_s=5.0)
+            if self.writable:
+                try:
+                    self._db.execute("PRAGMA foreign_keys=ON")
+                    self._db.executescript(_SCHEMA)
+                    self._db.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)",
+                                     (str(SCHEMA_VERSION),))
+                except sqlite3.OperationalError as exc:  # full disk, I/O error: keep reading
+                    log.warning("%s cannot be written (%s); opened read-only", self.path, exc)
+                    self._db.close()
+                    self._db, self.writable = connect(self.path, read_only=True)
+            if not self.writable:  # an empty in-memory stand-in needs the tables; a read-only file has them
+                with suppress(sqlite3.Error):
+                    self._db.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path} is not a usable stats database ({exc}); "
                              "move it aside and plur will start a fresh one") from None
@@ -102,30 +114,44 @@ class StatsDB:
     def record_recall(self, *, agent: str | None, scope: str | None, query: str, mode: str,
                       latency_ms: float, hits: Sequence[_HitLike], ts: float | None = None) -> int:
         """Log one recall and its ranked hits; returns the recall id."""
-        with self._lock, self._db:
-            cur = self._db.execute(
-                "INSERT INTO recalls(ts, agent, scope, query, mode, latency_ms, n_hits) VALUES(?,?,?,?,?,?,?)",
-                (ts or time.time(), agent, scope, query, mode, float(latency_ms), len(hits)))
-            rid = int(cur.lastrowid or 0)
-            self._db.executemany(
-                "INSERT INTO recall_hits VALUES(?,?,?,?,?,?)",
-                [(rid, h.engram.id, h.rank, h.score, h.bm25_rank, h.dense_rank) for h in hits])
+        if not self.writable:
+            return 0
+        try:
+            with self._lock, self._db:
+                cur = self._db.execute(
+                    "INSERT INTO recalls(ts, agent, scope, query, mode, latency_ms, n_hits) VALUES(?,?,?,?,?,?,?)",
+                    (ts or time.time(), agent, scope, query, mode, float(latency_ms), len(hits)))
+                rid = int(cur.lastrowid or 0)
+                self._db.executemany(
+                    "INSERT INTO recall_hits VALUES(?,?,?,?,?,?)",
+                    [(rid, h.engram.id, h.rank, h.score, h.bm25_rank, h.dense_rank) for h in hits])
+        except sqlite3.Error as exc:  # a full disk must not fail the recall itself
+            log.warning("recall not recorded in %s (%s)", self.path, exc)
+            return 0
         return rid
 
     def record_injection(self, *, agent: str, engram_ids: Sequence[str], block_hash: str = "",
                          tokens: int = 0, ts: float | None = None) -> int:
         """Log that a memory block with ``engram_ids`` (in block order) reached ``agent``'s prompt."""
-        with self._lock, self._db:
-            cur = self._db.execute("INSERT INTO injections(ts, agent, block_hash, tokens) VALUES(?,?,?,?)",
-                                   (ts or time.time(), agent, block_hash, int(tokens)))
-            iid = int(cur.lastrowid or 0)
-            self._db.executemany("INSERT INTO injection_engrams VALUES(?,?,?)",
-                                 [(iid, e, i + 1) for i, e in enumerate(engram_ids)])
+        if not self.writable:
+            return 0
+        try:
+            with self._lock, self._db:
+                cur = self._db.execute("INSERT INTO injections(ts, agent, block_hash, tokens) VALUES(?,?,?,?)",
+                                       (ts or time.time(), agent, block_hash, int(tokens)))
+                iid = int(cur.lastrowid or 0)
+                self._db.executemany("INSERT INTO injection_engrams VALUES(?,?,?)",
+                                     [(iid, e, i + 1) for i, e in enumerate(engram_ids)])
+        except sqlite3.Error as exc:
+            log.warning("injection not recorded in %s (%s)", self.path, exc)
+            return 0
         return iid
 
     def record_feedback(self, *, engram_id: str, useful: bool, agent: str | None = None,
                         query: str | None = None, ts: float | None = None) -> int:
         """Log that ``engram_id`` was (``useful=True``) or was not useful to ``agent`` for ``query``."""
+        if not self.writable:
+            return 0
         with self._lock, self._db:
             cur = self._db.execute("INSERT INTO feedback(ts, engram_id, useful, agent, query) VALUES(?,?,?,?,?)",
                                    (ts or time.time(), engram_id, 1 if useful else 0, agent, query))
@@ -139,11 +165,39 @@ class StatsDB:
         return {"useful": int(row[0]), "not_useful": int(row[1]) - int(row[0])}
 
     def forget_engram(self, engram_id: str) -> None:
-        """Drop every event row naming ``engram_id`` (used when a person forgets an engram)."""
-        with self._lock, self._db:
-            self._db.execute("DELETE FROM feedback WHERE engram_id=?", (engram_id,))
-            self._db.execute("DELETE FROM recall_hits WHERE engram_id=?", (engram_id,))
-            self._db.execute("DELETE FROM injection_engrams WHERE engram_id=?", (engram_id,))
+        """Drop every event row naming ``engram_id`` (used when a person forgets an engram).
+
+        Erased: its feedback rows; every recall that returned it -- the ``recalls`` row (the query
+        text) and all of that recall's ``recall_hits`` rows, other engrams' included; its
+        ``injection_engrams`` rows (the ``injections`` row, which holds no text, stays). Deleted rows
+        are zeroed (``secure_delete``) and the WAL is truncated and the file VACUUMed, so no copy
+        of the query remains in the file, its journal or free pages.
+
+        Raises:
+            StoreError: the home is read-only (nothing can be erased there).
+        """
+        if not self.writable:
+            raise StoreError(f"cannot erase the stats of {engram_id}: {self.path} is read-only")
+        from .store.sqlite_files import scrub
+
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute("DELETE FROM feedback WHERE engram_id=?", (engram_id,))
+                self._db.execute("CREATE TEMP TABLE IF NOT EXISTS _gone(id INTEGER PRIMARY KEY)")
+                self._db.execute("DELETE FROM _gone")
+                self._db.execute("INSERT OR IGNORE INTO _gone SELECT recall_id FROM recall_hits WHERE engram_id=?",
+                                 (engram_id,))
+                self._db.execute("DELETE FROM recall_hits WHERE recall_id IN (SELECT id FROM _gone)")
+                self._db.execute("DELETE FROM recalls WHERE id IN (SELECT id FROM _gone)")
+                self._db.execute("DELETE FROM injection_engrams WHERE engram_id=?", (engram_id,))
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise StoreError(f"cannot erase the stats of {engram_id} in {self.path} ({exc}); "
+                                 "check free space and permissions, then forget again") from None
+            scrub(self._db)
 
     # -- reads ----------------------------------------------------------------------------
     def _rows(self, sql: str, args: Iterable[Any] = ()) -> list[dict[str, Any]]:

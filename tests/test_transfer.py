@@ -245,6 +245,7 @@ def test_export_refuses_to_clobber_without_force(tmp_path: Path) -> None:
     folder = tmp_path / "mem"
     folder.mkdir()
     (folder / "keep.txt").write_text("mine", encoding="utf-8")
-    with pytest.raises(ValidationError, match="not empty"):
-        write_engrams(engrams, folder, "claude-dir")
+    for force in (False, True):  # a folder with files plur did not write is refused, --force or not
+        with pytest.raises(ValidationError, match="did not export"):
+            write_engrams(engrams, folder, "claude-dir", force=force)
     assert sorted(p.name for p in folder.iterdir()) == ["keep.txt"]

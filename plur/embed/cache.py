@@ -13,6 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,8 +50,8 @@ class EmbeddingCache:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self.writable = True
         try:
             self._conn = self._open()
         except sqlite3.DatabaseError as exc:
@@ -62,10 +63,16 @@ class EmbeddingCache:
             self._conn = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0, isolation_level=None)
+        from ..store.sqlite_files import connect
+
+        conn, self.writable = connect(self.path, timeout_s=30.0)  # read-only home: read-only cache
+        if not self.writable:
+            with suppress(sqlite3.Error):  # an in-memory stand-in needs the table
+                conn.execute("CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, text_sha256 BLOB NOT NULL, "
+                             "dims INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256)) "
+                             "WITHOUT ROWID")
+            return conn
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, text_sha256 BLOB NOT NULL, "
                 "dims INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256)) WITHOUT ROWID"
@@ -103,7 +110,7 @@ class EmbeddingCache:
         """Store vectors (one transaction); an existing (identity, key) is overwritten."""
         rows = [(identity, key, int(v.shape[-1]), np.ascontiguousarray(v, dtype=np.float32).tobytes())
                 for key, v in items]
-        if not rows:
+        if not rows or not self.writable:
             return
         with self._lock:
             try:
@@ -115,6 +122,29 @@ class EmbeddingCache:
                     self._conn.execute("ROLLBACK")
                 raise StoreError(f"cannot write the embedding cache {self.path} ({exc}); check disk space "
                                  "and permissions, or delete the file (it is only a cache)") from None
+
+    def forget(self, keys: Sequence[bytes]) -> int:
+        """Delete the vectors of these :func:`text_key` digests, for every model identity, leaving no copy.
+
+        Deleted rows are zeroed (``secure_delete``), the WAL truncated and the file VACUUMed (see
+        :func:`plur.store.sqlite_files.scrub`).
+
+        Returns:
+            Number of rows deleted (0 on a read-only cache).
+        """
+        if not self.writable or not keys:
+            return 0
+        from ..store.sqlite_files import scrub
+
+        n = 0
+        with self._lock:
+            for start in range(0, len(keys), self._BATCH):
+                part = list(keys[start:start + self._BATCH])
+                cur = self._conn.execute(
+                    f"DELETE FROM vectors WHERE text_sha256 IN ({','.join('?' * len(part))})", part)
+                n += cur.rowcount or 0
+            scrub(self._conn)
+        return n
 
     def count(self, identity: str | None = None) -> int:
         """Number of cached vectors, for one identity or all."""
@@ -171,6 +201,9 @@ class CachedEmbedder:
         query_cache_size: queries kept in memory.
     """
 
+    #: Most chunks embedded per text by :meth:`embed_document_chunks` (None = all); set from ``max_embed_chunks``.
+    max_chunks: int | None = None
+
     def __init__(self, inner: Embedder, cache: EmbeddingCache, query_cache_size: int = 1024) -> None:
         self.inner = inner
         self.cache = cache
@@ -218,7 +251,10 @@ class CachedEmbedder:
         todo = [k for k in unique if k not in found]
         if todo:
             vecs = self.inner.embed_documents([texts[unique[k]] for k in todo])
-            self.cache.put_many(self.identity, zip(todo, vecs))
+            try:
+                self.cache.put_many(self.identity, zip(todo, vecs))
+            except StoreError as exc:  # a cache that cannot grow (full disk) must not fail the caller
+                log.warning("%s", exc)
             found.update(zip(todo, vecs))
         self.stats.hits += len(unique) - len(todo)
         self.stats.misses += len(todo)
@@ -247,12 +283,32 @@ class CachedEmbedder:
         return self.inner.chunk_texts(texts)
 
     def embed_document_chunks(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Chunk with ``inner``'s tokenizer, then embed the chunks through the cache."""
+        """Chunk with ``inner``'s tokenizer, then embed the chunks through the cache.
+
+        At most :attr:`max_chunks` chunks per text are embedded (the first ones; setting
+        ``max_embed_chunks``), so one huge engram costs a bounded time to index; the rest of its
+        text is still found by BM25, which indexes the whole statement.
+        """
         chunks, owners = self.inner.chunk_texts(texts)
+        if self.max_chunks is not None and len(chunks) > len(texts):
+            keep = _first_per_owner(owners, self.max_chunks)
+            if len(keep) < len(chunks):
+                chunks = [chunks[i] for i in keep.tolist()]
+                owners = owners[keep]
         return self.embed_documents(chunks), owners
 
     def __repr__(self) -> str:
         return f"CachedEmbedder({self.inner!r}, cache={str(self.cache.path)!r})"
+
+
+def _first_per_owner(owners: np.ndarray, limit: int) -> np.ndarray:
+    """Indices of the first ``limit`` entries of each owner in ``owners`` (``[m] int64``, grouped, ascending)."""
+    owners = np.asarray(owners, dtype=np.int64)
+    if owners.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.r_[0, np.flatnonzero(np.diff(owners)) + 1]
+    rank = np.arange(owners.size) - np.repeat(starts, np.diff(np.r_[starts, owners.size]))
+    return np.flatnonzero(rank < limit)
 
 
 __all__ = ["CacheStats", "CachedEmbedder", "EmbeddingCache", "text_key"]

@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AuthError, InvalidIdError, NotFoundError, PlurError, ValidationError
+from ..errors import AuthError, ConflictError, InvalidIdError, NotFoundError, PlurError, ValidationError
 from .files import API_VERSION
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,9 +59,11 @@ _REQUIRED = object()
 
 
 def status_of(exc: BaseException) -> int:
-    """HTTP status for an error: 400 bad input, 401 auth, 404 not found, 500 anything else."""
+    """HTTP status for an error: 400 bad input, 401 auth, 404 not found, 409 conflict, 500 anything else."""
     if isinstance(exc, AuthError):
         return 401
+    if isinstance(exc, ConflictError):
+        return 409
     if isinstance(exc, (NotFoundError, InvalidIdError)):
         return 404
     if isinstance(exc, ValidationError):
@@ -206,7 +208,8 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
     def status_(_: dict[str, str]) -> dict[str, Any]:
         model = memory.model_resolution().as_dict()
         return {"api": API_VERSION, "version": extra.get("version"), "pid": os.getpid(),
-                "home": str(memory.home), "engrams": len(memory.list()), "model": model, "served": dict(served),
+                "home": str(memory.home), "engrams": len(memory.list()),
+                "quarantined": len(memory.store.quarantined()), "model": model, "served": dict(served),
                 "worker": worker.stats(), **extra}
 
     def recall(_: dict[str, str], query: str, k: int, scope: str | None, mode: str, types: list[str] | None,

@@ -29,6 +29,7 @@ class Session:
         self.home = home
         self.verbose = verbose
         self._memory: Memory | None = None
+        self.json_output = False  # set by the CLI's JSON output: its quarantine warning is then JSON too
 
     def say(self, message: str) -> None:
         """A ``--verbose`` note on stderr (``plur: <message>``)."""

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from ..errors import ValidationError
+from .safe_yaml import load_yaml
 from .engram import TYPES, Engram
 
 
@@ -34,10 +35,7 @@ def _split_frontmatter(text: str, p: Path) -> tuple[dict[str, Any], str]:
     m = re.search(r"^---[ \t]*\r?\n?", text[start:], re.M)
     if m is None:
         raise ValidationError(f"{p}: frontmatter starts with '---' but never ends; add a closing '---' line")
-    try:
-        meta = yaml.safe_load(text[start:start + m.start()]) or {}
-    except yaml.YAMLError as exc:
-        raise ValidationError(f"{p}: frontmatter is not valid YAML ({str(exc).splitlines()[0]})") from None
+    meta = load_yaml(text[start:start + m.start()], what=f"{p}: frontmatter", max_bytes=1 << 20) or {}
     if not isinstance(meta, dict):
         raise ValidationError(f"{p}: frontmatter must be a mapping (name, description, type)")
     return meta, text[start + m.end():]

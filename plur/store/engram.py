@@ -39,6 +39,8 @@ FIELD_ORDER: tuple[str, ...] = (
     "supersedes", "content_hash",
 )
 _TIME_FIELDS = ("created", "updated", "valid_from", "valid_until")
+#: Fields every stored engram must carry, non-empty (checked on read exactly as on write).
+REQUIRED_FIELDS: tuple[str, ...] = ("id", "statement", "scope", "created")
 
 
 def utcnow() -> datetime:
@@ -115,6 +117,16 @@ def content_hash(statement: str) -> str:
     """``sha256:<first 16 hex>`` of :func:`normalize_statement` (UTF-8)."""
     digest = hashlib.sha256(normalize_statement(statement).encode("utf-8")).hexdigest()
     return "sha256:" + digest[:16]
+
+
+def engram_version(engram: "Engram") -> str:
+    """The version token of an engram as stored: ``v:<first 16 hex of sha256(to_yaml())>``.
+
+    Every field counts (statement, tags, pinned, status...), so an update that carries the
+    version it started from (``Memory.update(..., expected=...)``) is refused when anything changed
+    since, by anyone. Same engram, same token, in every process.
+    """
+    return "v:" + hashlib.sha256(engram.to_yaml().encode("utf-8")).hexdigest()[:16]
 
 
 def validate_id(engram_id: Any) -> str:
@@ -225,6 +237,8 @@ class Engram:
             if not isinstance(t, str) or not TAG_RE.match(t):
                 raise ValidationError(f"invalid tag {t!r}: 1-64 characters, no comma or newline, not blank")
         object.__setattr__(self, "tags", tags)
+        if self.created is None:
+            raise ValidationError("created is empty; give the engram's creation time, e.g. '2025-07-25T02:00:00Z'")
         for name in _TIME_FIELDS:
             v = getattr(self, name)
             if v is not None:
@@ -321,9 +335,17 @@ class Engram:
         """
         if not isinstance(data, Mapping):
             raise ValidationError(f"an engram must be a mapping of fields, got {type(data).__name__}")
-        missing = [k for k in ("id", "statement", "scope", "created") if k not in data]
+        missing = [k for k in REQUIRED_FIELDS if k not in data]
         if missing:
             raise ValidationError(f"engram is missing required field(s) {', '.join(missing)}")
+        # the same rule as on write: a required field present but empty (``created:``) is no value
+        empty = [k for k in REQUIRED_FIELDS if data[k] is None or (isinstance(data[k], str) and not data[k].strip())]
+        if empty:
+            raise ValidationError(f"engram has empty required field(s) {', '.join(empty)} "
+                                  "(truncated file?); give each a value or restore the file")
+        for k in ("type", "status"):  # optional, but when written they must hold a value
+            if k in data and data[k] is None:
+                raise ValidationError(f"engram field {k!r} is empty; give it a value or remove the line")
         known = {f.name for f in dataclasses.fields(cls)} - {"extra", "content_hash"}
         kwargs = {k: v for k, v in data.items() if k in known}
         extra = {k: v for k, v in data.items() if k not in known and k != "content_hash"}
@@ -346,11 +368,9 @@ class Engram:
         Raises:
             ValidationError: the text is not YAML, not a mapping, or an engram field is invalid.
         """
-        yaml, _, loader = _yaml()
-        try:
-            data = yaml.load(text, Loader=loader)
-        except yaml.YAMLError as exc:
-            raise ValidationError(f"not valid YAML: {str(exc).splitlines()[0]}") from None
+        from .safe_yaml import load_yaml
+
+        data = load_yaml(text, what="engram", timestamps=False)
         return cls.from_dict(data)
 
 

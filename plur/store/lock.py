@@ -14,10 +14,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from .engram import format_time
-from ..errors import StoreError
+from ..errors import StoreError, ValidationError
+from .safe_yaml import load_yaml
 
 
 def _overwrite(path: Path, data: bytes, width: int = 80) -> None:
@@ -110,8 +110,8 @@ class StoreLock:
         """
         state: dict[str, Any] = {"path": str(self.path), "exists": self.path.exists(),
                                  "held_here": bool(self._lock.is_locked), "locked": False, "owner": None}
-        with suppress(OSError, yaml.YAMLError, UnicodeDecodeError):
-            owner = yaml.safe_load(self.owner_path.read_text(encoding="utf-8"))
+        with suppress(OSError, ValidationError):
+            owner = load_yaml(self.owner_path.read_bytes(), what=str(self.owner_path), max_bytes=1 << 16)
             if isinstance(owner, dict):
                 state["owner"] = owner
         if state["held_here"]:
@@ -122,6 +122,9 @@ class StoreLock:
                 probe.acquire(blocking=False)
             except self._filelock_mod.Timeout:
                 state["locked"] = True
+            except OSError as exc:  # read-only home: the lock cannot even be probed
+                state["locked"] = None
+                state["error"] = str(exc)
             else:
                 probe.release()
         return state

@@ -49,6 +49,30 @@ class Changes:
         return bool(self.added or self.updated or self.removed)
 
 
+def _check_home(home: Path) -> None:
+    """Refuse a home that is (or lies under) a file: every read and write would fail there.
+
+    Raises:
+        StoreError: naming the file and the fix.
+    """
+    p = home
+    while True:
+        try:
+            st = p.stat()
+        except FileNotFoundError:
+            if p.parent == p:
+                return
+            p = p.parent
+            continue
+        except OSError as exc:
+            raise StoreError(f"cannot use plur home {home} ({exc}); point PLUR_HOME or --home at a folder") from None
+        if not stat.S_ISDIR(st.st_mode):
+            what = "is a file" if p == home else f"lies under the file {p}"
+            raise StoreError(f"plur home {home} {what}, not a folder; point PLUR_HOME or --home at a folder "
+                             "(it is created when missing)")
+        return
+
+
 def _merge_op(prev: str | None, new: str) -> str | None:
     """Combine two successive change kinds for one id (None = net no change)."""
     if prev is None:
@@ -69,6 +93,7 @@ class FolderMirror:
     def __init__(self, home: str | os.PathLike[str], max_statement_bytes: int = DEFAULT_MAX_STATEMENT_BYTES,
                  fsync: bool = True, lock_timeout_s: float = 30.0) -> None:
         self.home = Path(home).expanduser()
+        _check_home(self.home)
         self.root = self.home / "engrams"
         self.quarantine_dir = self.home / "quarantine"
         self.manifest_path = self.home / "index" / "manifest-store.json"

@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from ..errors import ValidationError
+from .safe_yaml import load_yaml
 from .engram import FIELD_ORDER, ID_RE, SCOPE_RE, Engram, content_hash, new_id, parse_time, utcnow
 
 
@@ -52,10 +53,7 @@ PLUR_MAPPED = ("id", "type", "status", "scope", "source", "temporal", "statement
 
 
 def read_plur_yaml(p: Path, text: str) -> list[Engram]:
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValidationError(f"{p}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    doc = load_yaml(text, what=str(p))
     if not isinstance(doc, Mapping) or not isinstance(doc.get("engrams"), list):
         raise ValidationError(f"{p}: a PLUR engrams.yaml is a mapping with an 'engrams:' list; "
                               "this file has none (wrong file, or truncated?)")

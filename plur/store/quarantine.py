@@ -20,7 +20,9 @@ from typing import Any
 
 import yaml
 
+from ..errors import ValidationError
 from .atomic import atomic_write, fsync_dir
+from .safe_yaml import load_yaml
 from .engram import format_time
 
 
@@ -97,8 +99,8 @@ def list_quarantined(quarantine_dir: Path) -> list[dict[str, Any]]:
         reasons = []
     for rp in reasons:
         try:
-            info = yaml.safe_load(rp.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError, UnicodeDecodeError):
+            info = load_yaml(rp.read_bytes(), what=str(rp), max_bytes=1 << 20) or {}
+        except (OSError, ValidationError):
             info = {}
         if not isinstance(info, dict):
             info = {}

@@ -56,9 +56,9 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from ..errors import NotFoundError, StoreError, ValidationError
+from ..errors import ConflictError, DuplicateError, NotFoundError, StoreError, ValidationError
 from .atomic import STALE_TMP_S, TMP_PREFIX, atomic_write, fsync_dir
-from .engram import Engram, content_hash, new_id, validate_id
+from .engram import Engram, content_hash, engram_version, new_id, validate_id
 from .manifest import JOURNAL_MAGIC, JOURNAL_MAX_BYTES, MANIFEST_FORMAT, MANIFEST_VERSION, RACY_WINDOW_NS, FileEntry, file_sha
 from .mirror import AUTOSAVE_READS, DEFAULT_MAX_STATEMENT_BYTES, Changes, FolderMirror
 from .quarantine import list_quarantined
@@ -234,13 +234,18 @@ class EngramStore(FolderMirror):
             self.save_manifest()
         return out
 
-    def put(self, engram: Engram) -> Engram:
+    def put(self, engram: Engram, *, expected: str | None = None) -> Engram:
         """Overwrite the stored engram with the same id (an update).
 
         Byte-stable: when the YAML is identical to the file on disk nothing is written.
+        Checked under the write lock, against the file as it is now: ``expected`` (the
+        :func:`~plur.store.engram.engram_version` the caller started from) must still match, and
+        an active engram may not take the exact text of another active engram in its scope.
 
         Raises:
             NotFoundError: no engram with this id is stored (use :meth:`add`).
+            ConflictError: the stored engram changed since ``expected`` was read; nothing written.
+            DuplicateError: another active engram in the scope holds this text (its id in ``other_id``).
             ValidationError: statement over ``max_statement_bytes``.
             StoreError: the lock could not be taken or the disk write failed.
         """
@@ -251,6 +256,19 @@ class EngramStore(FolderMirror):
             self._check_one(name)
             if engram.id not in self._by_id:
                 raise NotFoundError(self._not_found_message(engram.id) + "; use add() for a new engram")
+            current = self._by_id[engram.id]
+            if expected is not None and engram_version(current) != expected:
+                raise ConflictError(
+                    f"engram {engram.id} changed since you opened it (version {expected}, now "
+                    f"{engram_version(current)}); nothing was saved: reload it and make your change again")
+            others = sorted(i for i in self._by_key.get((engram.scope, engram.content_hash), ()) if i != engram.id)
+            same = current.status == "active" and (current.scope, current.content_hash) == (
+                engram.scope, engram.content_hash)  # a duplicate from before this edit is not refused
+            if engram.status == "active" and others and not same:
+                other = self._by_id[others[0]]
+                raise DuplicateError(
+                        f"engram {other.id} in scope {engram.scope} already says exactly this; nothing was "
+                        f"saved: forget {engram.id} instead (or edit {other.id})", other.id)
             data = engram.to_yaml().encode("utf-8")
             try:
                 on_disk = (self.root / name).read_bytes()
@@ -306,6 +324,61 @@ class EngramStore(FolderMirror):
             out.extend(dict(v) for v in self._unmoved.values())
         out.sort(key=lambda d: d["when"])
         return out
+
+    def restore(self, name: str) -> Engram:
+        """Bring a quarantined file back into the store after it was fixed; validated as on load.
+
+        Args:
+            name: the quarantined file's name (``<id>.yaml.<timestamp>``, as ``plur doctor`` lists it)
+                or an engram id (its newest quarantined file).
+
+        Returns:
+            The engram now loaded from ``<home>/engrams/<id>.yaml``.
+
+        Raises:
+            NotFoundError: no quarantined file by that name or id.
+            ValidationError: the file still does not load (the message says why; fix it and retry).
+            ConflictError: an engram file with that id exists again, or its text duplicates an active engram.
+            StoreError: the file could not be moved back (read-only home...).
+        """
+        items = [q for q in self.quarantined() if q.get("moved")]
+        found = [q for q in items if Path(q["path"]).name == name]
+        if not found:
+            found = [q for q in items if Path(q["original"]).name == f"{name}.yaml"][-1:]
+        if not found:
+            raise NotFoundError(f"no quarantined file {name!r}; `plur doctor` lists them (name or engram id)")
+        src = Path(found[0]["path"])
+        target_name = Path(found[0]["original"]).name
+        with self._write_lock():
+            self._sync_for_write()
+            try:
+                data = src.read_bytes()
+            except OSError as exc:
+                raise StoreError(f"cannot read {src} ({exc})") from None
+            try:
+                engram = self._parse(target_name, data)
+            except ValidationError as exc:
+                raise ValidationError(f"{src} still does not load: {exc}; fix the file, then restore it again") from None
+            target = self.root / target_name
+            if target.exists() or engram.id in self._by_id:
+                raise ConflictError(f"an engram {engram.id} is in the store again; compare it with {src} "
+                                    "and forget one of them first")
+            dup = self._duplicate_of(engram.scope, engram.content_hash) if engram.status == "active" else None
+            if dup is not None:
+                raise DuplicateError(f"engram {dup.id} already says exactly what {src.name} says; "
+                                     f"delete {src} instead of restoring it", dup.id)
+            self._writes.append(target_name)
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+                os.replace(src, target)
+            except OSError as exc:
+                raise StoreError(f"cannot move {src} back to {target} ({exc})") from None
+            with suppress(OSError):
+                src.with_name(src.name + ".reason").unlink()
+            for folder in (self.root, self.quarantine_dir) if self.fsync else ():
+                fsync_dir(folder)
+            self._check_one(target_name)
+        return self.get(engram.id)
 
     def lock_state(self) -> dict[str, Any]:
         """Who holds the write lock, without waiting for it; see :meth:`plur.store.lock.StoreLock.state`."""

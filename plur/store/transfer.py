@@ -108,7 +108,7 @@ def _read_jsonl(p: Path, text: str) -> list[Engram]:
 def engram_from_json(data: Any) -> Engram:
     """An engram from one JSONL object; only ``statement`` is required.
 
-    Defaults: ``scope`` ``global``, ``created`` now, ``id`` fresh (``ENG-<created date>-<6 hex>``),
+    Defaults, for absent fields only: ``scope`` ``global``, ``created`` now, ``id`` fresh (``ENG-<created date>-<6 hex>``),
     ``type`` ``fact``, ``status`` ``active``. Every other :data:`~plur.store.engram.FIELD_ORDER` field is
     optional; unknown keys are kept (``Engram.extra``).
 
@@ -120,11 +120,11 @@ def engram_from_json(data: Any) -> Engram:
     if "statement" not in data:
         raise ValidationError("engram is missing required field statement (the text to remember)")
     d = dict(data)
-    if d.get("scope") is None:
-        d["scope"] = "global"
-    if d.get("created") is None:
-        d["created"] = utcnow()
-    if d.get("id") is None:
+    # Defaults fill fields that are absent; a field present but empty (``"created": null``) is a damaged
+    # record and is refused by Engram.from_dict, exactly as on read.
+    d.setdefault("scope", "global")
+    d.setdefault("created", utcnow())
+    if "id" not in d:
         d["id"] = new_id(parse_time(d["created"], "created"))
     return Engram.from_dict(d)
 
@@ -145,48 +145,56 @@ def _write_file(path: Path, data: bytes) -> None:
 
 
 def write_engrams(engrams: Iterable[Engram], path: str | os.PathLike[str], fmt: str | None = None,
-                  *, force: bool = False) -> int:
-    """Write engrams to a file or folder in one of :data:`FORMATS`.
+                  *, force: bool = False, home: str | os.PathLike[str] | None = None) -> int:
+    """Write engrams to a file or folder in one of :data:`FORMATS`, safely (see :mod:`plur.store.export_target`).
+
+    Never inside ``home``; never over (or deleting) a file a plur export did not write; a previous
+    export is replaced whole and atomically, so files of engrams forgotten since do not linger.
 
     Args:
         engrams: what to write (in this order).
         path: target file (``jsonl``, ``plur-yaml``) or folder (``claude-dir``).
         fmt: one of :data:`FORMATS`; default :func:`detect_format`.
-        force: replace an existing file / write into a non-empty folder.
+        force: replace a previous plur export at ``path``.
+        home: the plur home the engrams come from; the target may not be inside it.
 
     Returns:
         Number of engrams written.
 
     Raises:
-        ValidationError: unknown format, or the target exists and ``force`` is False.
-        StoreError: the disk write failed.
+        ValidationError: unknown format, a target inside ``home``, a file or folder plur did not
+            write, or a previous export without ``force``.
+        StoreError: the disk write failed (the previous export is unchanged).
     """
+    from .export_target import check_file_target, check_outside_home, record_file, replace_folder, sha256_file
+
     p = Path(path).expanduser()
     fmt = _check_format(fmt or detect_format(p))
+    check_outside_home(p, Path(home) if home is not None else None)
     items = list(engrams)
     if fmt == "claude-dir":
-        if p.exists() and not p.is_dir():
-            raise ValidationError(f"{str(p)!r} is a file; a claude-dir export needs a folder path")
-        if p.is_dir() and any(p.iterdir()) and not force:
-            raise ValidationError(f"folder {str(p)!r} is not empty; choose an empty folder or pass --force")
-        lines = ["# Memory index", ""]
-        used: set[str] = set()
-        for e in items:
-            name, title, hook, text = _claude_file(e)
-            while name in used:
-                name = name[:-3] + "_.md"
-            used.add(name)
-            _write_file(p / name, text.encode("utf-8"))
-            lines.append(f"- [{title.replace(']', ')')}]({name}) — {hook}")
-        _write_file(p / "MEMORY.md", ("\n".join(lines) + "\n").encode("utf-8"))
+        def build(folder: Path) -> dict[str, str]:
+            lines = ["# Memory index", ""]
+            used: set[str] = set()
+            for e in items:
+                name, title, hook, text = _claude_file(e)
+                while name in used:
+                    name = name[:-3] + "_.md"
+                used.add(name)
+                _write_file(folder / name, text.encode("utf-8"))
+                lines.append(f"- [{title.replace(']', ')')}]({name}) — {hook}")
+            _write_file(folder / "MEMORY.md", ("\n".join(lines) + "\n").encode("utf-8"))
+            return {n: sha256_file(folder / n) for n in [*used, "MEMORY.md"]}
+
+        replace_folder(p, force, build)
         return len(items)
-    if p.exists() and not force:
-        raise ValidationError(f"{str(p)!r} exists; choose another path or pass --force to replace it")
+    check_file_target(p, force)
     if fmt == "jsonl":
         text = "".join(json.dumps(e.to_dict(), ensure_ascii=False, default=str) + "\n" for e in items)
     else:
         text = dump_plur_yaml(items)
     _write_file(p, text.encode("utf-8"))
+    record_file(p)
     return len(items)
 
 

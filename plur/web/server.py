@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from ..errors import InvalidIdError, NotFoundError, PlurError, ValidationError, require
+from ..errors import ConflictError, InvalidIdError, NotFoundError, PlurError, ValidationError, require
 from . import charts, security, views
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -145,6 +145,8 @@ def wants_json(request: "Request") -> bool:
 def _status_for(exc: PlurError) -> int:
     if isinstance(exc, NotFoundError):
         return 404
+    if isinstance(exc, ConflictError):
+        return 409
     if isinstance(exc, ValidationError):
         return 400
     return 500
@@ -267,6 +269,17 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
             return render_error(request, refusal, 403)
         try:
             changed = await call(views.act, memory, engram_id, name, form)
+        except ConflictError as exc:
+            if name == "edit" and not as_json:
+                # 409: changed meanwhile (or a duplicate). The current engram, the reason, a reload link,
+                # and the person's text still in the form.
+                try:
+                    shown = await call(views.engram_page, memory, engram_id, error=str(exc), caches=caches,
+                                       status=409, draft=form.get("statement"))
+                except PlurError:
+                    return error(request, exc)
+                return render(request, shown, "engrams")
+            return error(request, exc)
         except ValidationError as exc:
             if name == "edit" and not as_json and not isinstance(exc, InvalidIdError):
                 # Show the edit form again with the reason, keeping the page the person was on.

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..store.engram import ID_RE, STATUSES, TYPES, Engram, format_time, utcnow, validate_id
+from ..store.engram import ID_RE, STATUSES, TYPES, Engram, engram_version, format_time, utcnow, validate_id
 from ..errors import ValidationError
 from . import table
 
@@ -98,6 +98,8 @@ def engrams_page(memory: "Memory", params: Mapping[str, str], caches: Caches = _
     data["statuses_all"] = list(STATUSES)
     forgotten = params.get("forgotten") or ""
     data["notice"] = f"Forgot {forgotten}." if ID_RE.match(forgotten) else None
+    # a damaged store never reads as empty: say how many files could not be loaded (as the CLI does)
+    data["quarantined"] = len(memory.store.quarantined())
     return Page("engrams.html", data)
 
 
@@ -106,14 +108,16 @@ def _time_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def engram_page(memory: "Memory", engram_id: str, *, error: str | None = None,
-                caches: Caches = _NO_CACHE) -> Page:
+                caches: Caches = _NO_CACHE, status: int = 400, draft: str | None = None) -> Page:
     """One engram: fields, its YAML file text, usage counts, recall history and injections.
 
     Args:
         memory: the facade.
         engram_id: ``ENG-YYYY-MM-DD-<6 hex>``.
-        error: a message to show above the edit form (a failed edit), returned with status 400.
+        error: a message to show above the edit form (a failed edit), returned with ``status``.
         caches: where to read usage counts from.
+        status: the HTTP status with an ``error`` (400 invalid, 409 changed meanwhile or duplicate).
+        draft: the text the person submitted, shown in the edit form again so it is not lost.
 
     Raises:
         InvalidIdError: ``engram_id`` is malformed.
@@ -131,8 +135,11 @@ def engram_page(memory: "Memory", engram_id: str, *, error: str | None = None,
         "recalls": _time_rows(memory.stats.recall_history(e.id)),
         "injections": _time_rows(memory.stats.injection_history(e.id)),
         "error": error,
+        "version": engram_version(e),
+        "draft": draft,
+        "conflict": bool(error) and status == 409,
     }
-    return Page("engram.html", data, status=400 if error else 200)
+    return Page("engram.html", data, status=status if error else 200)
 
 
 def stats_page(memory: "Memory", caches: Caches = _NO_CACHE) -> Page:
@@ -280,7 +287,8 @@ def act(memory: "Memory", engram_id: str, action: str, form: Mapping[str, str]) 
         if statement is None:
             raise ValidationError("edit needs a 'statement' form field with the new text")
         statement = statement.replace("\r\n", "\n")
-        return memory.update(engram_id, statement=statement)
+        # the version the form was rendered from: an edit made meanwhile elsewhere is not overwritten
+        return memory.update(engram_id, statement=statement, expected=form.get("version") or None)
     if action == "forget":
         return memory.forget(engram_id)
     raise ValidationError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")

@@ -1,0 +1,134 @@
+"""Catch-up of the dense leg that never makes a recall wait on other processes' stream of writes.
+
+:class:`~plur.index.indexes.IndexSet` queues new and changed engrams for embedding. Under a stream
+of writers (other processes learning all the time) that queue never empties, and a recall that
+embedded it all first would wait on every writer (issue 14: 70-98 s per recall with 4 writers).
+
+:class:`DenseCatchUp` splits the work: a recall embeds a small queue itself (at most ``sync_limit``
+engrams, setting ``recall_embed_batch``: what one process just learned is found by meaning at its
+next recall); a longer queue goes to one background thread that embeds it in small batches
+*outside* the caller's lock and applies each batch under it, while recalls answer from the last
+consistent dense index -- the queued engrams are found by the BM25 leg, indexed at once. No store
+lock is held at any point (reads take none). Calls into the embedding model are serialised by
+:attr:`DenseCatchUp.embed_lock` (a tokenizer is not safe to share between threads), and a
+background batch is small, so a recall's query embedding waits at most one batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+log = logging.getLogger("plur.index.catchup")
+#: Engrams per background embedding batch (a recall's query waits at most one batch for the model).
+BACKGROUND_BATCH = 8
+
+
+def queued(idx: Any) -> int:
+    """Engrams waiting to be embedded into the dense leg of ``idx``."""
+    return len(getattr(idx, "_pending_dense", None) or {})
+
+
+def flush_bounded(idx: Any, limit: int) -> int:
+    """Embed at most ``limit`` queued engrams of ``idx`` now (oldest first); the rest stay queued.
+
+    Returns:
+        Number of engrams embedded.
+    """
+    pending: dict[str, Any] = idx._pending_dense
+    if len(pending) <= limit:
+        return int(idx.flush_dense(progress=False))
+    later = list(pending)[limit:]
+    held = {k: pending.pop(k) for k in later}
+    try:
+        return int(idx.flush_dense(progress=False))
+    finally:
+        for k, v in held.items():
+            pending.setdefault(k, v)
+
+
+class DenseCatchUp:
+    """Keeps one :class:`~plur.index.indexes.IndexSet`'s dense leg catching up; see the module docstring.
+
+    Args:
+        lock: the lock that guards the index set (the Memory's); held only to take and apply batches.
+        sync_limit: a queue this long or shorter is embedded by the recall itself.
+    """
+
+    def __init__(self, lock: Any, sync_limit: int) -> None:
+        self.lock = lock
+        self.sync_limit = int(sync_limit)
+        self.embed_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def before_search(self, idx: Any) -> None:
+        """Called by a recall (holding :attr:`lock`): embed a short queue now, else hand it to the thread."""
+        n = queued(idx)
+        if n == 0:
+            return
+        if n <= self.sync_limit and not self.running:
+            with self.embed_lock:
+                idx.flush_dense(progress=False)
+            return
+        self._start(idx)
+
+    @property
+    def running(self) -> bool:
+        """A background catch-up is in progress."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def _start(self, idx: Any) -> None:
+        if self.running:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, args=(idx,), name="plur-dense-catchup", daemon=True)
+        self._thread.start()
+
+    def _run(self, idx: Any) -> None:
+        try:
+            while not self._stop.is_set():
+                with self.lock:
+                    batch = list(idx._pending_dense.items())[:BACKGROUND_BATCH]
+                if not batch:
+                    return
+                with self.embed_lock:
+                    vectors, owners = idx.embedder.embed_document_chunks([e.statement for _, e in batch])
+                with self.lock:
+                    self._apply(idx, batch, vectors, owners)
+        except Exception as exc:  # noqa: BLE001 - the next recall retries; BM25 still finds the engrams
+            log.warning("background embedding stopped (%s); the next recall retries", exc)
+
+    @staticmethod
+    def _apply(idx: Any, batch: list[tuple[str, Any]], vectors: Any, owners: Any) -> None:
+        """Add the vectors of engrams still queued unchanged (a removal or an edit meanwhile wins)."""
+        import numpy as np
+
+        current = [idx._pending_dense.get(i) is e for i, e in batch]
+        rows = np.asarray([current[int(o)] for o in owners], dtype=bool)
+        if rows.any():
+            ids = [batch[int(o)][0] for o in owners[rows]]
+            idx.dense.add(ids, vectors[rows])
+            if idx.dense.uses_hnsw:
+                idx.dense.build()
+        for (i, e), ok in zip(batch, current):
+            if ok:
+                idx.dense_hashes[i] = e.content_hash
+                idx._pending_dense.pop(i, None)
+        idx.dirty = True
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait for the background catch-up to finish; True when nothing is running any more."""
+        t = self._thread
+        if t is not None:
+            t.join(timeout_s)
+        return not self.running
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Ask the background thread to stop after its batch, and wait for it (at close)."""
+        self._stop.set()
+        self.wait(timeout_s)
+
+
+__all__ = ["BACKGROUND_BATCH", "DenseCatchUp", "flush_bounded", "queued"]

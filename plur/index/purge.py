@@ -1,0 +1,94 @@
+"""Erase engrams from the saved indexes on disk, without an embedding model (for ``forget``).
+
+``forget`` must leave no trace of a statement under ``<home>``; a process that never opened the
+indexes (``plur forget`` in a fresh process) still has the statement's terms in the saved BM25
+vocabulary and postings and its vectors in the saved dense rows. :func:`purge_saved` loads each
+saved leg, drops the ids, compacts (dead BM25 terms and dense rows are not written back) and saves
+it again, then drops the ids from ``manifest.json``. A leg that cannot be read is deleted instead:
+the indexes are a cache of the engram files and are rebuilt from them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("plur.index.purge")
+
+
+def compact_dense(dense: Any) -> None:
+    """Drop the dead rows of an in-memory :class:`~plur.index.dense.DenseIndex` now, so a save writes none."""
+    if dense is not None and getattr(dense, "_n", 0) != getattr(dense, "_live_rows", 0):
+        with dense._lock:
+            dense._compact()
+
+
+def purge_saved(folder: Path, ids: Collection[str]) -> None:
+    """Remove ``ids`` from the saved indexes in ``folder`` (``<home>/index``); see the module docstring.
+
+    Args:
+        folder: the index folder.
+        ids: engram ids to erase.
+    """
+    folder = Path(folder)
+    ids = set(ids)
+    manifest_path = folder / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = None
+    if not isinstance(manifest, dict):
+        manifest = None
+    _purge_lexical(folder / "lexical", ids)
+    _purge_dense(folder / "dense", ids)
+    if manifest is not None:
+        for leg in ("lexical", "dense"):
+            if isinstance(manifest.get(leg), dict):
+                for i in ids:
+                    manifest[leg].pop(i, None)
+        from .indexes import _atomic_write_json
+
+        _atomic_write_json(manifest_path, manifest)
+
+
+def _purge_lexical(path: Path, ids: set[str]) -> None:
+    if not path.is_dir():
+        return
+    from .lexical import BM25Index
+
+    index = BM25Index.load(path)
+    if index is None:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    if not any(i in index for i in ids):
+        return
+    index.remove([i for i in ids if i in index])
+    index.save(path)  # the export drops terms and postings of removed documents
+
+
+def _purge_dense(path: Path, ids: set[str]) -> None:
+    meta_path = path / "meta.json"
+    if not path.is_dir():
+        return
+    try:
+        dims = int(json.loads(meta_path.read_text(encoding="utf-8"))["dims"])
+        from .dense import DenseIndex
+
+        index = DenseIndex.load(path, dims=dims)
+    except Exception as exc:  # noqa: BLE001 - unreadable: delete, it is rebuilt from the store
+        log.warning("dense index %s unreadable (%s); removed, it is rebuilt on the next recall", path, exc)
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    if not any(i in index for i in ids):
+        return
+    identity = getattr(index, "identity", None) or None
+    index.remove([i for i in ids if i in index])
+    compact_dense(index)
+    index.save(path, identity)
+
+
+__all__ = ["compact_dense", "purge_saved"]

@@ -1,0 +1,42 @@
+"""No single engram, and no stream of writers, makes a recall wait: bounded embedding per engram and
+per recall (the rest found by BM25 meanwhile)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import PACKAGED_MODEL
+
+from plur.index.catchup import queued
+from plur.memory import Memory
+
+
+def test_a_huge_statement_embeds_at_most_max_embed_chunks(plur_home: Path, embedder) -> None:
+    words = " ".join(f"filler{i % 97} text" for i in range(12000))  # ~150 KB: hundreds of model windows
+    statement = words + " the zebra password is quokka."
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, max_embed_chunks=4) as mem:
+        e = mem.learn(statement)
+        mem.learn("The dog is Rex.")
+        mem.recall("dog", k=1, mode="dense")
+        emb = mem.model_resolution().embedder
+        rows = emb.cache.count(emb.identity)
+        assert rows <= 4 + 1 + 1, rows                    # 4 chunks of the huge one + the dog (+ nothing else)
+        hits = mem.recall("quokka zebra password", k=1, mode="hybrid")
+        assert hits[0].engram.id == e.id                  # the text past the embedded chunks: found by BM25
+
+
+def test_a_recall_embeds_at_most_recall_embed_batch_and_bm25_finds_the_rest(plur_home: Path, embedder) -> None:
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL) as mem:
+        mem.learn("The dog is Rex.")
+        mem.recall("dog")                                 # indexes open and caught up
+    with Memory(plur_home, model="none") as writer:       # another process's stream of writes
+        writer.learn_many({"statement": f"note number {i} about topic{i}"} for i in range(150))
+        marker = writer.learn("The quokka lives on Rottnest island.")
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, recall_embed_batch=20) as mem:
+        hits = mem.recall("quokka Rottnest", k=3)
+        assert marker.id in [h.engram.id for h in hits]   # found (BM25) though not embedded yet
+        assert mem.recall("quokka Rottnest", k=1, mode="bm25")[0].engram.id == marker.id
+        assert mem.catchup.running or queued(mem._indexes) < 151   # a background thread took the backlog
+        assert mem.catchup.wait(timeout_s=300)
+        assert queued(mem._indexes) == 0                  # caught up while recalls kept answering
+        assert mem.recall("island animal quokka", k=1, mode="dense")[0].engram.id == marker.id
