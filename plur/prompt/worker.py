@@ -21,6 +21,9 @@ Concurrency model:
   entry puts a notice on the worker's queue (``SimpleQueue.put``, no lock held by the worker), and
   the worker thread writes one ``injections`` row. So stats.db counts blocks that actually reached
   a prompt, once per distinct block, and ``read`` never touches disk.
+
+At interpreter exit every live worker is closed before daemon threads or :mod:`atexit` handlers
+can trip over each other (:mod:`plur.prompt.exit`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import Any
 from ..store.engram import SCOPE_RE, Engram
 from ..errors import PlurError, ValidationError
 from .block import Block, build_block
+from .exit import shutting_down, track, untrack
 
 log = logging.getLogger("plur.prompt.worker")
 
@@ -72,7 +76,6 @@ class _AgentState:
 
 
 _STOP = object()
-
 
 class RecallWorker:
     """Background recall into a per-agent block cache; one worker serves many agents.
@@ -116,6 +119,7 @@ class RecallWorker:
         self._ready = threading.Event()              # set when the warm-up recall has finished
         self._counters = {"submitted": 0, "recalls": 0, "published": 0, "unchanged": 0,
                           "dropped_stale": 0, "timeouts": 0, "errors": 0, "injections": 0}
+        track(self)
         self._threads = [threading.Thread(target=self._run, args=(i == 0,), name=f"plur-recall-{i}",
                                           daemon=True) for i in range(threads)]
         for t in self._threads:
@@ -254,13 +258,14 @@ class RecallWorker:
                 return
             self._closed = True
             self._cond.notify_all()
+        untrack(self)
         for _ in self._threads:
             self._inbox.put(_STOP)
         wait = timeout_s if timeout_s is not None else (self.timeout_s + 1.0 if self.timeout_s > 0 else None)
         for t in self._threads:
             t.join(wait)
             if t.is_alive():
-                log.warning("recall thread %s still busy after %.1f s; left running as a daemon", t.name, wait)
+                log.log(logging.DEBUG if shutting_down() else logging.WARNING, "recall thread %s still busy after %.1f s; left running as a daemon", t.name, wait)
 
     def __enter__(self) -> "RecallWorker":
         return self
@@ -286,7 +291,8 @@ class RecallWorker:
             self.memory.recall("warm up", 1, record=False)
             log.debug("recall worker warmed up in %.2f s", time.monotonic() - t0)
         except Exception as exc:  # noqa: BLE001 - the real recalls will report it
-            log.warning("recall worker warm-up failed (%s: %s)", type(exc).__name__, exc)
+            level = logging.DEBUG if self._closed or shutting_down() else logging.WARNING
+            log.log(level, "recall worker warm-up failed (%s: %s)", type(exc).__name__, exc)
         finally:
             self._ready.set()
 
@@ -336,7 +342,8 @@ class RecallWorker:
                                 pinned=self._pinned(req.scope))
         except Exception as exc:  # noqa: BLE001 - keep the previous block, log, carry on
             outcome = "errors"
-            log.warning("recall for agent %r failed (%s: %s); keeping its previous memory block",
+            log.log(logging.DEBUG if self._closed or shutting_down() else logging.WARNING,
+                    "recall for agent %r failed (%s: %s); keeping its previous memory block",
                         agent_id, type(exc).__name__, exc)
         elapsed = time.monotonic() - t0
         if block is not None and self.timeout_s > 0 and elapsed > self.timeout_s:
@@ -377,4 +384,5 @@ class RecallWorker:
             self.memory.stats.record_injection(agent=agent_id, engram_ids=list(entry.block.engram_ids),
                                                block_hash=entry.block.hash, tokens=entry.block.tokens)
         except Exception as exc:  # noqa: BLE001
-            log.warning("could not record the injection of a memory block for agent %r: %s", agent_id, exc)
+            log.log(logging.DEBUG if shutting_down() else logging.WARNING,
+                    "could not record the injection of a memory block for agent %r: %s", agent_id, exc)
