@@ -374,6 +374,23 @@ def serve(app: _App, host: str, port: int, open_browser: bool) -> None:
     run_server(app.home, host, port, open_browser)
 
 
+
+@cli.command()
+@click.option("--scope", default=None,
+              help="Pin the server to this scope (authorisation): tools read it plus global and write only it.")
+@click.option("--transport", type=click.Choice(("stdio", "streamable-http")), default="stdio", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="streamable-http only; loopback only.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="streamable-http only.")
+@click.pass_obj
+def mcp(app: _App, scope: str | None, transport: str, host: str, port: int) -> None:
+    """Serve memory over MCP (Claude Desktop / Code, Cursor, ...): tools, engram resource, memory prompt."""
+    from .mcp.backend import LocalBackend
+    from .mcp.scope import ScopePin
+    from .mcp.server import serve as run_mcp
+
+    ScopePin(scope)  # a bad --scope fails here, before the client sees a server
+    run_mcp(LocalBackend(app.memory), scope=scope, transport=transport, host=host, port=port)
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code."""
     # A model fallback is logged once on stderr (plur.embed); don't repeat it as a Python warning.
