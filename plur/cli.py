@@ -584,7 +584,7 @@ def section(app: _App, message: str, agent: str, scope: str | None) -> None:
     if client is not None:
         block = client.block(agent, message, scope)["text"]
     else:  # the same selection the recall worker makes: pinned engrams of the scope first, then the hits
-        from .prompt.worker import recall_block
+        from .prompt.selection import recall_block
 
         app.memory.catch_up(progress=True)
         block = recall_block(app.memory, message, scope=scope, agent=agent).text
@@ -619,6 +619,23 @@ def _add_service_commands() -> None:
 
 _add_service_commands()
 
+
+
+@cli.command()
+@click.option("--scope", default=None,
+              help="Pin the server to this scope (authorisation): tools read it plus global and write only it.")
+@click.option("--transport", type=click.Choice(("stdio", "streamable-http")), default="stdio", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="streamable-http only; loopback only.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="streamable-http only.")
+@click.pass_obj
+def mcp(app: _App, scope: str | None, transport: str, host: str, port: int) -> None:
+    """Serve memory over MCP (Claude Desktop / Code, Cursor, ...): tools, engram resource, memory prompt."""
+    from .mcp.backend import LocalBackend
+    from .mcp.scope import ScopePin
+    from .mcp.server import serve as run_mcp
+
+    ScopePin(scope)  # a bad --scope fails here, before the client sees a server
+    run_mcp(LocalBackend(app.memory), scope=scope, transport=transport, host=host, port=port)
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code."""

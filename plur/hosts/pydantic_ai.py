@@ -25,18 +25,12 @@ Example (``pip install 'plur[host]'``)::
 
 from __future__ import annotations
 
-import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..errors import PlurError, require
+from ..errors import require
 from ..prompt.section import MemorySection
-
-log = logging.getLogger("plur.hosts")
-
-AgentIdSource = str | Callable[[Any], str | None]
-ScopeSource = str | None | Callable[[Any], str | None]
+from .binding import AgentIdSource, Binding, ScopeSource
 
 #: Name of the instruction part (pydantic-ai ids it ``agent:plur-memory``; a name may not contain ``:``).
 INSTRUCTION_NAME = "plur-memory"
@@ -86,30 +80,12 @@ def attach(agent: Any, section: MemorySection, *, agent_id: AgentIdSource, scope
         MissingDependencyError: pydantic-ai is not installed (extra ``host``).
     """
     require("pydantic_ai", "host")
-    last_run: OrderedDict[str, str | None] = OrderedDict()  # agent id -> run id already submitted
-
-    def resolve(source: Any, ctx: Any) -> Any:
-        return source(ctx) if callable(source) else source
+    binding = Binding(section, agent_id=agent_id, scope=scope, submit=submit, capture=capture, session=session)
 
     async def plur_memory(ctx: Any) -> str | None:
-        aid = resolve(agent_id, ctx)
-        if not aid:
-            return None
-        aid = str(aid)
-        text = section.text(aid)
-        if submit:
-            run_id = getattr(ctx, "run_id", None)
-            message = prompt_text(getattr(ctx, "prompt", None))
-            if message.strip() and (run_id is None or last_run.get(aid) != run_id):
-                last_run[aid] = run_id
-                last_run.move_to_end(aid)
-                while len(last_run) > 4096:  # bounded: one entry per recently active agent
-                    last_run.popitem(last=False)
-                try:
-                    section.worker.submit(aid, message, resolve(scope, ctx), capture=capture,
-                                          session=resolve(session, ctx))
-                except PlurError as exc:  # memory must never break a turn: log, keep the block
-                    log.warning("plur: could not submit a recall for agent %r: %s", aid, exc)
+        run_id = getattr(ctx, "run_id", None)
+        text = binding.memory(ctx, prompt_text(getattr(ctx, "prompt", None)),
+                              turn_key=("run", run_id) if run_id is not None else None)
         return text or None
 
     try:

@@ -24,6 +24,9 @@ Concurrency model:
   entry puts a notice on the worker's queue (``SimpleQueue.put``, no lock held by the worker), and
   the worker thread writes one ``injections`` row. So stats.db counts blocks that actually reached
   a prompt, once per distinct block, and ``read`` never touches disk.
+
+At interpreter exit every live worker is closed before daemon threads or :mod:`atexit` handlers
+can trip over each other (:mod:`plur.prompt.exit`).
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ from typing import Any
 from ..store.engram import SCOPE_RE, Engram
 from ..errors import PlurError, ValidationError
 from . import capture as capture_mod
-from .block import Block, build_block
+from .block import Block
+from .selection import recall_block
 from .capture import Capture, own_scope
+from .exit import shutting_down, track, untrack
 
 log = logging.getLogger("plur.prompt.worker")
 
@@ -79,36 +84,6 @@ class _AgentState:
 
 
 _STOP = object()
-
-
-def recall_block(memory: Any, text: str, *, scope: str | None = None, agent: str | None = None,
-                 k: int | None = None, budget_tokens: int | None = None, pinned: Any = None,
-                 now: datetime | None = None) -> Block:
-    """Recall for ``text`` and render the memory block now: the one selection every host path uses.
-
-    The worker, the service's ``/api/v1/block`` and ``plur section`` all call this, so a block
-    is the same whichever way a host asks for it.
-
-    Args:
-        memory: a :class:`plur.memory.Memory`.
-        text: what to recall for (usually the newest user message).
-        scope: ``None`` = every scope, else that scope plus ``global`` (enforced twice: by the recall
-            and again here, defence in depth).
-        agent: who asks (recorded with the recall in stats.db).
-        k: top-k hits (default ``settings.recall_k``). budget_tokens: block budget (default
-            ``settings.budget_tokens``). pinned: pinned engrams to put first (default
-            ``memory.pinned(scope)``). now: validity-window time (default now, UTC).
-
-    Returns:
-        A :class:`~plur.prompt.block.Block` (``EMPTY_BLOCK`` when nothing is recalled or fits).
-    """
-    s = memory.settings
-    hits = memory.recall(text, s.recall_k if k is None else k, scope=scope, agent=agent)
-    if scope is not None:
-        hits = [h for h in hits if h.engram.scope in (scope, "global")]
-    return build_block(hits, s.budget_tokens if budget_tokens is None else budget_tokens,
-                       now or datetime.now(timezone.utc),
-                       pinned=memory.pinned(scope) if pinned is None else pinned)
 
 
 class RecallWorker:
@@ -158,6 +133,7 @@ class RecallWorker:
         self._counters = {"submitted": 0, "recalls": 0, "published": 0, "unchanged": 0,
                           "dropped_stale": 0, "timeouts": 0, "errors": 0, "injections": 0,
                           "captured": 0, "capture_errors": 0}
+        track(self)
         self._threads = [threading.Thread(target=self._run, args=(i == 0,), name=f"plur-recall-{i}",
                                           daemon=True) for i in range(threads)]
         for t in self._threads:
@@ -313,13 +289,15 @@ class RecallWorker:
                 return
             self._closed = True
             self._cond.notify_all()
+        untrack(self)
         for _ in self._threads:
             self._inbox.put(_STOP)
         wait = timeout_s if timeout_s is not None else (self.timeout_s + 1.0 if self.timeout_s > 0 else None)
         for t in self._threads:
             t.join(wait)
             if t.is_alive():
-                log.warning("recall thread %s still busy after %.1f s; left running as a daemon", t.name, wait)
+                log.log(logging.DEBUG if shutting_down() else logging.WARNING,
+                        "recall thread %s still busy after %.1f s; left running as a daemon", t.name, wait)
         for agent_id in list(self._agents):
             self._learn_captures(agent_id, None)
 
@@ -347,7 +325,8 @@ class RecallWorker:
             self.memory.recall("warm up", 1, record=False)
             log.debug("recall worker warmed up in %.2f s", time.monotonic() - t0)
         except Exception as exc:  # noqa: BLE001 - the real recalls will report it
-            log.warning("recall worker warm-up failed (%s: %s)", type(exc).__name__, exc)
+            level = logging.DEBUG if self._closed or shutting_down() else logging.WARNING
+            log.log(level, "recall worker warm-up failed (%s: %s)", type(exc).__name__, exc)
         finally:
             self._ready.set()
 
@@ -396,7 +375,8 @@ class RecallWorker:
                                  budget_tokens=self.budget_tokens, pinned=self._pinned(req.scope))
         except Exception as exc:  # noqa: BLE001 - keep the previous block, log, carry on
             outcome = "errors"
-            log.warning("recall for agent %r failed (%s: %s); keeping its previous memory block",
+            log.log(logging.DEBUG if self._closed or shutting_down() else logging.WARNING,
+                    "recall for agent %r failed (%s: %s); keeping its previous memory block",
                         agent_id, type(exc).__name__, exc)
         elapsed = time.monotonic() - t0
         if block is not None and self.timeout_s > 0 and elapsed > self.timeout_s:
@@ -449,4 +429,5 @@ class RecallWorker:
             self.memory.stats.record_injection(agent=agent_id, engram_ids=list(entry.block.engram_ids),
                                                block_hash=entry.block.hash, tokens=entry.block.tokens)
         except Exception as exc:  # noqa: BLE001
-            log.warning("could not record the injection of a memory block for agent %r: %s", agent_id, exc)
+            log.log(logging.DEBUG if shutting_down() else logging.WARNING,
+                    "could not record the injection of a memory block for agent %r: %s", agent_id, exc)

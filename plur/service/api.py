@@ -162,7 +162,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
     from starlette.responses import Response
     from starlette.routing import Route
 
-    from ..prompt.worker import recall_block
+    from ..prompt.selection import recall_block
 
     if not token:
         raise ValidationError("the API token must not be empty")
