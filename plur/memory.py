@@ -689,6 +689,20 @@ class Memory:
                                      latency_ms=(time.perf_counter() - t0) * 1000.0, hits=out["hybrid"])
         return out
 
+    def index_state(self) -> dict[str, Any]:
+        """Where the dense leg's catch-up stands, for status pages and hosts that wait for a steady index.
+
+        Returns:
+            ``{"open": bool, "pending_dense": n engrams queued for embedding, "catching_up": bool}``:
+            ``catching_up`` while a background thread embeds the queue (recalls meanwhile answer from
+            the last consistent index; see :mod:`plur.index.catchup`).
+        """
+        from .index.catchup import queued
+
+        idx = self._indexes
+        return {"open": idx is not None, "pending_dense": queued(idx) if idx is not None else 0,
+                "catching_up": bool(self.catchup.running)}
+
     def catch_up(self, *, progress: bool = True, need_dense: bool = True) -> dict[str, int]:
         """Bring the indexes up to date with the store now (what the first recall after an ingest does).
 

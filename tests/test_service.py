@@ -132,6 +132,9 @@ def test_status_and_recall(service: tuple[Path, dict]) -> None:
     assert all(h["engram"]["scope"] in ("project:a", "global") for h in got["hits"])
     bm25 = c.recall("Tuesdays production", mode="bm25")["hits"]
     assert bm25 and bm25[0]["dense_rank"] is None and "Tuesdays" in bm25[0]["engram"]["statement"]
+    st = c.status()   # after a dense recall: the index is open and its catch-up state is reported
+    assert st["quarantined"] == 0
+    assert st["index"]["open"] is True and st["index"]["pending_dense"] == 0 and st["index"]["catching_up"] is False
 
 
 @pytest.mark.parametrize("body, named", [

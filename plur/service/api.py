@@ -209,7 +209,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
         model = memory.model_resolution().as_dict()
         return {"api": API_VERSION, "version": extra.get("version"), "pid": os.getpid(),
                 "home": str(memory.home), "engrams": len(memory.list()),
-                "quarantined": len(memory.store.quarantined()), "model": model, "served": dict(served),
+                "quarantined": len(memory.store.quarantined()), "index": memory.index_state(), "model": model, "served": dict(served),
                 "worker": worker.stats(), **extra}
 
     def recall(_: dict[str, str], query: str, k: int, scope: str | None, mode: str, types: list[str] | None,

@@ -66,6 +66,16 @@ export async function removeHome (home) {
  * Load the service's embedding model now (the first dense recall loads it, seconds on a busy
  * machine), so the tests' refresh timeouts measure the steady state. Needs at least one engram.
  */
-export async function warm (api) {
+export async function warm (api, timeoutMs = 180000) {
   await api.request('POST', '/block', { agent_id: 'warm-up', query: 'warm up the model', scope: null })
+  // Engrams learned just before are embedded by a background catch-up (plur.index.catchup); until it
+  // ends, recalls answer from BM25 for them, so the same message could get another block later on.
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const { index } = await api.request('GET', '/status')
+    if (!index || (!index.catching_up && index.pending_dense === 0)) return
+    if (Date.now() > deadline) throw new Error(`plur's dense catch-up still running after ${timeoutMs} ms: ${JSON.stringify(index)}`)
+    await api.request('POST', '/block', { agent_id: 'warm-up', query: 'warm up the model', scope: null })
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
 }
