@@ -79,12 +79,7 @@ def read_engrams(path: str | os.PathLike[str], fmt: str | None = None, *, scope:
         if not p.is_dir():
             raise ValidationError(f"{str(p)!r} is not a folder; a claude-dir import reads a memory folder")
         return _read_claude_dir(p, scope or "global")
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValidationError(f"no file {str(p)!r}; check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"cannot read {str(p)!r} as UTF-8 text ({exc})") from None
+    text = read_text_file(p)
     if fmt == "jsonl":
         return _read_jsonl(p, text)
     return _read_plur_yaml(p, text)
@@ -103,6 +98,20 @@ def _read_jsonl(p: Path, text: str) -> list[Engram]:
         except ValidationError as exc:
             raise ValidationError(f"{p}:{n}: {exc}") from None
     return out
+
+
+def read_text_file(p: Path, encoding: str = "utf-8") -> str:
+    """The UTF-8 text of an input file (``encoding="utf-8-sig"`` also drops a byte-order mark).
+
+    Raises:
+        ValidationError: no such file, unreadable, or not UTF-8 (naming the path).
+    """
+    try:
+        return p.read_text(encoding=encoding)
+    except FileNotFoundError:
+        raise ValidationError(f"no file {str(p)!r}; check the path") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"cannot read {str(p)!r} as UTF-8 text ({exc})") from None
 
 
 def engram_from_json(data: Any) -> Engram:

@@ -17,6 +17,7 @@ from typing import Any
 
 from ...errors import ValidationError
 from . import chatgpt, claude_code, locomo, longmemeval, messages
+from ..transfer import read_text_file
 from .turns import FORMATS, KEY_FIELDS, ROLES, IngestResult, Turn, source_key
 
 _PARSERS = {m.NAME: m for m in (messages, claude_code, chatgpt, longmemeval, locomo)}
@@ -70,12 +71,7 @@ def load(path: str | os.PathLike[str]) -> Any:
         ValidationError: missing/unreadable file, or neither JSON nor JSON Lines (naming the line).
     """
     p = Path(path).expanduser()
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ValidationError(f"no file {str(p)!r}; check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"cannot read {str(p)!r} as UTF-8 text ({exc})") from None
+    text = read_text_file(p, "utf-8-sig")
     if p.suffix.lower() not in (".jsonl", ".ndjson"):
         try:
             return json.loads(text)

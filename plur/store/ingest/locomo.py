@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from .turns import Turn, need, parse_when
@@ -31,15 +31,8 @@ def looks_like(data: Any) -> bool:
 
 
 def parse_date(value: Any, where: str) -> datetime | None:
-    """``"1:56 pm on 8 May, 2023"`` (taken as UTC; the dataset gives no zone), ISO-8601, or ``None``."""
-    if not value:
-        return None
-    if isinstance(value, str):
-        try:
-            return datetime.strptime(value.strip(), _DATE_FORMAT).replace(tzinfo=timezone.utc)
-        except ValueError:
-            pass
-    return parse_when(value, where)
+    """``1:56 pm on 8 May, 2023`` (taken as UTC; the dataset gives no zone), ISO-8601, or ``None``."""
+    return parse_when(value, where, _DATE_FORMAT)
 
 
 def parse(data: Any, *, where: str, session: str | None = None, date: datetime | None = None) -> list[Turn]:

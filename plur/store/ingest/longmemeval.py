@@ -11,7 +11,7 @@ its id is seen). Turn numbers count every user and assistant turn, as the offici
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from .turns import ROLES, Turn, content_text, need, parse_when
@@ -27,15 +27,8 @@ def looks_like(data: Any) -> bool:
 
 
 def parse_date(value: Any, where: str) -> datetime | None:
-    """``"2023/05/20 (Sat) 02:21"`` (taken as UTC; the dataset gives no zone), ISO-8601, or ``None``."""
-    if not value:
-        return None
-    if isinstance(value, str):
-        try:
-            return datetime.strptime(value.strip(), _DATE_FORMAT).replace(tzinfo=timezone.utc)
-        except ValueError:
-            pass
-    return parse_when(value, where)
+    """``2023/05/20 (Sat) 02:21`` (taken as UTC; the dataset gives no zone), ISO-8601, or ``None``."""
+    return parse_when(value, where, _DATE_FORMAT)
 
 
 def parse(data: Any, *, where: str, session: str | None = None, date: datetime | None = None) -> list[Turn]:

@@ -121,14 +121,24 @@ def content_text(content: Any) -> str:
     return "\n".join(t.strip() for t in out if t.strip())
 
 
-def parse_when(value: Any, where: str) -> datetime | None:
+def parse_when(value: Any, where: str, fmt: str | None = None) -> datetime | None:
     """A timestamp from ISO-8601 text or Unix seconds (int/float); ``None``/``''`` -> ``None``.
+
+    Args:
+        value: the timestamp as the file gives it.
+        where: what it is, for the error message.
+        fmt: a dataset's own ``strptime`` format tried first (taken as UTC: such datasets give no zone).
 
     Raises:
         ValidationError: naming ``where`` and the value.
     """
     if value is None or value == "":
         return None
+    if fmt is not None and isinstance(value, str):
+        try:
+            return datetime.strptime(value.strip(), fmt).replace(tzinfo=timezone.utc)
+        except ValueError:
+            pass
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
             return datetime.fromtimestamp(float(value), tz=timezone.utc)
