@@ -70,16 +70,18 @@ def build_store(home: Path, n: int, cache_dir: str) -> None:
 
 
 def api_latency(info: dict, queries: list[str], via: str, mode: str) -> list[float]:
+    """Client-side ms of ``POST /recall`` per query; each text is new to the service (tagged with via and mode),
+    so no figure is helped by the query-embedding cache a previous phase filled."""
     from plur.service.client import Client
 
     info = dict(info, socket=None) if via == "http" else dict(info, url=None)
     c = Client(info)
     for q in queries[:10]:
-        c.recall(q + " warm", k=10, mode=mode)
+        c.recall(f"{q} warm {via} {mode}", k=10, mode=mode)
     out = []
     for i, q in enumerate(queries):
         t0 = time.perf_counter()
-        c.recall(f"{q} #{i}", k=10, mode=mode)    # a new text each time: no query-embedding cache hit
+        c.recall(f"{q} #{i} {via} {mode}", k=10, mode=mode)    # a new text each time: no query-embedding cache hit
         out.append((time.perf_counter() - t0) * 1000)
     c.close()
     return out

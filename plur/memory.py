@@ -14,6 +14,7 @@ by hand are indexed at the next recall (see :mod:`plur.index.indexes`).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import logging
 import os
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Settings, load_settings
+from .embed import model_thread
 from .store.engram import Engram, _check_scope, parse_duration, parse_time, utcnow
 from .errors import ValidationError
 from .index.catchup import DenseCatchUp
@@ -528,17 +530,20 @@ class Memory:
         def keep(ranking: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
             return [p for p in ranking if p[0] not in blocked][:n] if blocked else list(ranking)
 
-        bm25 = keep(idx.lexical.search(query, fetch, allowed)) if need_bm25 else []
-        bm25_full = idx.lexical.match_score(query) if need_bm25 else 0.0
         dense: list[tuple[str, float]] = []
-        if need_dense and idx.dense is not None:
+        use_dense = need_dense and idx.dense is not None
+        if use_dense:
             # A short queue is embedded now; a longer one by a background thread while this recall answers
             # from the last consistent dense index (BM25 finds the queued engrams), see plur.index.catchup.
             self.catchup.before_search(idx)
-            if len(idx.dense):
-                with self.catchup.embed_lock:
-                    qvec = idx.embedder.embed_query(query)
-                dense = keep(idx.dense.search(qvec, fetch, allowed))
+            use_dense = bool(len(idx.dense))
+        with self.catchup.embed_lock if use_dense else contextlib.nullcontext():
+            # the query is embedded on the model thread while this thread runs the BM25 leg
+            qvec = model_thread.submit(idx.embedder.embed_query, query) if use_dense else None
+            bm25 = keep(idx.lexical.search(query, fetch, allowed)) if need_bm25 else []
+            bm25_full = idx.lexical.match_score(query) if need_bm25 else 0.0
+            if qvec is not None:
+                dense = keep(idx.dense.search(qvec.result(), fetch, allowed))
         return bm25, dense, bm25_full
 
     def _not_current(self) -> set[str]:

@@ -120,8 +120,10 @@ class CrossEncoderReranker:
         a sigmoid in [0, 1] for one-label models such as bge-reranker-base)."""
         if not passages:
             return []
-        out = self._model.predict([(query, p) for p in passages], batch_size=self.batch_size,
-                                  show_progress_bar=False)
+        from . import model_thread  # one OpenMP pool for every forward pass in the process
+
+        out = model_thread.run(self._model.predict, [(query, p) for p in passages], batch_size=self.batch_size,
+                               show_progress_bar=False)
         return [float(x) for x in out]
 
 
