@@ -144,7 +144,7 @@ class Memory:
         return self._indexes
 
     def _by_id(self) -> dict[str, Engram]:
-        return {e.id: e for e in self.store.all()}
+        return self.store.by_id()
 
     def _scan(self, force: bool = False) -> None:
         """Pick up files changed outside this Memory (other processes, hand edits)."""
@@ -504,7 +504,7 @@ class Memory:
         self._scan()
         key = ("pinned", self._generation)
         if self._pinned_cache is None or self._pinned_cache[0] != key:
-            every = [e for e in self.store.all() if e.pinned and e.status == "active"]
+            every = [e for e in self.store.by_id().values() if e.pinned and e.status == "active"]
             every.sort(key=lambda e: (e.created, e.id), reverse=True)
             self._pinned_cache = (key, every)
         now = datetime.now(timezone.utc)
@@ -553,7 +553,7 @@ class Memory:
         store change; each call only checks those against the clock.
         """
         if self._bounded_cache is None or self._bounded_cache[0] != self._generation:
-            bounded = [e for e in self.store.all()
+            bounded = [e for e in self.store.by_id().values()
                        if e.status != "active" or e.valid_until is not None or e.valid_from is not None]
             self._bounded_cache = (self._generation, bounded)
         now = datetime.now(timezone.utc)

@@ -448,3 +448,42 @@ def test_writer_catching_up_on_a_file_another_writer_left_corrupt(tmp_path):
     assert {e.statement for e in fresh.all()} == {"warm a", "warm b", "a writes after b's file went bad"}
     later, _ = a.add(Engram.create("and one more"))
     assert later.id in {e.id for e in EngramStore(home, fsync=False).all()}
+
+
+def test_manifest_rows_rebuild_the_same_engrams_and_odd_rows_are_validated_in_full() -> None:
+    """Engram.from_manifest (the fast path of a fresh process) equals from_dict, or declines."""
+    from plur.store.engram import Engram
+
+    cases = [
+        Engram.create("plain fact"),
+        Engram.create("tagged, pinned, sourced", tags=("a", "b c"), pinned=True, type="procedure",
+                      scope="project:x", source={"kind": "conversation", "session": "s1", "turn": 3},
+                      domain="dev.testing", rationale="why"),
+        Engram.create("retired with a window", status="retired", valid_from="2025-01-01T00:00:00Z",
+                      valid_until="2025-02-01T10:00:00.250000Z", supersedes="ENG-2025-01-01-abcdef"),
+    ]
+    for e in cases:
+        row = e.to_dict()
+        got = Engram.from_manifest(row, e.content_hash)
+        assert got is not None and got == e and got.__dict__ == Engram.from_dict(row).__dict__
+    row = cases[0].to_dict()
+    for bad in ({**row, "surprise": 1}, {**row, "type": "nonsense"}, {**row, "tags": "a"}, {**row, "pinned": "yes"},
+                {**row, "created": "2025-01-01"}, {**row, "statement": ""}, {k: v for k, v in row.items() if k != "scope"}):
+        assert Engram.from_manifest(bad, cases[0].content_hash) is None, bad
+    assert Engram.from_manifest(row, "sha256:0000000000000000") is None  # row and hash disagree
+
+
+def test_a_tampered_manifest_row_is_not_trusted(tmp_path: Path) -> None:
+    """A manifest row that no longer validates is re-checked in full: the engram file wins."""
+    import json
+
+    with EngramStore(tmp_path) as store:
+        e, _ = store.add(Engram.create("the real statement"))
+        store.save_manifest()
+    path = tmp_path / "index" / "manifest-store.json"
+    doc = json.loads(path.read_text())
+    row = doc["files"][f"{e.id}.yaml"]
+    row[6]["type"] = "not-a-type"
+    path.write_text(json.dumps(doc))
+    with EngramStore(tmp_path) as store:
+        assert store.get(e.id) == e

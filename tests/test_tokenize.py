@@ -109,3 +109,15 @@ def test_stemming_from_many_threads_agrees() -> None:
     assert len(results) == 800
     assert all(r == expected for r in results)
     assert set(expected) == {"connect"}
+
+
+def test_precomputed_mark_ranges_match_this_pythons_unicode() -> None:
+    """plur.index._marks was generated from unicodedata; a stale table would split words at marks."""
+    import unicodedata
+
+    from plur.index import _marks
+    from plur.index.tokenize import mark_ranges
+
+    if unicodedata.unidata_version != _marks.UNIDATA_VERSION:
+        pytest.skip(f"Unicode {unicodedata.unidata_version} here, table for {_marks.UNIDATA_VERSION} (computed then)")
+    assert list(_marks.MARK_RANGES) == mark_ranges()

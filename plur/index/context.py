@@ -139,8 +139,11 @@ class ConversationContext:
         self._hash.clear()
         self._own.clear()
         self._key.clear()
+        if not self.window:
+            return
         for e in engrams:
-            self.put(e, *(own(e) if own is not None else (None, None)))
+            if conversation_key(e) is not None:  # the others are not recorded (put would drop them)
+                self.put(e, *(own(e) if own is not None else (None, None)))
 
     def neighbours(self, engram_id: str) -> list[str]:
         """Ids of ``engram_id``'s neighbours in turn order (``[]`` without provenance)."""

@@ -26,6 +26,7 @@ Anything else names no date: the parser never guesses.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
@@ -206,4 +207,11 @@ def resolve(query: str, now: datetime | date) -> list[DateRange]:
 def date_words(when: datetime) -> str:
     """Words that make an engram's date searchable by BM25: ``"8 May 2023 Monday"`` (UTC day)."""
     d = (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).astimezone(timezone.utc)
-    return f"{d.day} {_MONTHS[d.month - 1].title()} {d.year} {_WEEKDAYS[d.weekday()].title()}"
+    return _day_words(d.year, d.month, d.day)
+
+
+@lru_cache(maxsize=4096)
+def _day_words(year: int, month: int, day: int) -> str:
+    """:func:`date_words` of one UTC day (cached: a store's engrams share few days)."""
+    weekday = date(year, month, day).weekday()
+    return f"{day} {_MONTHS[month - 1].title()} {year} {_WEEKDAYS[weekday].title()}"

@@ -179,8 +179,8 @@ class IndexSet:
         changed = [eid for eid, h in want_lex.items() if self.lexical_hashes.get(eid) != h]
         if stale:
             self.remove(stale)
-        if changed:
-            self.add([engrams[eid] for eid in changed], progress=progress)
+        if changed:  # oldest first, as the store lists them (the BM25 document order is then reproducible)
+            self.add(sorted((engrams[eid] for eid in changed), key=lambda e: (e.created, e.id)), progress=progress)
         if self.dense is not None:
             self._sync_dense(engrams, want)
         return len(stale) + len(changed)

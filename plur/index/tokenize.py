@@ -59,19 +59,30 @@ _SPACELESS_RUN = re.compile(f"[{_SPACELESS}]+")
 _SPACELESS_START = re.compile(f"[{_SPACELESS}]")
 
 
-@lru_cache(maxsize=1)
-def _word_pattern() -> re.Pattern[str]:
-    """Compile the token regex: ``\\w`` plus every combining mark (built once, ~30 ms)."""
+def mark_ranges() -> list[tuple[int, int]]:
+    """``(first, last)`` code point ranges of every combining mark (category ``M*``) below U+20000,
+    from this Python's :mod:`unicodedata` (~60 ms: it visits every code point)."""
     cat = unicodedata.category
-    ranges: list[str] = []
+    ranges: list[tuple[int, int]] = []
     start = -1
     for cp in range(0x20001):  # no marks between U+20000 and the variation selectors
         is_mark = cp < 0x20000 and cat(chr(cp))[0] == "M"
         if is_mark and start < 0:
             start = cp
         elif not is_mark and start >= 0:
-            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(cp - 1))}")
+            ranges.append((start, cp - 1))
             start = -1
+    return ranges
+
+
+@lru_cache(maxsize=1)
+def _word_pattern() -> re.Pattern[str]:
+    """Compile the token regex: ``\\w`` plus every combining mark (precomputed ranges in
+    :mod:`plur.index._marks` when this Python's Unicode version matches, else :func:`mark_ranges`)."""
+    from . import _marks
+
+    marks = _marks.MARK_RANGES if unicodedata.unidata_version == _marks.UNIDATA_VERSION else mark_ranges()
+    ranges = [f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in marks]
     ranges.append("\U000e0100-\U000e01ef")  # variation selectors supplement (Mn)
     return re.compile(f"[\\w{''.join(ranges)}]+")
 

@@ -56,6 +56,7 @@ class FileEntry:
     sha: str  # file_sha of the file bytes
     engram: Engram | None  # None only for manifest entries not yet materialised
     data: dict[str, Any] | None = None  # Engram.to_dict() from the manifest
+    chash: str = ""  # the row's content_hash (Engram.from_manifest checks it against data)
 
     def racy(self) -> bool:
         """True when the file's mtime is within :data:`RACY_WINDOW_NS` of when it was read."""
@@ -81,9 +82,9 @@ def load_manifest(path: Path, root: Path) -> dict[str, FileEntry]:
         return out
     for name, row in doc["files"].items():
         try:
-            mtime, size, ino, observed, sha, _chash, data = row
+            mtime, size, ino, observed, sha, chash, data = row
             ent = FileEntry((int(mtime), int(size), int(ino)), int(observed), str(sha), None,
-                            data if isinstance(data, dict) else None)
+                            data if isinstance(data, dict) else None, str(chash))
         except (TypeError, ValueError):
             continue
         if ent.data is not None:
@@ -114,7 +115,7 @@ def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool
             for name, ent in entries.items():
                 e = ent.engram
                 row = [ent.key[0], ent.key[1], ent.key[2], ent.observed_ns, ent.sha,
-                       e.content_hash if e is not None else "", ent.data if e is None else e.to_dict()]
+                       e.content_hash if e is not None else ent.chash, ent.data if e is None else e.to_dict()]
                 try:
                     text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
                 except (TypeError, ValueError):  # an unknown key holds a non-JSON value: keep it out

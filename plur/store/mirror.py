@@ -233,10 +233,12 @@ class FolderMirror:
 
     def _materialise(self, name: str, ent: FileEntry) -> bool:
         """Turn a manifest entry into an Engram; False if the data no longer validates."""
-        try:
-            e = Engram.from_dict(ent.data or {})
-        except (ValidationError, TypeError, ValueError):
-            return False
+        e = Engram.from_manifest(ent.data, ent.chash) if ent.data is not None else None
+        if e is None:
+            try:
+                e = Engram.from_dict(ent.data or {})
+            except (ValidationError, TypeError, ValueError):
+                return False
         if f"{e.id}.yaml" != name:
             return False
         ent.engram, ent.data = e, None

@@ -143,6 +143,14 @@ class EngramStore(FolderMirror):
                 self._sorted = sorted(self._by_id.values(), key=lambda e: (e.created, e.id))
             return list(self._sorted)
 
+    def by_id(self) -> dict[str, Engram]:
+        """Every loaded engram by id (a copy; unordered: :meth:`all` sorts, this does not, for 10k-engram
+        callers that only look engrams up). Loads the store on first use."""
+        with self._mutex:
+            if not self._scanned:
+                self._full_refresh(locked=False)
+            return dict(self._by_id)
+
     def count(self) -> int:
         """Number of loaded engrams (loads the store on first use)."""
         with self._mutex:
