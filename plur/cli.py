@@ -102,11 +102,10 @@ class _Group(click.Group):
 
 def _quarantine_count(ctx: click.Context) -> int:
     app = ctx.obj
-    mem = getattr(app, "_memory", None)
-    if mem is None:
+    if not isinstance(app, _App):
         return 0
     try:
-        return len(mem.store.quarantined())
+        return app.quarantined()
     except Exception:  # noqa: BLE001 - a warning must never turn into an error
         return 0
 

@@ -415,3 +415,25 @@ def test_tcp_listener_gets_nodelay_connections() -> None:
 
     asyncio.run(main())
     assert seen and seen[0] != 0
+
+
+def test_cli_on_the_service_path_still_says_files_are_quarantined() -> None:
+    """The quarantine warning (issue 14) comes through the service too: its answers carry the count."""
+    home = short_home()
+    try:
+        ok = plur("learn", "The boat is called Nausicaa.", "--json", home=home)
+        eid = json.loads(ok.stdout)["engram"]["id"]
+        plur("learn", "The kettle is blue.", home=home)
+        assert plur("service", "start", "--port", "0", home=home, env={"PLUR_MODEL": PACKAGED_MODEL}).returncode == 0
+        path = home / "engrams" / f"{eid}.yaml"
+        path.write_text(path.read_text(encoding="utf-8").split("scope:")[0], encoding="utf-8")  # truncated
+        for args in (("-v", "recall", "kettle"), ("-v", "section", "kettle", "--agent", "a"),
+                     ("-v", "learn", "The door is red.")):
+            r = plur(*args, home=home)
+            assert r.returncode == 0 and "via the service" in r.stderr, r.stderr
+            assert "1 file is quarantined" in r.stderr and "plur doctor" in r.stderr, (args, r.stderr)
+        r = plur("recall", "kettle", "--json", home=home)
+        assert json.loads(r.stderr.strip().splitlines()[-1])["quarantined"] == 1
+    finally:
+        plur("service", "stop", home=home)
+        shutil.rmtree(home.parent, ignore_errors=True)

@@ -11,7 +11,7 @@ JSON, unknown field), 401, 404 (no such engram / route), 405, 500 (logged).
 method   path                            answer
 =======  ==============================  ==========================================================
 GET      /api/v1/status                  ``{api, version, pid, home, engrams, model, served, worker}``
-POST     /api/v1/recall                  ``{hits: [{rank, score, bm25_rank, dense_rank, engram}], took_ms}``
+POST     /api/v1/recall                  ``{hits: [{rank, score, bm25_rank, dense_rank, engram}], took_ms, quarantined}``
 POST     /api/v1/block                   ``{agent_id, text, hash, engram_ids, tokens}`` (recalled now)
 POST     /api/v1/agents/{id}/submit      202 ``{queued: true}`` (off-turn, RecallWorker.submit)
 GET      /api/v1/agents/{id}/block       the agent's cached block ('' text when none)
@@ -55,6 +55,8 @@ PREFIX = "/api/v1"
 MAX_BODY_BYTES = 4 * 1024 * 1024
 #: Largest ``k`` a recall may ask for.
 MAX_K = 1000
+#: Answers that carry ``quarantined`` (files of the store that could not be loaded), so a client can warn.
+QUARANTINE_NOTED = frozenset(("recall", "block", "learn", "forget", "agent_block"))
 _REQUIRED = object()
 
 
@@ -193,7 +195,11 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
 
                 def locked() -> Any:
                     with lock:
-                        return fn(request.path_params, **args)
+                        out = fn(request.path_params, **args)
+                        if name in QUARANTINE_NOTED and isinstance(out, dict):
+                            # the CLI repeats the store's quarantine warning from this (issue 14)
+                            out["quarantined"] = len(memory.store.quarantined())
+                        return out
                 return reply(await run_in_threadpool(locked), status)
             except PlurError as exc:
                 return reply(error_body(exc), status_of(exc))

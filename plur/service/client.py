@@ -72,6 +72,8 @@ class Client:
         self.connect_timeout_s = connect_timeout_s
         self._conn: http.client.HTTPConnection | None = None
         self.via = ""
+        #: files the service's store has quarantined, as its last answer said (``None``: not said yet)
+        self.quarantined: int | None = None
 
     @classmethod
     def discover(cls, home: Path, **kwargs: Any) -> tuple["Client | None", str]:
@@ -152,6 +154,8 @@ class Client:
             raise ServiceError(f"the plur service answered {resp.status} with non-JSON to {method} {path}") from None
         if resp.status >= 400:
             raise _error_of(resp.status, data)
+        if isinstance(data, dict) and isinstance(data.get("quarantined"), int):
+            self.quarantined = data["quarantined"]
         return data
 
     def close(self) -> None:

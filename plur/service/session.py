@@ -29,6 +29,7 @@ class Session:
         self.home = home
         self.verbose = verbose
         self._memory: Memory | None = None
+        self._clients: list[Client] = []
         self.json_output = False  # set by the CLI's JSON output: its quarantine warning is then JSON too
 
     def say(self, message: str) -> None:
@@ -55,7 +56,21 @@ class Session:
             self.say(f"{what}: in-process ({why})")
         else:
             self.say(f"{what}: via the service ({why}, {client.via})")
+            self._clients.append(client)
         return client
+
+    def quarantined(self) -> int:
+        """Files the store holds in quarantine, as far as this invocation saw (service answers or its Memory).
+
+        Raises:
+            PlurError / OSError: the store could not be read (callers that only warn swallow it).
+        """
+        said = [c.quarantined for c in self._clients if c.quarantined is not None]
+        if said:
+            return max(said)
+        if self._memory is None:
+            return 0
+        return len(self._memory.store.quarantined())
 
     @property
     def memory(self) -> "Memory":
