@@ -156,13 +156,19 @@ class Memory:
         # In-place edits do not change the folder's mtime, so a full stat scan runs every
         # refresh_interval_s, stretched to 50x the last scan's cost (<= 2% of wall time on a big store).
         # 0 means scan at every call.
+        # A changed folder mtime (files added, replaced, removed) is caught up through the writer
+        # journal without a stat of every file (EngramStore.refresh(full=False)), so a reader keeps
+        # up with a stream of writers at a cost that does not grow with the store.
         base = self.settings.refresh_interval_s
         interval = max(base, 50.0 * self._scan_cost_s) if base > 0 else 0.0
-        if not force and mtime == self._folder_mtime and now - self._last_scan < interval:
+        full = force or now - self._last_scan >= interval
+        if not full and mtime == self._folder_mtime:
             return
-        changes = self.store.refresh()
-        self._scan_cost_s = time.monotonic() - now
-        self._folder_mtime, self._last_scan = mtime, now
+        changes = self.store.refresh(full=full)
+        if full:
+            self._scan_cost_s = time.monotonic() - now
+            self._last_scan = now
+        self._folder_mtime = mtime
         if changes.added or changes.updated or changes.removed:
             self._generation += 1
         if self._indexes is not None and (changes.added or changes.updated or changes.removed):

@@ -185,7 +185,7 @@ def test_submit_then_block_refreshes_and_keeps_scopes_apart(service: tuple[Path,
     _, info = service
     c = Client(info)
     assert c.agent_block("fresh-agent") == {"agent_id": "fresh-agent", "text": "", "hash": "", "engram_ids": [],
-                                            "tokens": 0}
+                                            "tokens": 0, "quarantined": 0}
     code, out = raw(info, "POST", "/api/v1/agents/a-1/submit", {"text": "the dog and the beach", "scope": "project:a"},
                     token=info["token"])
     assert code == 202 and out == {"queued": True}
@@ -224,7 +224,7 @@ def test_learn_feedback_forget(service: tuple[Path, dict]) -> None:
     assert code == 400 and "'yes'" in out["error"]["message"]
     code, out = raw(info, "POST", "/api/v1/learn", {"statement": "x", "type": "gossip"}, token=info["token"])
     assert code == 400 and "gossip" in out["error"]["message"]
-    assert c.forget(e["id"]) == {"forgotten": e["id"]}
+    assert c.forget(e["id"]) == {"forgotten": e["id"], "quarantined": 0}
     assert not (home / "engrams" / f"{e['id']}.yaml").exists()
     with pytest.raises(NotFoundError):
         c.forget(e["id"])

@@ -12,13 +12,13 @@ method   path                            answer
 =======  ==============================  ==========================================================
 GET      /api/v1/status                  ``{api, version, pid, home, engrams, model, served, worker}``
 POST     /api/v1/recall                  ``{hits: [{rank, score, bm25_rank, dense_rank, engram}], took_ms, quarantined}``
-POST     /api/v1/block                   ``{agent_id, text, hash, engram_ids, tokens}`` (recalled now)
+POST     /api/v1/block                   ``{agent_id, text, hash, engram_ids, tokens, quarantined}`` (now)
 POST     /api/v1/agents/{id}/submit      202 ``{queued: true}`` (off-turn, RecallWorker.submit)
 GET      /api/v1/agents/{id}/block       the agent's cached block ('' text when none)
 DELETE   /api/v1/agents/{id}             ``{dropped: id}`` (RecallWorker.drop; the agent is gone)
-POST     /api/v1/learn                   ``{engram, created}``
+POST     /api/v1/learn                   ``{engram, created, quarantined}``
 GET      /api/v1/engrams/{id}            ``{engram}``
-POST     /api/v1/forget                  ``{forgotten: id}``
+POST     /api/v1/forget                  ``{forgotten: id, quarantined}``
 POST     /api/v1/feedback                ``{id, useful, not_useful}``
 GET      /api/v1/doctor                  ``Memory.doctor()`` with the model the service holds
 =======  ==============================  ==========================================================

@@ -222,6 +222,26 @@ class WriterJournal:
             return JournalTail(None, -1)
         return JournalTail(epoch, end)
 
+    def last_names(self, end: int, nbytes: int = 2048) -> list[str]:
+        """Engram file names in the ``nbytes`` before byte ``end`` (the latest appends; ``[]`` on any problem).
+
+        A lock-free full scan uses them: the write of the newest name may have been in flight while
+        it scanned (a writer appends the name first), so those files are re-checked for a while.
+        """
+        if end <= 0:
+            return []
+        try:
+            with open(self.path, "rb") as f:
+                start = max(0, end - nbytes)
+                f.seek(start)
+                chunk = f.read(end - start)
+        except OSError:
+            return []
+        lines = chunk.decode("ascii", "replace").split("\n")
+        if start > 0:
+            lines = lines[1:]  # the first line may be cut
+        return [n for n in lines if n.endswith(".yaml") and ID_RE.match(n[: -len(".yaml")])]
+
     def advance(self, tail: JournalTail) -> None:
         """After re-checking ``tail.names``: mark them seen."""
         if self.pos is None:

@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,62 +25,18 @@ from .lock import StoreLock
 from .manifest import FileEntry, JournalTail, WriterJournal, file_sha, load_manifest
 from .manifest import save_manifest as save_manifest_file
 from .quarantine import move_aside, unmoved_record
+from .changes import Changes, _check_home, _merge_op  # noqa: F401 - Changes re-exported
 
 #: Default statement limit in UTF-8 bytes (1 MiB); see :mod:`plur.store.store`.
 DEFAULT_MAX_STATEMENT_BYTES = 1 << 20
-#: Save the manifest on refresh once this many files had to be read (not served by the manifest).
+#: Save the manifest on refresh once this many files had to be read (not served by the manifest)...
 AUTOSAVE_READS = 32
-
-
-@dataclass(frozen=True)
-class Changes:
-    """Ids of engrams that changed since the previous :meth:`EngramStore.refresh`.
-
-    Includes every change, whoever made it: writes through this instance, other
-    processes, hand edits. ``bool(changes)`` is False when nothing changed.
-    """
-
-    added: frozenset[str] = frozenset()
-    updated: frozenset[str] = frozenset()
-    removed: frozenset[str] = frozenset()
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.updated or self.removed)
-
-
-def _check_home(home: Path) -> None:
-    """Refuse a home that is (or lies under) a file: every read and write would fail there.
-
-    Raises:
-        StoreError: naming the file and the fix.
-    """
-    p = home
-    while True:
-        try:
-            st = p.stat()
-        except FileNotFoundError:
-            if p.parent == p:
-                return
-            p = p.parent
-            continue
-        except OSError as exc:
-            raise StoreError(f"cannot use plur home {home} ({exc}); point PLUR_HOME or --home at a folder") from None
-        if not stat.S_ISDIR(st.st_mode):
-            what = "is a file" if p == home else f"lies under the file {p}"
-            raise StoreError(f"plur home {home} {what}, not a folder; point PLUR_HOME or --home at a folder "
-                             "(it is created when missing)")
-        return
-
-
-def _merge_op(prev: str | None, new: str) -> str | None:
-    """Combine two successive change kinds for one id (None = net no change)."""
-    if prev is None:
-        return new
-    if prev == "added":
-        return None if new == "removed" else "added"
-    if prev == "removed":
-        return "updated" if new == "added" else "removed"
-    return "removed" if new == "removed" else "updated"  # prev == "updated"
+#: ...but at most once per this many seconds (a 10k-row manifest takes ~0.3 s to write; under a stream of
+#: writers every refresh reads new files, and saving each time made recalls wait on it). Close saves too.
+AUTOSAVE_INTERVAL_S = 30.0
+#: A name read from the writer journal is re-checked at every quick refresh for this long, seconds: a
+#: writer appends the name *before* it writes the file, so a lock-free reader may see the name first.
+RECENT_S = 5.0
 
 
 class FolderMirror:
@@ -113,6 +68,8 @@ class FolderMirror:
         self._loaded = False  # manifest read (entries may still be unmaterialised)
         self._scanned = False  # the folder was scanned at least once
         self._dirty = False  # in-memory state differs from the saved manifest
+        self._saved_at = 0.0  # time.monotonic() of the last manifest save (0: never)
+        self._recent: dict[str, float] = {}  # journal names -> time.monotonic() first seen (quick refresh)
 
     # -- internals: cache -----------------------------------------------------------------
     def _index_add(self, e: Engram) -> None:
@@ -228,8 +185,72 @@ class FolderMirror:
         for name in [n for n in self._unmoved if n not in files]:
             del self._unmoved[name]
         self._scanned = True
-        if reads >= AUTOSAVE_READS or (self._dirty and not self.manifest_path.exists() and self._entries):
+        self._autosave(reads)
+
+    def _autosave(self, reads: int) -> None:
+        never = self._saved_at == 0.0
+        due = never or time.monotonic() - self._saved_at >= AUTOSAVE_INTERVAL_S
+        if (reads >= AUTOSAVE_READS and due) or (self._dirty and never and not self.manifest_path.exists()
+                                                  and self._entries):
             self.save_manifest()
+
+    def _scan_and_catch_up(self) -> None:
+        """A full scan that also tells the journal where it stands, so later refreshes can be quick.
+
+        Without the store lock, the newest journal names may have been mid-write during the scan;
+        they are re-checked by the following quick refreshes for :data:`RECENT_S` seconds.
+        """
+        locked = self._lock.is_locked
+        if locked:  # under our own write lock: the writer path keeps the journal position itself
+            self._full_refresh(locked=True)
+            return
+        before = self._writes.read_tail(False)
+        self._full_refresh(locked=False)
+        if before.epoch is not None and before.end > 0:
+            now = time.monotonic()
+            for name in self._writes.last_names(before.end):
+                self._recent.setdefault(name, now)
+            self._writes.caught_up(before)
+
+    def _quick_refresh(self) -> bool:
+        """Catch up without a stat of every file: the writer journal's tail plus a listing of names.
+
+        Re-checks the files other plur writers named in the journal since we last looked (and
+        those named in the last :data:`RECENT_S` seconds, whose write may have been in flight),
+        reads files whose name is new (copied in by hand) and forgets names that are gone. In-place
+        edits that keep the name and go around plur are left to the next full scan (the caller
+        runs one every ``refresh_interval_s``). Takes no lock.
+
+        Returns:
+            False when the journal cannot be trusted (missing, rotated, torn, never scanned): the
+            caller must do a full scan.
+        """
+        if not self._scanned:
+            return False
+        tail = self._writes.read_tail(True)
+        if tail.names is None:
+            return False
+        try:
+            present = {n for n in os.listdir(self.root) if n.endswith(".yaml") and not n.startswith(".")}
+        except FileNotFoundError:
+            present = set()
+        except OSError as exc:
+            raise StoreError(f"cannot read the engram folder {self.root} ({exc}); check its permissions") from None
+        now = time.monotonic()
+        for name in tail.names:
+            self._recent.setdefault(name, now)
+        self._recent = {n: t for n, t in self._recent.items() if now - t < RECENT_S}
+        todo = set(self._recent) | {n for n in present if n not in self._entries and n not in self._unmoved}
+        reads = 0
+        for name in sorted(todo):
+            if name in present or name in self._entries:
+                reads += 1
+                self._check_one(name)
+        for name in [n for n in self._entries if n not in present]:
+            self._forget_entry(name)
+        self._writes.advance(tail)
+        self._autosave(reads)
+        return True
 
     def _materialise(self, name: str, ent: FileEntry) -> bool:
         """Turn a manifest entry into an Engram; False if the data no longer validates."""
@@ -365,7 +386,7 @@ class FolderMirror:
         tail = self._writes.read_tail(self._scanned)
         if tail.names is not None:
             try:
-                for name in tail.names:
+                for name in sorted(set(tail.names) | set(self._recent)):  # recent: a quick refresh saw them mid-write
                     self._check_one(name)
             except OSError:
                 tail = JournalTail(None, -1)
@@ -382,5 +403,6 @@ class FolderMirror:
         with self._mutex:
             if not self._loaded:
                 return
+            self._saved_at = time.monotonic()  # also after a failure: a read-only home does not retry each time
             if save_manifest_file(self.manifest_path, self.root, self._entries):
                 self._dirty = False

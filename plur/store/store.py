@@ -109,7 +109,7 @@ class EngramStore(FolderMirror):
                     yield Path(e.path)
 
     # -- reading --------------------------------------------------------------------------
-    def refresh(self) -> Changes:
+    def refresh(self, *, full: bool = True) -> Changes:
         """Bring the cache up to date with the folder; re-read only files that changed.
 
         A file is re-read when its ``(mtime_ns, size, inode)`` differs from what
@@ -118,11 +118,18 @@ class EngramStore(FolderMirror):
         hashed and it is parsed only if they changed. Unparseable files are
         quarantined.
 
+        Args:
+            full: stat every file (catches in-place edits made around plur). ``False`` first tries the
+                quick path: the writer journal's tail plus a listing of names, no per-file stat, so a
+                reader keeps up with a stream of writers at a cost that does not grow with the store;
+                it falls back to the full scan when the journal cannot be trusted.
+
         Returns:
             :class:`Changes` since the previous call (first call: every engram is "added").
         """
         with self._mutex:
-            self._full_refresh(locked=self._lock.is_locked)
+            if full or not self._quick_refresh():
+                self._scan_and_catch_up()
             pending, self._pending = self._pending, {}
         return Changes(
             added=frozenset(i for i, op in pending.items() if op == "added"),

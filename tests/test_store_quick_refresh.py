@@ -1,0 +1,99 @@
+"""A reader keeps up with other writers through the writer journal, without a stat of every file.
+
+EngramStore.refresh(full=False) (what Memory uses when the folder changed) must see every write of
+another plur process, a file copied in or deleted by hand, and a write whose journal name it saw
+before the file was written (writers append the name first); in-place hand edits wait for the next
+full scan. The stall it removes: issue 14, recall under four writers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from plur.store import mirror
+from plur.store.engram import Engram
+from plur.store.store import EngramStore
+
+
+@pytest.fixture
+def pair(tmp_path: Path):
+    writer, reader = EngramStore(tmp_path, fsync=False), EngramStore(tmp_path, fsync=False)
+    writer.add(Engram.create("first fact"))
+    reader.refresh()  # the reader's one full scan
+    yield writer, reader
+    writer.close()
+    reader.close()
+
+
+def _count_full_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls = [0]
+    real = mirror.FolderMirror._full_refresh
+
+    def counted(self, *a, **k):
+        calls[0] += 1
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(mirror.FolderMirror, "_full_refresh", counted)
+    return calls
+
+
+def test_other_writers_are_seen_without_a_full_scan(pair, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer, reader = pair
+    full = _count_full_scans(monkeypatch)
+    added = [writer.add(Engram.create(f"fact number {i}"))[0] for i in range(20)]
+    changes = reader.refresh(full=False)
+    assert {e.id for e in added} <= changes.added and full[0] == 0
+    edited = writer.put(added[0].replace(statement="fact number zero, edited"))
+    writer.delete(added[1].id)
+    changes = reader.refresh(full=False)
+    assert changes.updated == {edited.id} and changes.removed == {added[1].id} and full[0] == 0
+    assert reader.get(edited.id).statement == "fact number zero, edited"
+
+
+def test_files_copied_in_or_deleted_by_hand_are_seen_at_once(pair, tmp_path: Path) -> None:
+    writer, reader = pair
+    e = Engram.create("copied in by hand")
+    (tmp_path / "engrams" / f"{e.id}.yaml").write_text(e.to_yaml(), encoding="utf-8")
+    assert e.id in reader.refresh(full=False).added
+    first = writer.all()[0]
+    (tmp_path / "engrams" / f"{first.id}.yaml").unlink()
+    assert first.id in reader.refresh(full=False).removed
+
+
+def test_a_name_seen_before_its_write_is_rechecked(pair, tmp_path: Path) -> None:
+    """The journal gets the name before the file: a reader in between must look again later."""
+    writer, reader = pair
+    old = writer.all()[0]
+    path = tmp_path / "engrams" / f"{old.id}.yaml"
+    with open(tmp_path / "index" / "store-journal", "ab") as f:  # what a writer does first...
+        f.write(path.name.encode() + b"\n")
+    assert not reader.refresh(full=False)  # ...a reader looks now: nothing changed yet
+    newer = old.replace(statement="written after the name")
+    path.write_text(newer.to_yaml(), encoding="utf-8")  # ...then the write lands (same name: no new entry)
+    assert reader.refresh(full=False).updated == {old.id}
+    assert reader.get(old.id).statement == "written after the name"
+
+
+def test_in_place_hand_edits_wait_for_the_full_scan(pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mirror, "RECENT_S", 0.0)  # the file is not among the last journal names any more
+    writer, reader = pair
+    e = writer.all()[0]
+    path = tmp_path / "engrams" / f"{e.id}.yaml"
+    with open(path, "r+", encoding="utf-8") as f:  # same inode, same name: no journal line
+        text = f.read().replace("first fact", "first fact, edited in place")
+        f.seek(0)
+        f.write(text)
+    assert not reader.refresh(full=False)  # documented: the quick path does not stat every file
+    assert reader.refresh(full=True).updated == {e.id}
+    assert reader.get(e.id).statement == "first fact, edited in place"
+
+
+def test_an_untrusted_journal_means_a_full_scan(pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer, reader = pair
+    (tmp_path / "index" / "store-journal").unlink()
+    full = _count_full_scans(monkeypatch)
+    e = Engram.create("after the journal went away")
+    (tmp_path / "engrams" / f"{e.id}.yaml").write_text(e.to_yaml(), encoding="utf-8")
+    assert e.id in reader.refresh(full=False).added and full[0] == 1
