@@ -390,6 +390,20 @@ def test_bm25_recall_imports_no_model(tmp_path: Path, memory) -> None:
     assert len(after["lexical"]) == 3
 
 
+def test_a_reading_cli_process_skips_the_writers_imports(tmp_path: Path, memory) -> None:
+    """Readers take no lock: a cold BM25 recall must not pay for filelock (and the asyncio it pulls in)."""
+    memory.learn("The user's dog is called Rex.")
+    memory.recall("dog", k=1)
+    memory.close()
+    code = ("import sys\nfrom plur.cli import main\n"
+            "rc = main(['--home', sys.argv[1], 'recall', '--mode', 'bm25', 'dog'])\n"
+            "print('LOADED=' + ','.join(m for m in ('filelock', 'asyncio', 'torch') if m in sys.modules), rc)")
+    out = subprocess.run([sys.executable, "-c", code, str(memory.home)], capture_output=True, text=True,
+                         env={**os.environ, "PLUR_MODEL": PACKAGED_MODEL})
+    assert out.returncode == 0 and "Rex" in out.stdout, out.stderr
+    assert out.stdout.rstrip().endswith("LOADED= 0"), out.stdout
+
+
 def test_tcp_listener_gets_nodelay_connections() -> None:
     """Accepted API connections have TCP_NODELAY (without it each loopback request waited ~40 ms on delayed ACKs)."""
     import asyncio

@@ -50,22 +50,32 @@ class StoreLock:
     """
 
     def __init__(self, home: Path, timeout_s: float) -> None:
-        import filelock  # light, but only writers need it
-
         self.home = home
         self.path = home / ".lock"
         self.owner_path = home / ".lock.owner"
         self.timeout_s = float(timeout_s)
-        self._filelock_mod = filelock
-        # filelock polls a non-blocking flock; its 50 ms default makes 8 contending writers
-        # spend most of their time asleep; 2 ms keeps the hand-over short at small CPU cost.
-        self._lock = filelock.FileLock(str(self.path), timeout=self.timeout_s, poll_interval=0.002,
-                                       thread_local=False, preserve_lock_file=True)
+        self._made: Any = None  # the filelock.FileLock, made on first use: readers never lock, and
+        # importing filelock (it pulls in asyncio) cost ~40 ms of a cold `plur recall --mode bm25`
+
+    @property
+    def _filelock_mod(self) -> Any:
+        import filelock
+
+        return filelock
+
+    @property
+    def _lock(self) -> Any:
+        if self._made is None:
+            # filelock polls a non-blocking flock; its 50 ms default makes 8 contending writers
+            # spend most of their time asleep; 2 ms keeps the hand-over short at small CPU cost.
+            self._made = self._filelock_mod.FileLock(str(self.path), timeout=self.timeout_s, poll_interval=0.002,
+                                                     thread_local=False, preserve_lock_file=True)
+        return self._made
 
     @property
     def is_locked(self) -> bool:
         """True while this instance holds the lock."""
-        return bool(self._lock.is_locked)
+        return self._made is not None and bool(self._made.is_locked)
 
     @contextmanager
     def hold(self) -> Iterator[None]:
@@ -109,7 +119,7 @@ class StoreLock:
             ``locked`` is False).
         """
         state: dict[str, Any] = {"path": str(self.path), "exists": self.path.exists(),
-                                 "held_here": bool(self._lock.is_locked), "locked": False, "owner": None}
+                                 "held_here": self.is_locked, "locked": False, "owner": None}
         with suppress(OSError, ValidationError):
             owner = load_yaml(self.owner_path.read_bytes(), what=str(self.owner_path), max_bytes=1 << 16)
             if isinstance(owner, dict):
