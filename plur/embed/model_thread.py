@@ -19,33 +19,45 @@ a thread of its own (the parent's does not exist there).
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 THREAD_NAME = "plur-model"
 
 _lock = threading.Lock()
-_executor: ThreadPoolExecutor | None = None
+_queue: "queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None] | None" = None
 _pid = 0
 _thread: threading.Thread | None = None
 
 
-def _get() -> ThreadPoolExecutor:
-    global _executor, _pid
+def _serve(q: "queue.SimpleQueue[Any]") -> None:
+    while True:
+        item = q.get()
+        if item is None:  # pragma: no cover - never sent; the thread is a daemon
+            return
+        fut, fn, args, kwargs = item
+        if not fut.set_running_or_notify_cancel():
+            continue
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            fut.set_exception(exc)
+
+
+def _get() -> "queue.SimpleQueue[Any]":
+    """The model thread's queue (started on first use; a daemon, so it never holds up interpreter exit)."""
+    global _queue, _pid, _thread
     with _lock:
-        if _executor is None or _pid != os.getpid():
-            _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=THREAD_NAME,
-                                           initializer=_note_thread)
+        if _queue is None or _pid != os.getpid():
+            _queue = queue.SimpleQueue()
+            _thread = threading.Thread(target=_serve, args=(_queue,), name=THREAD_NAME, daemon=True)
+            _thread.start()
             _pid = os.getpid()
-        return _executor
-
-
-def _note_thread() -> None:
-    global _thread
-    _thread = threading.current_thread()
+        return _queue
 
 
 def submit(fn: Callable[..., T], *args: object, **kwargs: object) -> "Future[T]":
@@ -61,11 +73,13 @@ def submit(fn: Callable[..., T], *args: object, **kwargs: object) -> "Future[T]"
         except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
             done.set_exception(exc)
         return done
-    return _get().submit(fn, *args, **kwargs)
+    fut: Future[T] = Future()
+    _get().put((fut, fn, args, kwargs))
+    return fut
 
 
 def run(fn: Callable[..., T], *args: object, **kwargs: object) -> T:
     """``fn(*args, **kwargs)`` on the model thread; its result, or its exception re-raised here."""
     if threading.current_thread() is _thread and _pid == os.getpid():
         return fn(*args, **kwargs)
-    return _get().submit(fn, *args, **kwargs).result()
+    return submit(fn, *args, **kwargs).result()
