@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import sys
 import warnings
 from pathlib import Path
@@ -25,6 +24,7 @@ import click
 
 from . import __version__
 from .store.engram import STATUSES, TYPES, Engram
+from .display import safe_text
 from .errors import ConflictError, PlurError, ValidationError
 from .service.session import Session
 
@@ -38,20 +38,6 @@ def _one_line(text: str) -> str:
 
 #: C0/C1 controls (tab and newline kept), DEL, and the bidi embedding/override/isolate marks
 #: (Unicode TR9; "Trojan Source", Boucher & Anderson 2021): shown escaped in human output.
-_UNSAFE_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def safe_text(text: str) -> str:
-    """``text`` with terminal control sequences neutralised: each unsafe character as ``\\xNN``/``\\uNNNN``.
-
-    Human output goes through this (an OSC title sequence or a bidi override in a statement must not
-    reach the terminal); ``--json`` output keeps the exact text.
-    """
-    def esc(m: re.Match[str]) -> str:
-        c = ord(m.group())
-        return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
-
-    return _UNSAFE_RE.sub(esc, str(text))
 
 
 def _echo(text: str = "", **kwargs: Any) -> None:
@@ -266,6 +252,36 @@ def _changes(old: Engram, new: Engram) -> dict[str, Any]:
             if f.name not in ("id", "content_hash") and getattr(new, f.name) != getattr(old, f.name)}
 
 
+def _edit_folder(home: Path) -> Path:
+    """``<home>/edit`` (0700): where ``plur edit`` puts the file it opens, so the statement (and the
+    editor's swap and backup files beside it) never lands in a shared temp folder outside the home."""
+    folder = home / "edit"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder
+
+
+def _edit_in_home(home: Path, engram_id: str, text: str) -> str | None:
+    """Open ``text`` in $EDITOR from a 0600 file in :func:`_edit_folder`; the saved text, or None if not saved.
+
+    The file is removed afterwards (an editor's own swap file goes when the editor closes).
+    """
+    import os
+    import tempfile
+
+    fd, name = tempfile.mkstemp(prefix=f"{engram_id}-", suffix=".yaml", dir=_edit_folder(home))
+    path = Path(name)
+    try:
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        before = os.stat(path).st_mtime_ns
+        click.edit(filename=str(path))
+        if os.stat(path).st_mtime_ns == before:
+            return None  # not saved
+        return path.read_text(encoding="utf-8")
+    finally:
+        path.unlink(missing_ok=True)
+
+
 @cli.command()
 @click.argument("engram_id")
 @click.pass_obj
@@ -282,7 +298,7 @@ def edit(app: _App, engram_id: str) -> None:
     version = engram_version(old)  # the update is refused if the engram changes while the editor is open
     text = old.to_yaml()
     while True:
-        edited = click.edit(text, extension=".yaml", require_save=True)
+        edited = _edit_in_home(mem.home, engram_id, text)
         if edited is None or edited == old.to_yaml():
             _echo(f"no changes: {engram_id}")
             return
@@ -307,7 +323,8 @@ def edit(app: _App, engram_id: str) -> None:
     except ConflictError as exc:  # keep the person's text: it is not in the store
         import tempfile
 
-        fd, kept = tempfile.mkstemp(prefix=f"plur-edit-{engram_id}-", suffix=".yaml")
+        folder = _edit_folder(mem.home)
+        fd, kept = tempfile.mkstemp(prefix=f"kept-{engram_id}-", suffix=".yaml", dir=folder)
         with open(fd, "w", encoding="utf-8") as fh:
             fh.write(edited)
         exc.args = (f"{exc}; your edited text is kept in {kept}",)

@@ -98,6 +98,8 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
+#: Largest ``config.toml`` read, bytes (every setting at its longest is under 4 KiB; a bigger file is not a config).
+MAX_CONFIG_BYTES = 64 * 1024
 
 
 def settings_markdown() -> str:
@@ -223,8 +225,16 @@ def load_settings(home: str | os.PathLike[str] | None = None, **overrides: Any) 
     cfg = home_path / "config.toml"
     if cfg.is_file():
         try:
-            data = tomllib.loads(cfg.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            with open(cfg, "rb") as f:
+                raw = f.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:
+            raise ConfigError(f"cannot read {cfg} ({exc.strerror or exc}); fix its permissions or delete it") from None
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{cfg} is over {MAX_CONFIG_BYTES} bytes (a plur config is a few lines of "
+                              "'name = value'); fix or delete the file")
+        try:
+            data = tomllib.loads(raw.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise ConfigError(f"{cfg} is not valid TOML ({exc}); fix or delete the file") from None
         for k, v in data.items():
             values[k] = _coerce(k, v, str(cfg))

@@ -453,11 +453,16 @@ class Memory:
             standalone.forget([text_key(t) for t in texts])
 
     def _forget_quarantined(self, engram_id: str) -> None:
-        """Quarantined copies of a forgotten engram hold its old text: remove them too."""
+        """Quarantined copies of a forgotten engram, and edits of it kept after a conflict, hold its text: remove them."""
         for q in self.store.quarantined():
             if q.get("moved") and Path(q["original"]).name == f"{engram_id}.yaml":
                 for p in (Path(q["path"]), Path(q["path"] + ".reason")):
                     p.unlink(missing_ok=True)
+        # and so do the texts `plur edit` kept in <home>/edit after a refused save
+        edit_dir = self.home / "edit"
+        if edit_dir.is_dir():
+            for p in edit_dir.glob(f"*{engram_id}-*.yaml"):
+                p.unlink(missing_ok=True)
 
     def feedback(self, engram_id: str, useful: bool, *, agent: str | None = None,
                  query: str | None = None) -> dict[str, int]:

@@ -143,6 +143,28 @@ def test_edit_validates_and_saves(run, home: Path, tmp_path: Path) -> None:
     assert e.statement == "The dog is Max." and e.extra == {"mood": "happy"} and e.updated is not None
 
 
+def test_the_file_being_edited_lives_in_the_home_and_is_removed(run, home: Path, tmp_path: Path) -> None:
+    """The statement must not land in a shared temp folder (nor the editor's swap file beside it)."""
+    eid = learn_id(run, "The safe code is 4321.")
+    seen = tmp_path / "seen.txt"
+    cmd = editor(tmp_path, f"""
+        import os, stat, sys, pathlib
+        p = pathlib.Path(sys.argv[1])
+        mode = stat.S_IMODE(os.stat(p).st_mode), stat.S_IMODE(os.stat(p.parent).st_mode)
+        pathlib.Path({str(seen)!r}).write_text(f"{{p}}\\n{{mode[0]:o}} {{mode[1]:o}}")
+        p.write_text(p.read_text().replace("4321", "8765"))
+    """)
+    r = run("edit", eid, env={"EDITOR": cmd, "VISUAL": cmd})
+    assert r.exit_code == 0, r.output
+    path, modes = seen.read_text().splitlines()
+    assert Path(path).parent == home / "edit" and modes == "600 700"
+    assert not Path(path).exists() and list((home / "edit").iterdir()) == []
+    assert EngramStore(home).get(eid).statement == "The safe code is 8765."
+    cmd = editor(tmp_path, "pass\n")  # the editor quits without saving: nothing changes
+    r = run("edit", eid, env={"EDITOR": cmd, "VISUAL": cmd})
+    assert r.exit_code == 0 and "no changes" in r.stdout and list((home / "edit").iterdir()) == []
+
+
 def test_invalid_edit_is_refused_and_the_file_is_untouched(run, home: Path, tmp_path: Path) -> None:
     eid = learn_id(run, "The dog is Rex.")
     path = home / "engrams" / f"{eid}.yaml"

@@ -36,3 +36,30 @@ def test_bad_toml_names_the_file(plur_home: Path) -> None:
     (plur_home / "config.toml").write_text("bm25_k1 = = 2", encoding="utf-8")
     with pytest.raises(ConfigError, match="config.toml"):
         load_settings(plur_home)
+
+
+@pytest.mark.parametrize(("content", "needle"), [
+    (b"bm25_k1 = 1.2\n" + b"# padding\n" * 10_000, "over 65536 bytes"),      # not a config: refused before parsing
+    (b"x = " + b"[" * 100_000 + b"]" * 100_000, "over 65536 bytes"),      # nesting bomb, big
+    (b"x = " + b"[" * 20_000 + b"]" * 20_000, "not valid TOML|over"),     # nesting bomb under the cap
+    (b"bm25_k1 = 1.2 \xff\n", "not valid TOML"),                          # not UTF-8
+])
+def test_hostile_config_files_are_one_clear_error(plur_home: Path, content: bytes, needle: str) -> None:
+    plur_home.mkdir(parents=True)
+    (plur_home / "config.toml").write_bytes(content)
+    with pytest.raises(ConfigError, match=needle) as info:
+        load_settings(plur_home)
+    assert "config.toml" in str(info.value)
+
+
+def test_unreadable_config_is_a_config_error(plur_home: Path) -> None:
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root reads any file")
+    plur_home.mkdir(parents=True)
+    cfg = plur_home / "config.toml"
+    cfg.write_text("bm25_k1 = 1.2\n", encoding="utf-8")
+    cfg.chmod(0)
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_settings(plur_home)

@@ -130,8 +130,9 @@ def test_plur_edit_does_not_overwrite_a_change_made_while_it_was_open(run, plur_
     r = run("edit", eid, env={"EDITOR": cmd, "VISUAL": cmd})
     assert r.exit_code == 8 and "changed since you opened it" in r.stderr
     kept = Path(r.stderr.split("kept in ")[1].split()[0].rstrip(";"))
-    assert "a beagle" in kept.read_text(encoding="utf-8")
+    assert "a beagle" in kept.read_text(encoding="utf-8") and kept.parent == plur_home / "edit"
     assert json.loads(run("show", eid, "--json").stdout)["statement"] == "Changed on the web page."
+    assert run("forget", eid, "--yes").exit_code == 0 and not kept.exists()  # forget takes the kept text too
 
 
 # -- duplicates by edit ------------------------------------------------------------------

@@ -74,3 +74,21 @@ def test_engrams_page_announces_quarantined_files(client: TestClient, plur_home:
     (plur_home / "engrams" / "ENG-2025-01-01-aaaaaa.yaml").write_text("id: [broken\n", encoding="utf-8")
     html = client.get("/").text
     assert 'id="quarantined"' in html and "1 file is quarantined" in html and "plur doctor" in html
+
+
+def test_control_and_bidi_characters_are_shown_not_obeyed(client: TestClient) -> None:
+    """A bidi override or a terminal escape in a statement, tag or rationale is displayed as \\uNNNN on the
+    pages (it cannot make the text read differently from what is stored); the edit form and JSON keep it exact."""
+    text = "Invoice total: \u202e0001$ \x1b]0;pwned\x07 paid"
+    e = client.memory.learn(text, tags=["a\u2066b"], rationale="why \u202d")
+    page = client.get(f"/engrams/{e.id}").text
+    shown = re.search(r'<blockquote class="statement" id="statement">(.*?)</blockquote>', page, re.S).group(1)
+    assert "\u202e" not in shown and "\x1b" not in shown and "\\u202e0001$ \\x1b]0;pwned\\x07 paid" in shown
+    assert "a\\u2066b" in page and "why \\u202d" in page
+    form = re.search(r'<textarea id="statement-input"[^>]*>(.*?)</textarea>', page, re.S).group(1)
+    assert "\u202e" in form                                    # an edit starts from the exact text
+    listing = client.get("/").text
+    assert "\u202e" not in listing and "\\u202e" in listing
+    assert client.get(f"/engrams/{e.id}?format=json").json()["engram"]["statement"] == text
+    play = client.get("/playground", params={"q": "invoice total paid"}).text
+    assert "\\u202e" in play and "\u202e" not in play           # hits and the memory block

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from ..display import safe_text
 from ..errors import ConflictError, InvalidIdError, NotFoundError, PlurError, ValidationError, require
 from . import charts, security, views
 
@@ -91,7 +92,9 @@ def _environment() -> Any:
 
     env.globals.update(bar_chart=safe_svg(charts.bar_chart), line_chart=safe_svg(charts.line_chart),
                        share_bar=safe_svg(charts.share_bar), qs=query_string)
-    env.filters.update(when=short_time, day=lambda v: (v or "")[:10], num=number, score=score)
+    # visible: control and bidi characters of displayed statements shown as \uNNNN (plur.display);
+    # the edit form and the JSON twins keep the exact text.
+    env.filters.update(when=short_time, day=lambda v: (v or "")[:10], num=number, score=score, visible=safe_text)
     return env
 
 
