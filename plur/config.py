@@ -92,8 +92,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("recall_timeout_s", 5.0, float,
             "Deadline for one off-turn recall, in seconds; a late result is dropped and the previous block kept.", range=(0.001, 3600)),
     Setting("refresh_interval_s", 1.0, float,
-            "A long-lived Memory re-scans engram files for in-place hand edits this often, in seconds (stretched to 50x the scan cost on big stores; 0 = every call); "
-            "files added, replaced or removed (renames, other processes) are seen at the next recall regardless.", range=(0, 86400)),
+            "A long-lived Memory stats every engram file this often, in seconds, to catch hand edits (stretched to 50x the scan cost on big stores; 0 = every call); "
+            "other plur processes' writes and files added or removed by hand are seen at the next recall regardless (writer journal + name listing).", range=(0, 86400)),
     Setting("record_stats", True, bool, "Record recall and injection events in <home>/stats.db."),
 )
 
