@@ -10,7 +10,6 @@ writes an engram file; :class:`plur.store.store.EngramStore` adds the write API 
 from __future__ import annotations
 
 import os
-import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -19,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError, ValidationError
-from .atomic import TMP_PREFIX, clean_stale_temps
+from .atomic import clean_stale_temps
 from .engram import Engram, validate_id
 from .lock import StoreLock
 from .manifest import FileEntry, JournalTail, WriterJournal, file_sha, load_manifest
 from .manifest import save_manifest as save_manifest_file
+from .folder_scan import scan_folder, scan_folder_while
 from .quarantine import move_aside, unmoved_record
 from .changes import Changes, _check_home, _merge_op  # noqa: F401 - Changes re-exported
 
@@ -138,30 +138,7 @@ class FolderMirror:
         self._entries.update(load_manifest(self.manifest_path, self.root))
 
     def _scan(self) -> tuple[dict[str, os.stat_result], list[str]]:
-        files: dict[str, os.stat_result] = {}
-        temps: list[str] = []
-        try:
-            it = os.scandir(self.root)
-        except FileNotFoundError:
-            return files, temps
-        except OSError as exc:
-            raise StoreError(f"cannot read the engram folder {self.root} ({exc}); check its permissions") from None
-        with it:
-            for e in it:
-                n = e.name
-                if n.startswith("."):
-                    if n.startswith(TMP_PREFIX):
-                        temps.append(n)
-                    continue
-                if not n.endswith(".yaml"):
-                    continue
-                try:
-                    st = e.stat()
-                except OSError:
-                    continue
-                if stat.S_ISREG(st.st_mode):
-                    files[n] = st
-        return files, temps
+        return scan_folder(self.root)
 
     def _full_refresh(self, locked: bool, check_racy: bool = True) -> None:
         """Scan the folder; ``check_racy=False`` trusts equal (mtime, size, inode) even for recent files."""
@@ -254,28 +231,8 @@ class FolderMirror:
         return True
 
     def _scan_while_loading_manifest(self) -> tuple[dict[str, os.stat_result], list[str]]:
-        """First refresh of a process: stat the folder on a thread while this one parses the manifest.
-
-        The stat calls release the GIL, so the two overlap: ~30 ms of a cold 10k-engram
-        ``plur recall --mode bm25`` (``bench/bench_service.py``). Errors of the scan are raised here.
-        """
-        out: dict[str, Any] = {}
-
-        def scan() -> None:
-            try:
-                out["result"] = self._scan()
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-                out["error"] = exc
-
-        t = threading.Thread(target=scan, name="plur-store-scan", daemon=True)
-        t.start()
-        try:
-            self._load_manifest()
-        finally:
-            t.join()
-        if "error" in out:
-            raise out["error"]
-        return out["result"]
+        """First refresh of a process: the folder is stat'ed on a thread while this one parses the manifest."""
+        return scan_folder_while(self.root, self._load_manifest)
 
     def _materialise(self, name: str, ent: FileEntry) -> bool:
         """Turn a manifest entry into an Engram; False if the data no longer validates."""
