@@ -439,6 +439,15 @@ def test_bar_chart_escapes_labels_and_scales() -> None:
         charts.bar_chart(["a", "b"], [1], title="x")
 
 
+def test_chart_labels_show_control_and_bidi_characters_escaped() -> None:
+    """Labels are agent names and scopes a host sent: an override must not flip the chart's text."""
+    for svg in (charts.bar_chart(["agent\u202ex", "b"], [1, 2], title="t\x1b]0;x\x07"),
+                charts.line_chart(["d1", "d2"], {"agent\u2066y": [1, 2]}, title="t"),
+                charts.share_bar([("s\u202e", 1), ("t", 2)], title="t")):
+        assert "\u202e" not in svg and "\u2066" not in svg and "\x1b" not in svg
+    assert "agent\\u202ex" in charts.bar_chart(["agent\u202ex"], [1], title="t")
+
+
 def test_line_chart_breaks_at_missing_points() -> None:
     svg = charts.line_chart(["d1", "d2", "d3", "d4", "d5"], {"p50": [1, 2, None, 3, 4]}, title="lat", unit=" ms")
     assert svg.count("<polyline") == 2 and svg.count("<circle") == 4 and "4 ms" in svg

@@ -1,7 +1,7 @@
 """Server-rendered SVG charts for the statistics page (no JavaScript, no CDN).
 
 Pure functions: literal numbers in, an SVG string out. Every label is
-HTML-escaped here, so the result is safe to embed with Jinja's ``|safe``.
+HTML-escaped here (control and bidi characters shown as ``\\uNNNN``, :mod:`plur.display`), so the result is safe to embed with Jinja's ``|safe``.
 Colours come from CSS classes (``chart-bar``, ``chart-line-<i>``...) in
 ``static/style.css``; no inline ``style=`` attribute, so the page's
 Content-Security-Policy needs no ``'unsafe-inline'``.
@@ -13,8 +13,15 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
+from ..display import safe_text
+
 #: Left gutter for value labels, bottom gutter for category labels (px).
 _PAD_L, _PAD_R, _PAD_T, _PAD_B = 60, 8, 18, 22
+
+
+def _esc(text: object) -> str:
+    """XML-escaped, control and bidi characters shown as \\uNNNN (labels are agent names, scopes, queries)."""
+    return escape(safe_text(str(text)))
 
 
 def nice_max(value: float) -> float:
@@ -42,14 +49,14 @@ def _axis(width: int, height: int, top: float, unit: str) -> list[str]:
         y = _PAD_T + inner_h * (1 - frac)
         out.append(f'<line class="chart-grid" x1="{_PAD_L}" y1="{y:.1f}" x2="{width - _PAD_R}" y2="{y:.1f}"/>')
         out.append(f'<text class="chart-tick" x="{_PAD_L - 4}" y="{y + 3:.1f}" text-anchor="end">'
-                   f'{escape(_fmt(top * frac) + unit)}</text>')
+                   f'{_esc(_fmt(top * frac) + unit)}</text>')
     return out
 
 
 def _svg(width: int, height: int, title: str, body: list[str]) -> str:
     return (f'<svg class="chart" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-            f'role="img" aria-label="{escape(title)}" xmlns="http://www.w3.org/2000/svg">'
-            f'<title>{escape(title)}</title>{"".join(body)}</svg>')
+            f'role="img" aria-label="{_esc(title)}" xmlns="http://www.w3.org/2000/svg">'
+            f'<title>{_esc(title)}</title>{"".join(body)}</svg>')
 
 
 def bar_chart(labels: Sequence[str], values: Sequence[float], *, title: str, width: int = 560,
@@ -73,7 +80,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, title: str, wid
     if len(labels) != len(values):
         raise ValueError(f"bar_chart got {len(labels)} labels but {len(values)} values; pass one label per bar")
     if not values:
-        return f'<p class="empty">No data yet for {escape(title)}.</p>'
+        return f'<p class="empty">No data yet for {_esc(title)}.</p>'
     top = nice_max(max(values))
     inner_w = width - _PAD_L - _PAD_R
     inner_h = height - _PAD_T - _PAD_B
@@ -86,10 +93,10 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, title: str, wid
         x = _PAD_L + i * slot + (slot - bar_w) / 2
         y = _PAD_T + inner_h - h
         body.append(f'<rect class="chart-bar" x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{h:.1f}">'
-                    f'<title>{escape(str(label))}: {escape(_fmt(v) + unit)}</title></rect>')
+                    f'<title>{_esc(str(label))}: {_esc(_fmt(v) + unit)}</title></rect>')
         if i % step == 0:
             body.append(f'<text class="chart-label" x="{x + bar_w / 2:.1f}" y="{height - 6}" '
-                        f'text-anchor="middle">{escape(str(label))}</text>')
+                        f'text-anchor="middle">{_esc(str(label))}</text>')
     return _svg(width, height, title, body)
 
 
@@ -116,7 +123,7 @@ def line_chart(labels: Sequence[str], series: Mapping[str, Sequence[float | None
             raise ValueError(f"line_chart series {name!r} has {len(vals)} values for {len(labels)} labels")
     points = [v for vals in series.values() for v in vals if v is not None]
     if not labels or not points:
-        return f'<p class="empty">No data yet for {escape(title)}.</p>'
+        return f'<p class="empty">No data yet for {_esc(title)}.</p>'
     top = nice_max(max(points))
     inner_w = width - _PAD_L - _PAD_R
     inner_h = height - _PAD_T - _PAD_B
@@ -132,7 +139,7 @@ def line_chart(labels: Sequence[str], series: Mapping[str, Sequence[float | None
         if i % step == 0:
             x, _ = xy(i, 0)
             body.append(f'<text class="chart-label" x="{x:.1f}" y="{height - 6}" text-anchor="middle">'
-                        f'{escape(str(label))}</text>')
+                        f'{_esc(str(label))}</text>')
     for s, (name, vals) in enumerate(series.items()):
         runs: list[list[tuple[float, float]]] = [[]]
         for i, v in enumerate(vals):
@@ -142,7 +149,7 @@ def line_chart(labels: Sequence[str], series: Mapping[str, Sequence[float | None
             runs[-1].append(xy(i, v))
             cx, cy = xy(i, v)
             body.append(f'<circle class="chart-dot-{s}" cx="{cx:.1f}" cy="{cy:.1f}" r="2.5">'
-                        f'<title>{escape(str(name))} {escape(str(labels[i]))}: {escape(_fmt(v) + unit)}</title>'
+                        f'<title>{_esc(str(name))} {_esc(str(labels[i]))}: {_esc(_fmt(v) + unit)}</title>'
                         f'</circle>')
         for run in runs:
             if len(run) > 1:
@@ -150,7 +157,7 @@ def line_chart(labels: Sequence[str], series: Mapping[str, Sequence[float | None
                 body.append(f'<polyline class="chart-line-{s}" fill="none" points="{pts}"/>')
         lx = width - _PAD_R - (len(series) - s) * 70
         body.append(f'<rect class="chart-dot-{s}" x="{lx}" y="2" width="10" height="10"/>'
-                    f'<text class="chart-legend" x="{lx + 14}" y="11">{escape(str(name))}</text>')
+                    f'<text class="chart-legend" x="{lx + 14}" y="11">{_esc(str(name))}</text>')
     return _svg(width, height, title, body)
 
 
@@ -167,16 +174,16 @@ def share_bar(parts: Sequence[tuple[str, int]], *, title: str, width: int = 560,
     """
     total = sum(max(0, c) for _, c in parts)
     if total <= 0:
-        return f'<p class="empty">No data yet for {escape(title)}.</p>'
+        return f'<p class="empty">No data yet for {_esc(title)}.</p>'
     body: list[str] = []
     x = 0.0
     for i, (label, count) in enumerate(parts):
         w = width * max(0, count) / total
         pct = 100.0 * max(0, count) / total
         body.append(f'<rect class="chart-part-{i}" x="{x:.1f}" y="0" width="{w:.1f}" height="{height}">'
-                    f'<title>{escape(str(label))}: {count} ({pct:.0f}%)</title></rect>')
+                    f'<title>{_esc(str(label))}: {count} ({pct:.0f}%)</title></rect>')
         if w > 80:
             body.append(f'<text class="chart-part-label" x="{x + 6:.1f}" y="{height / 2 + 4:.1f}">'
-                        f'{escape(str(label))} {pct:.0f}%</text>')
+                        f'{_esc(str(label))} {pct:.0f}%</text>')
         x += w
     return _svg(width, height, title, body)
