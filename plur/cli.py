@@ -132,7 +132,7 @@ def _engram_line(e: Engram) -> str:
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", type=click.Path(path_type=Path, file_okay=False), default=None,
+@click.option("--home", type=click.Path(path_type=Path), default=None,  # a file: the store's own one-line error, exit 4
               help="plur home folder (default: $PLUR_HOME, else ~/.plur).")
 @click.option("-v", "--verbose", is_flag=True,
               help="Say on stderr whether a command used the running service or worked in-process.")
@@ -152,7 +152,9 @@ def init(app: _App) -> None:
     """Create the home folder (idempotent)."""
     store = app.memory.store
     existed = store.root.is_dir()
-    store.root.mkdir(parents=True, exist_ok=True)
+    from .store.atomic import private_dirs
+
+    private_dirs(store.root)
     _echo(f"{'already initialised' if existed else 'initialised'}: {store.home}")
 
 

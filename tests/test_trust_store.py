@@ -184,6 +184,8 @@ def test_a_home_that_is_a_file_is_one_line(tmp_path: Path, sub: str) -> None:
         r = _plur(home, *args)
         assert r.returncode == 4 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
         assert "point PLUR_HOME or --home at a folder" in r.stderr
+        r = _plur(tmp_path / "unused", "--home", str(home), *args)  # the option says the same as the variable
+        assert r.returncode == 4 and r.stderr.count("\n") == 1 and "at a folder" in r.stderr, (args, r.stderr)
 
 
 @pytest.fixture
@@ -282,3 +284,20 @@ def test_a_full_tmpfs_fails_writes_cleanly(tmp_path: Path) -> None:
                                    subprocess.run(["df", str(mnt)], capture_output=True, text=True).stdout)
     finally:
         subprocess.run(["umount", str(mnt)])
+
+
+def test_a_new_home_is_readable_by_its_owner_only(run, plur_home: Path) -> None:
+    """Statements, recall queries (stats.db), embeddings and index vocabularies must not be world-readable."""
+    import os
+    import stat
+
+    old = os.umask(0o022)  # the usual default: files 0644, folders 0755
+    try:
+        _learn(run, "The locker code is 7731.")
+        assert run("recall", "locker").exit_code == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(plur_home.stat().st_mode) == 0o700
+    for sub in ("engrams", "index", "cache"):
+        if (plur_home / sub).exists():
+            assert stat.S_IMODE((plur_home / sub).stat().st_mode) == 0o700, sub

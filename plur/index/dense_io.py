@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StoreError, require
+from ..store.atomic import private_dirs
 
 #: Version of the on-disk format; another version on load means rebuild.
 FORMAT_VERSION = 1
@@ -32,7 +33,7 @@ def save_index(dense: Any, folder: Path, identity: str | None = None) -> None:
         identity: embedding model identity to record (default: ``dense.identity``).
     """
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    private_dirs(folder)
     with dense._lock:
         if identity is not None:
             dense.identity = identity

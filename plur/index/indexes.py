@@ -35,13 +35,14 @@ from ..config import Settings
 from ..store.engram import Engram
 from .context import ConversationContext
 from .dates import date_words
+from ..store.atomic import private_dirs
 
 log = logging.getLogger("plur.index.indexes")
 FORMAT = 1
 
 
 def _atomic_write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(data, fh)
@@ -303,7 +304,7 @@ class IndexSet:
         """Write both legs and the manifest (atomically per file; manifest last)."""
         if not self.dirty:
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
+        private_dirs(self.folder)
         for name, index in (("lexical", self.lexical), ("dense", self.dense)):
             if index is None:
                 continue

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .tokenize import Tokenizer
+from ..store.atomic import private_dirs
 
 #: Version of the on-disk layout written by :meth:`plur.index.lexical.BM25Index.save`.
 FORMAT_VERSION: int = 1
@@ -35,7 +36,7 @@ def write_folder(folder: Path, meta: dict[str, Any], ids: list[str], vocab: list
         arrays: ``doc_len`` ``[n] int32``, ``offsets`` ``[terms + 1] int64``, ``postings_doc`` and
             ``postings_tf`` ``[postings] int32``.
     """
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    private_dirs(folder.parent)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
     try:
         _write(tmp / "ids.json", json.dumps(ids, ensure_ascii=False).encode())

@@ -25,6 +25,7 @@ from typing import Any
 from ..errors import ServiceError
 from . import files
 from .client import Client, Unreachable
+from ..store.atomic import private_dirs
 
 #: Seconds ``start`` waits for the API to answer (the first start may build indexes and load a model).
 START_TIMEOUT_S = 180.0
@@ -72,7 +73,7 @@ def start(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts:
     now = status(home)
     if now["running"]:
         return {**now, "already": True}
-    home.mkdir(parents=True, exist_ok=True)
+    private_dirs(home)
     cmd = [sys.executable, "-m", "plur", "--home", str(home), "serve", "--host", host, "--port", str(port)]
     for name in allow_hosts:
         cmd += ["--allow-host", name]

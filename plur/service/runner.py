@@ -28,6 +28,7 @@ from ..errors import ServiceError, require
 from ..net import WILDCARDS, bind_tcp, bind_unix, host_names, is_loopback, urls as bind_urls
 from . import files
 from .api import PathDispatch, create_api
+from ..store.atomic import private_dirs
 
 #: ``web_factory(memory, bound_host=..., allow_hosts=..., lock=...)`` -> the page's ASGI app
 #: (``plur.web.server.create_app``; passed in by the CLI, since the service layer does not import web).
@@ -66,7 +67,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
     from ..prompt.worker import RecallWorker
 
     home_path = files.home_of(home)
-    home_path.mkdir(parents=True, exist_ok=True)
+    private_dirs(home_path)
     lock_fd = files.hold_service_lock(home_path)
     if lock_fd is None:
         info = files.read_service_file(home_path) or {}

@@ -23,6 +23,27 @@ TMP_PREFIX = ".tmp-"
 STALE_TMP_S = 600.0
 
 
+
+def private_dirs(folder: Path) -> None:
+    """``mkdir -p folder`` where every folder created is mode 0700 (owner only).
+
+    plur's home holds the statements, recall queries (``stats.db``), embeddings and index
+    vocabularies; a home created 0755 (the usual umask) let every local user read them. Folders that
+    already exist keep their mode.
+
+    Raises:
+        OSError: as :meth:`pathlib.Path.mkdir`.
+    """
+    missing = []
+    p = Path(folder)
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        d.mkdir(mode=0o700, exist_ok=True)
+
 def atomic_write(path: Path, data: bytes, sync: bool = True) -> None:
     """Replace ``path`` with ``data``: temp file -> write -> flush -> fsync -> os.replace -> fsync folder.
 
@@ -40,7 +61,7 @@ def atomic_write(path: Path, data: bytes, sync: bool = True) -> None:
     """
     folder = path.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_dirs(folder)
         fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, suffix=path.suffix or ".tmp", dir=folder)
     except OSError as exc:
         raise StoreError(f"cannot write in {folder} ({exc}); check that it exists and is writable") from None

@@ -18,6 +18,7 @@ from typing import Any
 from .engram import format_time
 from ..errors import StoreError, ValidationError
 from .safe_yaml import load_yaml
+from .atomic import private_dirs
 
 
 def _overwrite(path: Path, data: bytes, width: int = 80) -> None:
@@ -87,7 +88,7 @@ class StoreLock:
         """
         outer = not self._lock.is_locked
         try:
-            self.home.mkdir(parents=True, exist_ok=True)
+            private_dirs(self.home)
             self._lock.acquire(timeout=self.timeout_s)
         except self._filelock_mod.Timeout:
             owner = ""

@@ -31,6 +31,7 @@ from typing import Any
 from .atomic import atomic_write
 from .engram import ID_RE, Engram
 from ..errors import StoreError
+from .atomic import private_dirs
 
 #: Entries whose mtime is this close (ns) to when they were read are re-checked by content.
 #: 2 s covers coarse timestamps (FAT 2 s, HFS+ 1 s, ext4/xfs one jiffy).
@@ -107,7 +108,7 @@ def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool
                        "saved_ns": time.time_ns()}, ensure_ascii=False, separators=(",", ":"))
     tmp: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-manifest-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(head[:-1] + ',"files":{')

@@ -24,6 +24,7 @@ from ..errors import ValidationError
 from .atomic import atomic_write, fsync_dir
 from .safe_yaml import load_yaml
 from .engram import format_time
+from .atomic import private_dirs
 
 
 def _stamp() -> str:
@@ -64,7 +65,7 @@ def move_aside(src: Path, quarantine_dir: Path, reason: str, nbytes: int, fsync:
         StoreError: the ``.reason`` file could not be written.
     """
     stamp = _stamp()
-    quarantine_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(quarantine_dir)
     name = src.name
     dst = quarantine_dir / f"{name}.{stamp}"
     n = 1

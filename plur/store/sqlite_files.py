@@ -19,6 +19,7 @@ import os
 import sqlite3
 from pathlib import Path
 from urllib.parse import quote
+from .atomic import private_dirs
 
 log = logging.getLogger("plur.store.sqlite_files")
 
@@ -26,7 +27,7 @@ log = logging.getLogger("plur.store.sqlite_files")
 def _writable(path: Path) -> bool:
     folder = path.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_dirs(folder)
     except OSError:
         return False
     if not os.access(folder, os.W_OK):

@@ -62,6 +62,7 @@ from .engram import Engram, content_hash, engram_version, new_id, validate_id
 from .manifest import JOURNAL_MAGIC, JOURNAL_MAX_BYTES, MANIFEST_FORMAT, MANIFEST_VERSION, RACY_WINDOW_NS, FileEntry, file_sha
 from .mirror import AUTOSAVE_READS, DEFAULT_MAX_STATEMENT_BYTES, Changes, FolderMirror
 from .quarantine import list_quarantined
+from .atomic import private_dirs
 
 __all__ = [
     "AUTOSAVE_READS", "DEFAULT_MAX_STATEMENT_BYTES", "JOURNAL_MAGIC", "JOURNAL_MAX_BYTES", "MANIFEST_FORMAT",
@@ -384,7 +385,7 @@ class EngramStore(FolderMirror):
                                      f"delete {src} instead of restoring it", dup.id)
             self._writes.append(target_name)
             try:
-                self.root.mkdir(parents=True, exist_ok=True)
+                private_dirs(self.root)
                 os.replace(src, target)
             except OSError as exc:
                 raise StoreError(f"cannot move {src} back to {target} ({exc})") from None
