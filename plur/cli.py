@@ -429,6 +429,8 @@ def doctor(app: _App, as_json: bool, no_model: bool, restore: str | None) -> Non
         return ", ".join(f"{k} {v}" for k, v in d.items()) or "-"
 
     _echo(f"home         {report['home']}")
+    if not report.get("home_private", True):
+        _echo(f"  warning: other users can read it (mode {report['home_mode']}); run: chmod 700 {report['home']}")
     _echo(f"engrams      {eng['total']}  (status: {counts(eng['by_status'])})")
     _echo(f"  by scope   {counts(eng['by_scope'])}")
     _echo(f"  by type    {counts(eng['by_type'])}")

@@ -773,7 +773,8 @@ class Memory:
         """Store health and the model in use.
 
         Returns:
-            ``{home, engrams: {total, by_scope, by_type, by_status}, quarantined: [...], lock: {...},
+            ``{home, home_mode ("0700"), home_private (no group/other access), engrams: {total, by_scope,
+            by_type, by_status}, quarantined: [...], lock: {...},
             model: {requested, name, identity, dims, source, reason, warnings, device} , index: {...}}``.
         """
         self._scan(force=True)
@@ -788,7 +789,13 @@ class Memory:
         model: dict[str, Any] = {"requested": self.settings.model}
         if load_model:
             model = self.model_resolution().as_dict()
-        return {"home": str(self.home), "engrams": {"total": len(engrams), "by_scope": count("scope"),
+        try:
+            mode: int | None = self.home.stat().st_mode & 0o777
+        except OSError:
+            mode = None
+        return {"home": str(self.home), "home_mode": None if mode is None else f"{mode:04o}",
+                "home_private": mode is None or not mode & 0o077,
+                "engrams": {"total": len(engrams), "by_scope": count("scope"),
                                                     "by_type": count("type"), "by_status": count("status")},
                 "quarantined": self.store.quarantined(), "lock": self.store.lock_state(), "model": model,
                 "settings": {k: str(v) for k, v in vars(self.settings).items()}}

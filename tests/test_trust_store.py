@@ -301,3 +301,17 @@ def test_a_new_home_is_readable_by_its_owner_only(run, plur_home: Path) -> None:
     for sub in ("engrams", "index", "cache"):
         if (plur_home / sub).exists():
             assert stat.S_IMODE((plur_home / sub).stat().st_mode) == 0o700, sub
+
+
+def test_doctor_warns_about_a_home_others_can_read(run, plur_home: Path) -> None:
+    """A home made by an older plur (or by hand) with mode 0755: doctor says so and how to fix it."""
+    _learn(run, "The locker code is 7731.")
+    plur_home.chmod(0o755)
+    r = run("doctor", "--no-model")
+    assert r.exit_code == 0 and "other users can read it (mode 0755)" in r.stdout and "chmod 700" in r.stdout
+    report = json.loads(run("doctor", "--no-model", "--json").stdout)
+    assert report["home_mode"] == "0755" and report["home_private"] is False
+    plur_home.chmod(0o700)
+    r = run("doctor", "--no-model")
+    assert "other users can read it" not in r.stdout
+    assert json.loads(run("doctor", "--no-model", "--json").stdout)["home_private"] is True
