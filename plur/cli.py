@@ -257,8 +257,10 @@ def _changes(old: Engram, new: Engram) -> dict[str, Any]:
 def _edit_folder(home: Path) -> Path:
     """``<home>/edit`` (0700): where ``plur edit`` puts the file it opens, so the statement (and the
     editor's swap and backup files beside it) never lands in a shared temp folder outside the home."""
+    from .store.atomic import private_dirs
+
     folder = home / "edit"
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_dirs(folder)
     return folder
 
 

@@ -153,12 +153,11 @@ class Memory:
         except FileNotFoundError:
             mtime = None
         now = time.monotonic()
-        # In-place edits do not change the folder's mtime, so a full stat scan runs every
-        # refresh_interval_s, stretched to 50x the last scan's cost (<= 2% of wall time on a big store).
-        # 0 means scan at every call.
-        # A changed folder mtime (files added, replaced, removed) is caught up through the writer
-        # journal without a stat of every file (EngramStore.refresh(full=False)), so a reader keeps
-        # up with a stream of writers at a cost that does not grow with the store.
+        # A changed folder mtime (other writers, files added or removed) is caught up through the writer
+        # journal and a name listing, without a stat of every file (EngramStore.refresh(full=False)), so a
+        # reader keeps up with a stream of writers. In-place edits do not change the folder's mtime: a full
+        # stat scan runs every refresh_interval_s, stretched to 50x its last cost (<= 2% of wall time);
+        # 0 means a full scan at every call.
         base = self.settings.refresh_interval_s
         interval = max(base, 50.0 * self._scan_cost_s) if base > 0 else 0.0
         full = force or now - self._last_scan >= interval

@@ -80,6 +80,4 @@ def submit(fn: Callable[..., T], *args: object, **kwargs: object) -> "Future[T]"
 
 def run(fn: Callable[..., T], *args: object, **kwargs: object) -> T:
     """``fn(*args, **kwargs)`` on the model thread; its result, or its exception re-raised here."""
-    if threading.current_thread() is _thread and _pid == os.getpid():
-        return fn(*args, **kwargs)
     return submit(fn, *args, **kwargs).result()

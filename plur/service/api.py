@@ -198,7 +198,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
                         out = fn(request.path_params, **args)
                         if name in QUARANTINE_NOTED and isinstance(out, dict):
                             # the CLI repeats the store's quarantine warning from this (issue 14)
-                            out["quarantined"] = len(memory.store.quarantined())
+                            out["quarantined"] = memory.store.quarantined_count()
                         return out
                 return reply(await run_in_threadpool(locked), status)
             except PlurError as exc:
@@ -215,7 +215,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
         model = memory.model_resolution().as_dict()
         return {"api": API_VERSION, "version": extra.get("version"), "pid": os.getpid(),
                 "home": str(memory.home), "engrams": len(memory.list()),
-                "quarantined": len(memory.store.quarantined()), "index": memory.index_state(), "model": model, "served": dict(served),
+                "quarantined": memory.store.quarantined_count(), "index": memory.index_state(), "model": model, "served": dict(served),
                 "worker": worker.stats(), **extra}
 
     def recall(_: dict[str, str], query: str, k: int, scope: str | None, mode: str, types: list[str] | None,

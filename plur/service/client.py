@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from ..errors import AuthError, PlurError, ServiceError
-from .files import pid_alive, read_service_file
+from .files import no_service, pid_alive, read_service_file
 
 #: Seconds to wait for a connection (a live local service accepts in well under a millisecond).
 CONNECT_TIMEOUT_S = 0.5
@@ -84,7 +84,7 @@ class Client:
         """
         info = read_service_file(home)
         if info is None:
-            return None, f"no service running for {home} (no readable {home / 'service.json'})"
+            return None, no_service(home)
         pid = info.get("pid")
         if isinstance(pid, int) and not pid_alive(pid):
             return None, f"stale {home / 'service.json'}: its pid {pid} is not running"

@@ -60,6 +60,11 @@ def write_private_json(path: Path, data: dict[str, Any]) -> None:
         raise
 
 
+def no_service(home: Path) -> str:
+    """Why a command works in-process when ``<home>/service.json`` is missing or unreadable (for ``--verbose``)."""
+    return f"no service running for {home} (no readable {home / SERVICE_FILE})"
+
+
 def read_service_file(home: Path) -> dict[str, Any] | None:
     """The parsed ``service.json``, or ``None`` when it is missing, unreadable or not API v1."""
     try:

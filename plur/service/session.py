@@ -43,11 +43,11 @@ class Session:
         Args:
             what: the command's name, for the ``--verbose`` note.
         """
-        from .files import SERVICE_FILE, home_of
+        from .files import SERVICE_FILE, home_of, no_service
 
         home = home_of(self.home)
         if not (home / SERVICE_FILE).exists():  # no service: skip importing the client (http.client, ~20 ms)
-            self.say(f"{what}: in-process (no service running for {home} (no {home / SERVICE_FILE}))")
+            self.say(f"{what}: in-process ({no_service(home)})")
             return None
         from .client import Client, Unreachable
 
@@ -75,7 +75,7 @@ class Session:
             return max(said)
         if self._memory is None:
             return 0
-        return len(self._memory.store.quarantined())
+        return self._memory.store.quarantined_count()
 
     @property
     def memory(self) -> "Memory":

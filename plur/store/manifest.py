@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_write
+from .atomic import atomic_write, private_dirs
 from .engram import ID_RE, Engram
 from ..errors import StoreError
-from .atomic import private_dirs
 
 #: Entries whose mtime is this close (ns) to when they were read are re-checked by content.
 #: 2 s covers coarse timestamps (FAT 2 s, HFS+ 1 s, ext4/xfs one jiffy).

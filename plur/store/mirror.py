@@ -142,8 +142,8 @@ class FolderMirror:
 
     def _full_refresh(self, locked: bool, check_racy: bool = True) -> None:
         """Scan the folder; ``check_racy=False`` trusts equal (mtime, size, inode) even for recent files."""
-        if not self._loaded:
-            files, temps = self._scan_while_loading_manifest()
+        if not self._loaded:  # first refresh of a process: stat the folder while the manifest is parsed
+            files, temps = scan_folder_while(self.root, self._load_manifest)
         else:
             files, temps = self._scan()
         clean_stale_temps(self.root, temps, locked)
@@ -229,10 +229,6 @@ class FolderMirror:
         self._writes.advance(tail)
         self._autosave(reads)
         return True
-
-    def _scan_while_loading_manifest(self) -> tuple[dict[str, os.stat_result], list[str]]:
-        """First refresh of a process: the folder is stat'ed on a thread while this one parses the manifest."""
-        return scan_folder_while(self.root, self._load_manifest)
 
     def _materialise(self, name: str, ent: FileEntry) -> bool:
         """Turn a manifest entry into an Engram; False if the data no longer validates."""

@@ -21,10 +21,9 @@ from typing import Any
 import yaml
 
 from ..errors import ValidationError
-from .atomic import atomic_write, fsync_dir
+from .atomic import atomic_write, fsync_dir, private_dirs
 from .safe_yaml import load_yaml
 from .engram import format_time
-from .atomic import private_dirs
 
 
 def _stamp() -> str:
@@ -83,6 +82,15 @@ def move_aside(src: Path, quarantine_dir: Path, reason: str, nbytes: int, fsync:
         fsync_dir(src.parent)
         fsync_dir(quarantine_dir)
     return dst
+
+
+def count_quarantined(quarantine_dir: Path) -> int:
+    """How many files were moved into ``quarantine_dir`` (its ``.reason`` files; none read, so cheap enough
+    for every recall's warning)."""
+    try:
+        return sum(1 for _ in quarantine_dir.glob("*.reason"))
+    except OSError:
+        return 0
 
 
 def list_quarantined(quarantine_dir: Path) -> list[dict[str, Any]]:

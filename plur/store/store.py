@@ -57,12 +57,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, DuplicateError, NotFoundError, StoreError, ValidationError
-from .atomic import STALE_TMP_S, TMP_PREFIX, atomic_write, fsync_dir
+from .atomic import STALE_TMP_S, TMP_PREFIX, atomic_write, fsync_dir, private_dirs
 from .engram import Engram, content_hash, engram_version, new_id, validate_id
 from .manifest import JOURNAL_MAGIC, JOURNAL_MAX_BYTES, MANIFEST_FORMAT, MANIFEST_VERSION, RACY_WINDOW_NS, FileEntry, file_sha
 from .mirror import AUTOSAVE_READS, DEFAULT_MAX_STATEMENT_BYTES, Changes, FolderMirror
-from .quarantine import list_quarantined
-from .atomic import private_dirs
+from .quarantine import count_quarantined, list_quarantined
 
 __all__ = [
     "AUTOSAVE_READS", "DEFAULT_MAX_STATEMENT_BYTES", "JOURNAL_MAGIC", "JOURNAL_MAX_BYTES", "MANIFEST_FORMAT",
@@ -340,6 +339,12 @@ class EngramStore(FolderMirror):
             out.extend(dict(v) for v in self._unmoved.values())
         out.sort(key=lambda d: d["when"])
         return out
+
+    def quarantined_count(self) -> int:
+        """``len(self.quarantined())`` without reading the ``.reason`` files (the per-command warning)."""
+        with self._mutex:
+            unmoved = len(self._unmoved)
+        return count_quarantined(self.quarantine_dir) + unmoved
 
     def restore(self, name: str) -> Engram:
         """Bring a quarantined file back into the store after it was fixed; validated as on load.

@@ -99,7 +99,7 @@ def engrams_page(memory: "Memory", params: Mapping[str, str], caches: Caches = _
     forgotten = params.get("forgotten") or ""
     data["notice"] = f"Forgot {forgotten}." if ID_RE.match(forgotten) else None
     # a damaged store never reads as empty: say how many files could not be loaded (as the CLI does)
-    data["quarantined"] = len(memory.store.quarantined())
+    data["quarantined"] = memory.store.quarantined_count()
     return Page("engrams.html", data)
 
 
