@@ -248,3 +248,23 @@ def test_streamable_http_on_loopback(plur_home: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_recall_and_status_say_when_memory_files_are_quarantined(plur_home: Path) -> None:
+    """The quarantine warning of the CLI (issue 14) reaches an MCP client too: what is not loaded is not searched."""
+    from plur.memory import Memory
+
+    with Memory(plur_home, model="none") as mem:
+        keep = mem.learn("The kettle is blue.")
+        broken = mem.learn("The boat is called Nausicaa.")
+    path = plur_home / "engrams" / f"{broken.id}.yaml"
+    path.write_text(path.read_text(encoding="utf-8").split("scope:")[0], encoding="utf-8")  # truncated
+
+    async def main() -> None:
+        async with client(plur_home) as c:
+            got = _data(await c.call_tool("recall", {"query": "kettle", "k": 3}))
+            assert got["hits"][0]["engram"]["id"] == keep.id
+            assert "1 memory file(s) could not be loaded" in got["warning"] and "plur doctor" in got["warning"]
+            assert _data(await c.call_tool("status", {}))["quarantined"] == 1
+
+    asyncio.run(main())

@@ -23,6 +23,8 @@ class Backend(Protocol):
 
     def status(self) -> dict[str, Any]: ...
 
+    def quarantined(self) -> int: ...
+
     def recall(self, query: str, k: int, *, scope: str | None, types: Sequence[str] | None,
                tags: Sequence[str] | None, mode: str, agent: str | None) -> list[dict[str, Any]]: ...
 
@@ -58,7 +60,12 @@ class LocalBackend:
         """``{"home", "engrams", "by_scope", "model"}``; the model is reported as requested (not loaded)."""
         report = self.memory.doctor(load_model=False)
         return {"home": report["home"], "engrams": report["engrams"]["total"],
-                "by_scope": report["engrams"]["by_scope"], "model": report["model"]}
+                "by_scope": report["engrams"]["by_scope"], "model": report["model"],
+                "quarantined": len(report["quarantined"])}
+
+    def quarantined(self) -> int:
+        """Store files that could not be loaded (``plur doctor`` lists them)."""
+        return self.memory.store.quarantined_count()
 
     def recall(self, query: str, k: int, *, scope: str | None, types: Sequence[str] | None,
                tags: Sequence[str] | None, mode: str, agent: str | None) -> list[dict[str, Any]]:

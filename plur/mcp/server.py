@@ -114,8 +114,13 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
                tags: Annotated[list[str] | None, _field("Only engrams with any of these tags.")] = None,
                mode: Annotated[Literal["hybrid", "bm25", "dense"], _field(
                    "hybrid (default) fuses keyword (BM25) and semantic search.")] = "hybrid") -> dict[str, Any]:
-        return {"hits": backend.recall(query, k, scope=policy.read(scope), types=types, tags=tags, mode=mode,
-                                       agent=agent)}
+        hits = backend.recall(query, k, scope=policy.read(scope), types=types, tags=tags, mode=mode, agent=agent)
+        out: dict[str, Any] = {"hits": hits}
+        bad = backend.quarantined()
+        if bad:  # as the CLI warns: memory the user has is not being searched
+            out["warning"] = (f"{bad} memory file(s) could not be loaded and are not searched; "
+                              "the user can see them with `plur doctor`")
+        return out
 
     @server.tool(description="Store a durable memory: a fact, preference or decision the user stated or "
                              "confirmed and will want remembered in later conversations. One self-contained "
