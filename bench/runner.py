@@ -244,6 +244,15 @@ class Engine:
         if len(stored) != len(items):
             raise RuntimeError(f"learn_many returned {len(stored)} engrams for {len(items)} documents; "
                                "the benchmark needs one result per input to map duplicates")
+        # Every vector in before the first query: a recall answers from the last consistent index while
+        # a long dense queue is embedded in the background, so without this the first queries of a run
+        # would be scored without (part of) the dense leg and figures would vary with the machine's speed.
+        mem.catchup.wait()
+        mem.catch_up(progress=False)
+        pending = mem.index_state()["pending_dense"]
+        if pending:
+            raise RuntimeError(f"{pending} engrams still wait for their embedding after catch_up; "
+                               "the benchmark scores only a complete dense index")
         docs_of: dict[str, list[str]] = {}
         for engram, (doc_id, _) in zip(stored, docs):
             docs_of.setdefault(engram.id, []).append(doc_id)
