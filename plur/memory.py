@@ -31,7 +31,7 @@ from .embed import model_thread
 from .store.engram import Engram, _check_scope, parse_duration, parse_time, utcnow
 from .errors import ValidationError
 from .index.catchup import DenseCatchUp
-from .index.recall import Hit, allowed_ids, check_mode, combine
+from .index.recall import Fills, Hit, allowed_ids, check_mode, combine
 from .stats import StatsDB
 from .store.store import EngramStore
 
@@ -523,13 +523,18 @@ class Memory:
 
     def _legs(self, query: str, k: int, scope: str | None, types: Sequence[str] | None,
               tags: Sequence[str] | None, need_bm25: bool, need_dense: bool, include_expired: bool = False
-              ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float]:
-        """The two legs' rankings (validity-filtered) and the query's BM25 full-match score."""
+              ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float, Fills]:
+        """The two legs' rankings (validity-filtered), the query's BM25 full-match score and the fills.
+
+        Fills (both legs run): ``({id: BM25 score} of dense-only candidates, {id: cosine} of BM25-only
+        candidates)``, so that fusion sums both legs' evidence for every candidate; see
+        :func:`plur.index.recall.combine`.
+        """
         idx = self._index(need_dense)
         self._scan()
         allowed = self._allowed(scope, types, tags)
         if allowed is not None and not allowed:
-            return [], [], 0.0
+            return [], [], 0.0, ({}, {})
         n = max(k, self.settings.candidates)
         blocked = set() if include_expired else self._not_current()
         if len(blocked) > 4 * n:  # many retired/expired: filter before the top-n cut instead of over-fetching
@@ -550,11 +555,21 @@ class Memory:
         with self.catchup.embed_lock if use_dense else contextlib.nullcontext():
             # the query is embedded on the model thread while this thread runs the BM25 leg
             qvec = model_thread.submit(idx.embedder.embed_query, query) if use_dense else None
-            bm25 = keep(idx.lexical.search(query, fetch, allowed)) if need_bm25 else []
+            bm25: list[tuple[str, float]] = []
+            fills: Fills = ({}, {})
+            if need_bm25:
+                ranking, bm25_of = idx.lexical.search_scored(query, fetch, allowed)
+                bm25 = keep(ranking)
             bm25_full = idx.lexical.match_score(query) if need_bm25 else 0.0
             if qvec is not None:
-                dense = keep(idx.dense.search(qvec.result(), fetch, allowed))
-        return bm25, dense, bm25_full
+                vector = qvec.result()
+                dense = keep(idx.dense.search(vector, fetch, allowed))
+                if bm25:
+                    in_bm25 = {i for i, _ in bm25}
+                    in_dense = {i for i, _ in dense}
+                    fills = (bm25_of(i for i in in_dense if i not in in_bm25),
+                             idx.dense.scores_for(vector, (i for i in in_bm25 if i not in in_dense)))
+        return bm25, dense, bm25_full, fills
 
     def _not_current(self) -> set[str]:
         """Ids of engrams that are not current now (retired, expired, not yet valid); see :meth:`Engram.is_current`.
@@ -641,11 +656,11 @@ class Memory:
         with self._lock:
             # Without an embedding model, dense recall degrades to BM25 (the fallback was already loud).
             mode_used = "bm25" if mode == "dense" and self._index(mode != "bm25").dense is None else mode
-            bm25, dense, top = self._legs(query, k, scope, types, tags, mode_used != "dense", mode_used != "bm25",
-                                          include_expired)
+            bm25, dense, top, fills = self._legs(query, k, scope, types, tags, mode_used != "dense",
+                                                 mode_used != "bm25", include_expired)
             hits = self._second_stage(query, k, now, explain, lambda n: combine(
                 bm25, dense, mode=mode_used, k=n, lookup=self._get_or_none, fusion_method=s.fusion,
-                rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top))
+                rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top, fills=fills))
         if min_score is not None:
             hits = [h for h in hits if h.score >= min_score]
         latency_ms = (time.perf_counter() - t0) * 1000.0
@@ -695,10 +710,10 @@ class Memory:
         t0 = time.perf_counter()
         s = self.settings
         with self._lock:
-            bm25, dense, top = self._legs(query, k, scope, None, None, True, True)
+            bm25, dense, top, fills = self._legs(query, k, scope, None, None, True, True)
             out = {m: self._second_stage(query, k, None, True, lambda n, m=m: combine(
                 bm25, dense, mode=m, k=n, lookup=self._get_or_none, fusion_method=s.fusion, rrf_k=s.rrf_k,
-                dense_weight=s.dense_weight, bm25_full=top)) for m in ("hybrid", "bm25", "dense")}
+                dense_weight=s.dense_weight, bm25_full=top, fills=fills)) for m in ("hybrid", "bm25", "dense")}
         if record and s.record_stats:
             self.stats.record_recall(agent=agent, scope=scope, query=query, mode="hybrid",
                                      latency_ms=(time.perf_counter() - t0) * 1000.0, hits=out["hybrid"])

@@ -122,3 +122,33 @@ def test_weighted_rejects_bad_weights(weights: list[float]) -> None:
 def test_weighted_rejects_non_finite_scores() -> None:
     with pytest.raises(ValidationError, match="'a'"):
         weighted([[("a", float("nan"))]], [1.0])
+
+
+def test_absolute_fills_a_legs_score_for_candidates_only_the_other_leg_returned():
+    from plur.index.fusion import absolute
+
+    bm25 = [("a", 10.0), ("b", 5.0)]
+    dense = [("c", 0.9), ("a", 0.5)]
+    plain = dict(absolute(bm25, dense, bm25_full=10.0, weights=[0.5, 0.5]))
+    assert plain == {"a": 0.75, "b": 0.25, "c": 0.45}
+    filled = dict(absolute(bm25, dense, bm25_full=10.0, weights=[0.5, 0.5],
+                           fills=({"c": 10.0, "a": 99.0, "x": 10.0}, {"b": 0.8, "z": 1.0})))
+    # c gains its BM25 unit score, b its cosine; a keeps its ranked scores; ids in neither list stay out
+    assert filled == {"a": 0.75, "b": 0.65, "c": 0.95}
+
+
+def test_hybrid_recall_sums_both_legs_for_every_candidate(plur_home, embedder):
+    """A candidate one leg cut off still gets that leg's score (not 0): with one candidate per leg,
+    the BM25 winner carries its cosine and the dense winner its BM25 score."""
+    from plur.memory import Memory
+
+    with Memory(plur_home, embedder=embedder, candidates=1, record_stats=False) as mem:
+        for text in ("Invoice 7731 was paid.", "My cat sleeps on the sofa all afternoon.", "Dogs bark at the postman."):
+            mem.learn(text)
+        mem.catch_up(progress=False)
+        query = "kitten napping on the couch invoice"
+        assert mem.recall(query, k=1, mode="bm25")[0].engram.statement.startswith("Invoice")
+        assert mem.recall(query, k=1, mode="dense")[0].engram.statement.startswith("My cat")
+        (hit,) = mem.recall(query, k=1, mode="hybrid")
+    assert (hit.bm25_rank is None) != (hit.dense_rank is None), hit   # in one leg's top 1 only
+    assert hit.bm25_score is not None and hit.bm25_score > 0 and hit.dense_score is not None, hit

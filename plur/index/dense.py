@@ -324,6 +324,36 @@ class DenseIndex:
             found = self._hnsw_search(q, k, slot_ok) if self.uses_hnsw else None
             return found if found is not None else self._exact_all(q, k, slot_ok)
 
+    def scores_for(self, vector: np.ndarray, ids: Iterable[str]) -> dict[str, float]:
+        """Cosine of ``vector`` with each of ``ids`` (its best chunk), whatever their rank.
+
+        Hybrid recall fills in the dense score of an engram that only the BM25 leg returned, so
+        fusion sums both legs' evidence for every candidate (a leg's top ``k`` cut would count it as 0).
+
+        Args:
+            vector: ``[dims]`` float query (normalised here).
+            ids: engram ids; ids without a live vector (unknown, removed, not yet embedded) are left out.
+
+        Returns:
+            ``{id: cosine in [-1, 1]}``.
+
+        Raises:
+            ValidationError: bad shape, non-finite or zero query.
+        """
+        q = self._check_matrix(vector, None)
+        with self._lock, _one_blas_thread():
+            wanted = [i for i in dict.fromkeys(ids) if i in self._rows_of]
+            if not wanted:
+                return {}
+            rows = [r for i in wanted for r in self._rows_of[i]]
+            scores = self._scores(np.asarray(rows, dtype=np.int64), q).tolist()
+            best: dict[str, float] = {}
+            for r, sc in zip(rows, scores):
+                i = self._slot_ids[self._row_slot[r]]
+                if sc > best.get(i, -2.0):
+                    best[i] = float(sc)
+            return best
+
     def _allowed_slots(self, allowed: Collection[str]) -> np.ndarray:
         """Slots of the live ids in ``allowed`` (unique, ``[m] int64``); unknown ids are dropped."""
         slots = np.fromiter(map(self._slot_of.get, allowed, repeat(-1)), dtype=np.int64, count=len(allowed))

@@ -11,7 +11,7 @@ its ids.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..errors import ValidationError
 
@@ -147,7 +147,8 @@ def cosine_unit(cosine: float) -> float:
     return min(1.0, max(0.0, float(cosine))) if math.isfinite(cosine) else 0.0
 
 
-def absolute(bm25: Ranking, dense: Ranking, *, bm25_full: float, weights: Sequence[float]) -> list[tuple[str, float]]:
+def absolute(bm25: Ranking, dense: Ranking, *, bm25_full: float, weights: Sequence[float],
+             fills: tuple[Mapping[str, float], Mapping[str, float]] | None = None) -> list[tuple[str, float]]:
     """Weighted sum of absolute per-leg scores (plur's hybrid score).
 
     ``score(d) = w_bm25 * bm25_unit(bm25(d), bm25_full) + w_dense * cosine_unit(cos(d))``, a leg that
@@ -161,6 +162,9 @@ def absolute(bm25: Ranking, dense: Ranking, *, bm25_full: float, weights: Sequen
         dense: dense ranking ``(id, cosine)``, best first.
         bm25_full: the query's BM25 full-match score (see :func:`bm25_unit`).
         weights: ``(w_bm25, w_dense)``, each >= 0; with weights summing to 1 scores lie in [0, 1].
+        fills: ``({id: BM25 score}, {id: cosine})`` for ids a leg did not return (its score below the
+            leg's cut): they add their unit score for that leg instead of 0. Ids in neither ranking are
+            ignored (fills add evidence to candidates, never candidates).
 
     Returns:
         ``(id, score)`` best first; ties by best single-leg rank, then id. ``[]`` for two empty legs.
@@ -182,4 +186,11 @@ def absolute(bm25: Ranking, dense: Ranking, *, bm25_full: float, weights: Sequen
             scores[doc_id] = scores.get(doc_id, 0.0) + w * unit(score)
             if rank < best_rank.get(doc_id, rank + 1):
                 best_rank[doc_id] = rank
+    if fills is not None:
+        ranked = ({d for d, _ in bm25}, {d for d, _ in dense})
+        for j, (fill, w) in enumerate(zip(fills, ws)):
+            unit = (lambda x: bm25_unit(x, bm25_full)) if j == 0 else cosine_unit
+            for doc_id, score in fill.items():
+                if w and doc_id in scores and doc_id not in ranked[j]:
+                    scores[doc_id] += w * unit(score)
     return _order(scores, best_rank)

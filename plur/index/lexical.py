@@ -33,7 +33,7 @@ import math
 import threading
 from array import array
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence, Set
+from collections.abc import Callable, Collection, Iterable, Sequence, Set
 from pathlib import Path
 
 import numpy as np
@@ -236,7 +236,51 @@ class BM25Index:
         if allowed is not None and not isinstance(allowed, Set):
             allowed = set(allowed)
         with self._lock:
-            return self._search_locked(query_tf, int(k), allowed)
+            return self._search_locked(query_tf, int(k), allowed)[0]
+
+    def search_scored(self, query: str, k: int, allowed: Collection[str] | None = None
+                      ) -> tuple[list[tuple[str, float]], Callable[[Iterable[str]], dict[str, float]]]:
+        """:meth:`search`, plus the BM25 score of any other document for the same query.
+
+        Hybrid recall fills in the BM25 score of an engram that only the dense leg returned, so
+        that fusion sums both legs' evidence for every candidate instead of counting a leg that
+        ranked it below its top ``k`` as 0 (the scores come from the one pass :meth:`search` makes).
+
+        Returns:
+            ``(ranking, scores_of)``: ``ranking`` as :meth:`search` returns it; ``scores_of(ids)`` ->
+            ``{id: BM25 score}`` for the live ids among ``ids`` that match the query (score > 0;
+            unknown, removed and non-matching ids are left out). ``scores_of`` reads a snapshot of
+            this query's scores ``[n slots] float64``, valid whatever the index does meanwhile.
+
+        Raises:
+            ValidationError: as :meth:`search`.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
+            raise ValidationError(f"search_scored() k must be an int >= 0, got {k!r}")
+        query_tf = Counter(self.tokenizer(query))
+        if not query_tf:
+            return [], lambda ids: {}
+        if allowed is not None and not isinstance(allowed, Set):
+            allowed = set(allowed)
+        with self._lock:
+            ranking, scores = self._search_locked(query_tf, int(k), allowed)
+            slot_ids = self._ids  # replaced (not mutated) by compact(); appends only add slots >= n
+        if scores is None:
+            return ranking, lambda ids: {}
+        n = len(scores)
+
+        def scores_of(ids: Iterable[str]) -> dict[str, float]:
+            out: dict[str, float] = {}
+            with self._lock:
+                if self._ids is not slot_ids:  # renumbered since the search: no snapshot to read
+                    return out
+                for i in ids:
+                    s = self._slot.get(i)
+                    if s is not None and s < n and scores[s] > 0:
+                        out[i] = float(scores[s])
+            return out
+
+        return ranking, scores_of
 
     def match_score(self, query: str) -> float:
         """The query's full-match score: ``sum over query terms t in the index of qtf(t) * idf(t)`` (>= 0).
@@ -264,10 +308,12 @@ class BM25Index:
                     total += qtf * math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
             return total
 
-    def _search_locked(self, query_tf: Counter[str], k: int, allowed: Set[str] | None) -> list[tuple[str, float]]:
+    def _search_locked(self, query_tf: Counter[str], k: int, allowed: Set[str] | None
+                       ) -> tuple[list[tuple[str, float]], np.ndarray | None]:
+        """``(top k ranking, score per slot [n slots] float64 with dead slots at 0)``; None: nothing matched."""
         n_live = len(self._slot)
         if n_live == 0 or self._total_len == 0:
-            return []  # nothing can match; also avoids avgdl == 0
+            return [], None  # nothing can match; also avoids avgdl == 0
         n_slots = len(self._ids)
         alive = self._alive[:n_slots]
         norm = self._norm_array(n_live)
@@ -290,15 +336,14 @@ class BM25Index:
             scores[slots] += (qtf * idf) * (tf * k1p1 / (tf + norm[slots]))
             hit = True
         if not hit:
-            return []
-        mask = scores > 0
+            return [], None
         if self._n_dead:
-            mask &= alive
-        cand = np.flatnonzero(mask)
+            scores[~alive] = 0.0
+        cand = np.flatnonzero(scores > 0)
         if allowed is not None and len(cand):
             cand = self._filter_allowed(cand, allowed)
-        if len(cand) == 0:
-            return []
+        if len(cand) == 0 or k == 0:
+            return [], scores
         cand_scores = scores[cand]
         if len(cand) > k:
             top = np.argpartition(-cand_scores, k - 1)[:k]
@@ -306,7 +351,7 @@ class BM25Index:
             cand, cand_scores = cand[keep], cand_scores[keep]
         ids = self._ids
         ranked = sorted(zip((-cand_scores).tolist(), [ids[s] for s in cand.tolist()]))
-        return [(doc_id, -neg) for neg, doc_id in ranked[:k]]  # type: ignore[misc]
+        return [(doc_id, -neg) for neg, doc_id in ranked[:k]], scores  # type: ignore[misc]
 
     def _filter_allowed(self, cand: np.ndarray, allowed: Set[str]) -> np.ndarray:
         if len(allowed) < len(cand):  # mark allowed slots: O(|allowed|)

@@ -17,6 +17,8 @@ from ..errors import ValidationError
 
 MODES: tuple[str, ...] = ("hybrid", "bm25", "dense")
 Ranking = Sequence[tuple[str, float]]
+#: ``({engram id: BM25 score}, {engram id: cosine})``: a leg's score for candidates only the other leg returned.
+Fills = tuple[Mapping[str, float], Mapping[str, float]]
 
 
 @dataclass(frozen=True)
@@ -34,10 +36,12 @@ class Hit:
             RRF sum divided by its maximum (1.0 = ranked first by both legs): a rank score, not
             comparable across queries.
         rank: 1-based rank in the returned list (ranks follow the score, ties by leg rank then id).
-        bm25_rank: 1-based rank in the BM25 leg (``None`` if BM25 did not return it).
-        bm25_score: raw Okapi BM25 score (>= 0, unbounded), or ``None``.
+        bm25_rank: 1-based rank in the BM25 leg (``None`` if it was not among that leg's candidates).
+        bm25_score: raw Okapi BM25 score (>= 0, unbounded), or ``None``; in hybrid recall also filled in
+            for an engram only the dense leg returned (its ``bm25_rank`` stays ``None``).
         dense_rank: 1-based rank in the dense leg, or ``None``.
-        dense_score: raw cosine similarity in [-1, 1] of the best chunk, or ``None``.
+        dense_score: raw cosine similarity in [-1, 1] of the best chunk, or ``None``; in hybrid recall
+            also filled in for an engram only the BM25 leg returned (its ``dense_rank`` stays ``None``).
         context_matches: ``((neighbour engram id, (query term, ...)), ...)``: query terms that
             matched the BM25 document only through a neighbouring conversation turn (filled when
             recall is asked to explain; see :mod:`plur.index.context`).
@@ -71,7 +75,7 @@ def check_mode(mode: str) -> str:
 
 def combine(bm25: Ranking, dense: Ranking, *, mode: str, k: int, lookup: Callable[[str], Engram | None],
             fusion_method: str = "weighted", rrf_k: int = 60, dense_weight: float = 0.5,
-            bm25_full: float | None = None) -> list[Hit]:
+            bm25_full: float | None = None, fills: Fills | None = None) -> list[Hit]:
     """Fuse the two legs into at most ``k`` hits, each scored in [0, 1] (higher is better).
 
     Scores (see :class:`Hit`): ``bm25`` mode ``min(1, bm25/bm25_full)`` (:func:`fusion.bm25_unit`); ``dense``
@@ -92,6 +96,12 @@ def combine(bm25: Ranking, dense: Ranking, *, mode: str, k: int, lookup: Callabl
         dense_weight: weight of the dense leg (0..1); BM25 gets ``1 - dense_weight``.
         bm25_full: the query's BM25 full-match score (:meth:`plur.index.lexical.BM25Index.match_score`);
             ``None`` uses the best BM25 score of this list (callers without the index: tests).
+        fills: ``hybrid`` + ``weighted`` only: ``(BM25 scores of engrams only the dense list holds,
+            cosines of engrams only the BM25 list holds)``. Each leg returns its top ``candidates``; an
+            engram the other leg ranked below its cut would count 0 there and lose to one both legs
+            hold. With the fills every candidate sums both legs' scores, as a full-depth ranking
+            would (LoCoMo conversations 1-5, turn level: README "Benchmark results"). A filled
+            score shows in the hit's ``bm25_score`` / ``dense_score`` with its rank ``None``.
 
     Returns:
         Hits ranked 1..n, n <= k, scores non-increasing.
@@ -109,14 +119,16 @@ def combine(bm25: Ranking, dense: Ranking, *, mode: str, k: int, lookup: Callabl
     elif fusion_method == "rrf":
         ranked = [(d, s * (rrf_k + 1) / 2.0) for d, s in fusion.rrf([bm25, dense], k=rrf_k)]
     else:
-        ranked = fusion.absolute(bm25, dense, bm25_full=top, weights=[1.0 - dense_weight, dense_weight])
+        ranked = fusion.absolute(bm25, dense, bm25_full=top, weights=[1.0 - dense_weight, dense_weight],
+                                 fills=fills)
+    bm25_fill, dense_fill = fills if fills is not None and mode == "hybrid" else ({}, {})
     hits: list[Hit] = []
     for doc, score in ranked:
         engram = lookup(doc)
         if engram is None:
             continue
-        b = b_pos.get(doc, (None, None))
-        d = d_pos.get(doc, (None, None))
+        b = b_pos.get(doc, (None, bm25_fill.get(doc)))
+        d = d_pos.get(doc, (None, dense_fill.get(doc)))
         hits.append(Hit(engram=engram, score=float(score), rank=len(hits) + 1,
                         bm25_rank=b[0], bm25_score=None if b[1] is None else float(b[1]),
                         dense_rank=d[0], dense_score=None if d[1] is None else float(d[1])))
