@@ -564,7 +564,7 @@ class Memory:
             if qvec is not None:
                 vector = qvec.result()
                 dense = keep(idx.dense.search(vector, fetch, allowed))
-                if bm25:
+                if bm25 and self.settings.fusion == "weighted":  # rrf fuses ranks, not scores
                     in_bm25 = {i for i, _ in bm25}
                     in_dense = {i for i, _ in dense}
                     fills = (bm25_of(i for i in in_dense if i not in in_bm25),

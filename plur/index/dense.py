@@ -341,18 +341,10 @@ class DenseIndex:
             ValidationError: bad shape, non-finite or zero query.
         """
         q = self._check_matrix(vector, None)
+        ids = ids if isinstance(ids, Collection) else list(ids)
         with self._lock, _one_blas_thread():
-            wanted = [i for i in dict.fromkeys(ids) if i in self._rows_of]
-            if not wanted:
-                return {}
-            rows = [r for i in wanted for r in self._rows_of[i]]
-            scores = self._scores(np.asarray(rows, dtype=np.int64), q).tolist()
-            best: dict[str, float] = {}
-            for r, sc in zip(rows, scores):
-                i = self._slot_ids[self._row_slot[r]]
-                if sc > best.get(i, -2.0):
-                    best[i] = float(sc)
-            return best
+            slots = self._allowed_slots(ids)
+            return dict(self._exact_subset(q, len(slots), slots)) if len(slots) else {}
 
     def _allowed_slots(self, allowed: Collection[str]) -> np.ndarray:
         """Slots of the live ids in ``allowed`` (unique, ``[m] int64``); unknown ids are dropped."""

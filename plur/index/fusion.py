@@ -151,8 +151,9 @@ def absolute(bm25: Ranking, dense: Ranking, *, bm25_full: float, weights: Sequen
              fills: tuple[Mapping[str, float], Mapping[str, float]] | None = None) -> list[tuple[str, float]]:
     """Weighted sum of absolute per-leg scores (plur's hybrid score).
 
-    ``score(d) = w_bm25 * bm25_unit(bm25(d), bm25_full) + w_dense * cosine_unit(cos(d))``, a leg that
-    did not return ``d`` contributing 0 (the convention of CombSUM, Fox & Shaw, TREC-2 1994). Each
+    ``score(d) = w_bm25 * bm25_unit(bm25(d), bm25_full) + w_dense * cosine_unit(cos(d))``, a leg with
+    no score for ``d`` (not returned, not in ``fills``) contributing 0 (the convention of CombSUM, Fox &
+    Shaw, TREC-2 1994). Each
     leg's value depends only on the query and the document, never on the other candidates (min-max
     normalisation maps every query's best hit to 1 and its worst to 0, so a threshold on it means
     nothing), which makes scores comparable across queries and ``min_score`` a real threshold.
@@ -175,22 +176,20 @@ def absolute(bm25: Ranking, dense: Ranking, *, bm25_full: float, weights: Sequen
     ws = _check_weights([bm25, dense], weights)
     scores: dict[str, float] = {}
     best_rank: dict[str, int] = {}
-    for ranking, w, unit in ((bm25, ws[0], lambda x: bm25_unit(x, bm25_full)), (dense, ws[1], cosine_unit)):
+    units = (lambda x: bm25_unit(x, bm25_full), cosine_unit)
+    seen: tuple[set[str], set[str]] = (set(), set())
+    for ranking, w, unit, leg_seen in zip((bm25, dense), ws, units, seen):
         if w == 0:
             continue
-        seen: set[str] = set()
         for rank, (doc_id, score) in enumerate(ranking, start=1):
-            if doc_id in seen:
+            if doc_id in leg_seen:
                 continue
-            seen.add(doc_id)
+            leg_seen.add(doc_id)
             scores[doc_id] = scores.get(doc_id, 0.0) + w * unit(score)
             if rank < best_rank.get(doc_id, rank + 1):
                 best_rank[doc_id] = rank
-    if fills is not None:
-        ranked = ({d for d, _ in bm25}, {d for d, _ in dense})
-        for j, (fill, w) in enumerate(zip(fills, ws)):
-            unit = (lambda x: bm25_unit(x, bm25_full)) if j == 0 else cosine_unit
-            for doc_id, score in fill.items():
-                if w and doc_id in scores and doc_id not in ranked[j]:
-                    scores[doc_id] += w * unit(score)
+    for fill, w, unit, leg_seen in zip(fills or (), ws, units, seen):
+        for doc_id, score in fill.items():
+            if w and doc_id in scores and doc_id not in leg_seen:
+                scores[doc_id] += w * unit(score)
     return _order(scores, best_rank)

@@ -228,15 +228,7 @@ class BM25Index:
         Raises:
             ValidationError: if ``k`` is negative or not an int.
         """
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ValidationError(f"search() k must be an int >= 0, got {k!r}")
-        query_tf = Counter(self.tokenizer(query))
-        if k == 0 or not query_tf:
-            return []
-        if allowed is not None and not isinstance(allowed, Set):
-            allowed = set(allowed)
-        with self._lock:
-            return self._search_locked(query_tf, int(k), allowed)[0]
+        return self.search_scored(query, k, allowed)[0]
 
     def search_scored(self, query: str, k: int, allowed: Collection[str] | None = None
                       ) -> tuple[list[tuple[str, float]], Callable[[Iterable[str]], dict[str, float]]]:
@@ -256,7 +248,7 @@ class BM25Index:
             ValidationError: as :meth:`search`.
         """
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
-            raise ValidationError(f"search_scored() k must be an int >= 0, got {k!r}")
+            raise ValidationError(f"search() k must be an int >= 0, got {k!r}")
         query_tf = Counter(self.tokenizer(query))
         if not query_tf:
             return [], lambda ids: {}

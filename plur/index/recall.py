@@ -80,7 +80,7 @@ def combine(bm25: Ranking, dense: Ranking, *, mode: str, k: int, lookup: Callabl
 
     Scores (see :class:`Hit`): ``bm25`` mode ``min(1, bm25/bm25_full)`` (:func:`fusion.bm25_unit`); ``dense``
     mode ``max(0, cosine)`` (:func:`fusion.cosine_unit`); ``hybrid`` with ``weighted`` fusion the
-    weighted sum of both (:func:`fusion.absolute`; a leg that did not return an engram adds 0, so a
+    weighted sum of both (:func:`fusion.absolute`; a leg with no evidence for an engram adds 0, so a
     query no word of which matches scores at most ``dense_weight``); ``hybrid`` with ``rrf`` the RRF
     sum over its maximum ``1/(rrf_k + 1)``. Without a dense leg (no model), ``hybrid`` is ``bm25``.
 
