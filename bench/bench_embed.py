@@ -76,8 +76,8 @@ class TimedInner:
     def embed_query(self, text):
         return self.inner.embed_query(text)
 
-    def chunk_texts(self, texts):
-        return self.inner.chunk_texts(texts)
+    def chunk_texts(self, texts, max_tokens=None):
+        return self.inner.chunk_texts(texts, max_tokens)
 
     def embed_document_chunks(self, texts):
         return self.inner.embed_document_chunks(texts)

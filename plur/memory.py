@@ -116,6 +116,7 @@ class Memory:
                     cache = embed_cache.EmbeddingCache(self.cache_dir / "embeddings.sqlite")
                     cached = embed_cache.CachedEmbedder(res.embedder, cache)
                     cached.max_chunks = self.settings.max_embed_chunks  # bounded indexing cost per engram
+                    cached.chunk_tokens = self.settings.embed_chunk_tokens or None
                     res = dataclasses.replace(res, embedder=cached)
                 self._resolution = res
             return self._resolution

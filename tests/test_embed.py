@@ -67,8 +67,8 @@ class CountingEmbedder:
         self.queries += 1
         return self.inner.embed_query(text)
 
-    def chunk_texts(self, texts):
-        return self.inner.chunk_texts(texts)
+    def chunk_texts(self, texts, max_tokens=None):
+        return self.inner.chunk_texts(texts, max_tokens)
 
     def embed_document_chunks(self, texts):
         return self.inner.embed_document_chunks(texts)
@@ -205,6 +205,54 @@ def test_long_text_is_split_into_chunks_that_fit(embedder) -> None:
     assert parts[0][-20:] in parts[1]  # windows overlap
     vecs, owners2 = embedder.embed_document_chunks(["short note", long_text])
     assert vecs.shape == (len(owners2), 384) and owners2.tolist().count(1) == len(parts)
+
+
+def test_max_tokens_makes_smaller_windows_and_zero_keeps_the_model_limit(embedder) -> None:
+    long_text = " ".join(f"Sentence {i} of a very long engram about the garden, the roses and the tools."
+                         for i in range(60))
+    inner = embedder.inner if hasattr(embedder, "inner") else embedder
+    tok = inner._tokenizer
+    full, _ = inner.chunk_texts([long_text])
+    assert inner.chunk_texts([long_text], 0)[0] == full            # 0 / None: the model's limit
+    small, owners = inner.chunk_texts([long_text], 96)
+    assert len(small) > 2 * len(full) and set(owners.tolist()) == {0}
+    sizes = [len(tok(c, add_special_tokens=False)["input_ids"]) for c in small]
+    assert max(sizes) <= 96 and max(sizes) >= 90, sizes            # windows of 96 tokens, cut at tokens
+    assert long_text.startswith(small[0]) and long_text.endswith(small[-1])
+    assert small[0][-10:] in small[1]                              # overlap of 96 // 8 tokens
+    assert inner.chunk_texts([long_text], 100000)[0] == full       # never past the model's limit
+
+
+def test_cached_embedder_chunks_by_chunk_tokens_and_names_it_in_its_index_identity(embedder, tmp_path: Path) -> None:
+    from plur.embed.cache import CachedEmbedder, EmbeddingCache
+
+    inner = embedder.inner if hasattr(embedder, "inner") else embedder
+    long_text = " ".join(f"Line {i}: the greenhouse needs watering on Tuesday." for i in range(80))
+    with EmbeddingCache(tmp_path / "c.sqlite") as cache:
+        cached = CachedEmbedder(inner, cache)
+        assert cached.index_identity == cached.identity
+        default = len(cached.embed_document_chunks([long_text])[1])
+        cached.chunk_tokens, cached.max_chunks = 64, 40
+        vecs, owners = cached.embed_document_chunks([long_text])
+        assert len(owners) > default and vecs.shape == (len(owners), 384)
+        assert cached.index_identity == f"{cached.identity}|chunks=64x40"
+
+
+def test_an_embedder_without_max_tokens_keeps_its_chunks_and_warns(embedder, tmp_path: Path, caplog) -> None:
+    from plur.embed.cache import CachedEmbedder, EmbeddingCache
+
+    inner = embedder.inner if hasattr(embedder, "inner") else embedder
+
+    class OldStyle(CountingEmbedder):
+        def chunk_texts(self, texts):  # the protocol before embed_chunk_tokens
+            return self.inner.chunk_texts(texts)
+
+    long_text = " ".join(f"Line {i}: the greenhouse needs watering on Tuesday." for i in range(80))
+    with EmbeddingCache(tmp_path / "c.sqlite") as cache, caplog.at_level("WARNING", "plur.embed.cache"):
+        cached = CachedEmbedder(OldStyle(inner), cache)
+        cached.chunk_tokens = 64
+        assert cached.chunk_texts([long_text])[0] == inner.chunk_texts([long_text])[0]
+    assert "OldStyle.chunk_texts takes no max_tokens" in caplog.text
 
 
 # -- resolution ---------------------------------------------------------------------------------

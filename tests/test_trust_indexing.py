@@ -40,3 +40,20 @@ def test_a_recall_embeds_at_most_recall_embed_batch_and_bm25_finds_the_rest(plur
         assert mem.catchup.wait(timeout_s=300)
         assert queued(mem._indexes) == 0                  # caught up while recalls kept answering
         assert mem.recall("island animal quokka", k=1, mode="dense")[0].engram.id == marker.id
+
+
+def test_changing_embed_chunk_tokens_rechunks_the_saved_dense_index(plur_home: Path, embedder) -> None:
+    long_text = " ".join(f"Entry {i}: the allotment gate code changed again this week." for i in range(70))
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, embed_chunk_tokens=0) as mem:
+        e = mem.learn(long_text)
+        mem.recall("gate code", k=1, mode="dense")
+        at_limit = mem._index().dense.vector_count
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, embed_chunk_tokens=64) as mem:
+        assert e.id not in mem._index().dense_hashes               # other chunking: the saved vectors are dropped
+        hits = mem.recall("gate code", k=1, mode="dense")
+        assert hits[0].engram.id == e.id
+        small = mem._index().dense.vector_count
+        assert small > at_limit >= 2
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, embed_chunk_tokens=64) as mem:
+        assert e.id in mem._index().dense_hashes                   # same chunking: the saved index is kept
+        assert mem._index().dense.vector_count == small

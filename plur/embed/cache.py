@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -203,6 +203,9 @@ class CachedEmbedder:
 
     #: Most chunks embedded per text by :meth:`embed_document_chunks` (None = all); set from ``max_embed_chunks``.
     max_chunks: int | None = None
+    #: Tokens per chunk (None = the model's limit); set from ``embed_chunk_tokens``.
+    chunk_tokens: int | None = None
+    _takes_tokens: bool | None = None
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache, query_cache_size: int = 1024) -> None:
         self.inner = inner
@@ -227,6 +230,15 @@ class CachedEmbedder:
     @property
     def max_seq_length(self) -> int:
         return self.inner.max_seq_length
+
+    @property
+    def index_identity(self) -> str:
+        """:attr:`identity` plus the chunking (``|chunks=<tokens>x<max chunks>``): what a dense index's vectors
+        depend on. The cache keys vectors by :attr:`identity` and chunk text, so a chunking change re-embeds
+        only the chunks that changed."""
+        if self.chunk_tokens is None and self.max_chunks is None:
+            return self.identity
+        return f"{self.identity}|chunks={self.chunk_tokens or 0}x{self.max_chunks or 0}"
 
     @property
     def device(self) -> str | None:
@@ -278,18 +290,24 @@ class CachedEmbedder:
                 self._queries.popitem(last=False)
         return vec.copy()
 
-    def chunk_texts(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        """Delegates to ``inner.chunk_texts``."""
+    def chunk_texts(self, texts: Sequence[str], max_tokens: int | None = None) -> tuple[list[str], np.ndarray]:
+        """Delegates to ``inner.chunk_texts`` (``max_tokens`` defaults to :attr:`chunk_tokens`)."""
+        tokens = max_tokens or self.chunk_tokens
+        if tokens and self._takes_tokens is None:
+            self._takes_tokens = _takes_max_tokens(self.inner)
+        if tokens and self._takes_tokens:
+            return self.inner.chunk_texts(texts, tokens)
         return self.inner.chunk_texts(texts)
 
     def embed_document_chunks(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Chunk with ``inner``'s tokenizer, then embed the chunks through the cache.
 
-        At most :attr:`max_chunks` chunks per text are embedded (the first ones; setting
+        Chunks hold at most :attr:`chunk_tokens` tokens (setting ``embed_chunk_tokens``). At most
+        :attr:`max_chunks` chunks per text are embedded (the first ones; setting
         ``max_embed_chunks``), so one huge engram costs a bounded time to index; the rest of its
         text is still found by BM25, which indexes the whole statement.
         """
-        chunks, owners = self.inner.chunk_texts(texts)
+        chunks, owners = self.chunk_texts(texts)
         if self.max_chunks is not None and len(chunks) > len(texts):
             keep = _first_per_owner(owners, self.max_chunks)
             if len(keep) < len(chunks):
@@ -299,6 +317,25 @@ class CachedEmbedder:
 
     def __repr__(self) -> str:
         return f"CachedEmbedder({self.inner!r}, cache={str(self.cache.path)!r})"
+
+
+_WARNED_CHUNKING: set[str] = set()
+
+
+def _takes_max_tokens(embedder: Any) -> bool:
+    """Whether ``embedder.chunk_texts`` accepts ``max_tokens`` (an embedder written before it did is
+    chunked at its own limit, with one warning naming it)."""
+    import inspect
+
+    try:
+        ok = "max_tokens" in inspect.signature(embedder.chunk_texts).parameters
+    except (TypeError, ValueError):
+        ok = False
+    if not ok and type(embedder).__name__ not in _WARNED_CHUNKING:
+        _WARNED_CHUNKING.add(type(embedder).__name__)
+        log.warning("%s.chunk_texts takes no max_tokens: its chunks keep the model's limit and the setting "
+                    "embed_chunk_tokens is ignored for it", type(embedder).__name__)
+    return ok
 
 
 def _first_per_owner(owners: np.ndarray, limit: int) -> np.ndarray:

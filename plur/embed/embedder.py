@@ -64,8 +64,8 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query (instruction prepended where the model has one): ``[dims] float32``."""
 
-    def chunk_texts(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        """Split texts into pieces that fit the token limit: (chunks, ``[m] int64`` owner index)."""
+    def chunk_texts(self, texts: Sequence[str], max_tokens: int | None = None) -> tuple[list[str], np.ndarray]:
+        """Split texts into pieces of at most ``max_tokens`` (default: the token limit): (chunks, ``[m] int64`` owner index)."""
 
     def embed_document_chunks(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """One vector per chunk: (``[m, dims] float32``, ``[m] int64`` index into ``texts``)."""
@@ -229,20 +229,27 @@ class SentenceTransformerEmbedder:
             vec = torch.nn.functional.normalize(model(features)["sentence_embedding"].float(), p=2, dim=1)
         return np.ascontiguousarray(vec[0].cpu().numpy(), dtype=np.float32)
 
-    def chunk_texts(self, texts: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    def chunk_texts(self, texts: Sequence[str], max_tokens: int | None = None) -> tuple[list[str], np.ndarray]:
         """Split each text into windows that fit the token limit, counted with the model's tokenizer.
 
-        Windows hold ``max_seq_length - special tokens`` tokens and overlap by 1/8 of that (at most
-        32 tokens), and are cut at token boundaries (character offsets), so no text is silently
-        truncated. A text of at most ``window // 2`` characters is one chunk without tokenising (a
-        token covers at least one character; the factor 2 leaves room for SentencePiece's
+        Windows hold ``max_seq_length - special tokens`` tokens, or ``max_tokens`` when that is smaller
+        (setting ``embed_chunk_tokens``: a long engram's best chunk then covers fewer topics), overlap by
+        1/8 of that (at most 32 tokens), and are cut at token boundaries (character offsets), so no text
+        is silently truncated. A text of at most ``window // 2`` characters is one chunk without
+        tokenising (a token covers at least one character; the factor 2 leaves room for SentencePiece's
         word-start marker).
+
+        Args:
+            texts: the documents.
+            max_tokens: window size in tokens (``None`` or 0 = the model's limit; at least 8).
 
         Returns:
             (chunks, owners): ``owners[i]`` is the index in ``texts`` of ``chunks[i]``, ``[m] int64``;
             every text has at least one chunk (an empty text is one empty chunk).
         """
         window = max(8, self.max_seq_length - self._special)
+        if max_tokens:
+            window = max(8, min(window, int(max_tokens)))
         overlap = min(32, window // 8)
         chunks: list[str] = []
         owners: list[int] = []

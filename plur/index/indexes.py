@@ -41,6 +41,11 @@ log = logging.getLogger("plur.index.indexes")
 FORMAT = 1
 
 
+def _identity(embedder: Any | None) -> str | None:
+    """What the dense leg's vectors depend on: the embedder's ``index_identity`` (model + chunking) or ``identity``."""
+    return getattr(embedder, "index_identity", None) or getattr(embedder, "identity", None)
+
+
 def _atomic_write_json(path: Path, data: Any) -> None:
     private_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
@@ -71,7 +76,7 @@ class IndexSet:
         self.embedder = embedder
         self.tokenizer = Tokenizer(stemming=settings.stemming)
         self.context = ConversationContext(settings.context_window, settings.context_own_weight)
-        self.model_identity: str | None = getattr(embedder, "identity", None)
+        self.model_identity: str | None = _identity(embedder)
         manifest = self._read_manifest()
         self.lexical_hashes: dict[str, str] = {}
         self.dense_hashes: dict[str, str] = {}
@@ -114,8 +119,8 @@ class IndexSet:
             if self.dense is not None:
                 self.dense_hashes = dict(manifest.get("dense", {}))
         elif manifest and manifest.get("model"):
-            log.warning("embedding model changed (%s -> %s); rebuilding the dense index",
-                        manifest.get("model"), self.model_identity)
+            log.warning("embedding model or chunking changed (%s -> %s); rebuilding the dense index "
+                        "(texts already embedded come from the cache)", manifest.get("model"), self.model_identity)
         if self.dense is None:
             self.dense = self._new_dense()
 
@@ -130,7 +135,7 @@ class IndexSet:
             return
         manifest, self._deferred_manifest = self._deferred_manifest, None
         self.embedder = embedder
-        self.model_identity = getattr(embedder, "identity", None)
+        self.model_identity = _identity(embedder)
         if embedder is None:
             return
         self._open_dense(manifest)
