@@ -19,7 +19,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 #: of a lower layer, or itself. ``store`` < ``index``/``embed`` < ``memory`` < ``prompt`` < ``hosts`` <
 #: ``service``/``web``/``mcp`` < ``cli``. ``errors``/``config`` are the floor every layer may use.
 LAYERS: dict[str, int] = {
-    "errors": 0, "config": 1, "net": 1, "display": 1,
+    "errors": 0, "config": 1, "net": 1, "display": 1, "jsonio": 1,
     "store": 2,
     "index": 3, "embed": 3, "stats": 3,
     "memory": 4,

@@ -487,3 +487,19 @@ def test_a_tampered_manifest_row_is_not_trusted(tmp_path: Path) -> None:
     path.write_text(json.dumps(doc))
     with EngramStore(tmp_path) as store:
         assert store.get(e.id) == e
+
+
+@pytest.mark.parametrize("wide", [2 ** 64, 2 ** 70, -(2 ** 63) - 1, 12345678901234567890123])
+def test_an_integer_past_64_bits_survives_a_fresh_process_exactly(tmp_path: Path, wide: int) -> None:
+    # the manifest is parsed with orjson, which reads such an integer as a float: the row keeps it out
+    store = make_store(tmp_path)
+    e, _ = store.add(Engram.create("a turn with a huge counter", source={"kind": "import", "n": wide,
+                                                                          "deep": [{"m": wide}]}))
+    plain, _ = store.add(Engram.create("an ordinary engram", source={"kind": "import", "n": 2 ** 63}))
+    age_files(store)
+    store.refresh()
+    store.save_manifest()
+    fresh = make_store(tmp_path)
+    got = fresh.get(e.id).source
+    assert got["n"] == wide and type(got["n"]) is int and got["deep"][0]["m"] == wide
+    assert fresh.get(plain.id).source["n"] == 2 ** 63 and type(fresh.get(plain.id).source["n"]) is int

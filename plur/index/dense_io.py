@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..jsonio import loads
 from ..errors import StoreError, require
 from ..store.atomic import private_dirs
 
@@ -107,7 +108,7 @@ def load_index(cls: Any, folder: Path, dims: int, identity: str | None = None) -
     if identity is not None and meta.get("identity") != identity:
         raise StoreError(f"dense index at {folder} was built with {meta.get('identity')!r}, "
                          f"the model is {identity!r}; {fix}")
-    ids = json.loads(ids_bytes)
+    ids = loads(ids_bytes)
     if (hashlib.sha256(ids_bytes).hexdigest() != meta.get("ids_sha256") or len(ids) != vecs.shape[0]
             or meta.get("n_rows") != vecs.shape[0]):
         raise StoreError(f"dense index at {folder} is inconsistent (interrupted save?); {fix}")

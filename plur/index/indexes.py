@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..jsonio import loads
 from ..config import Settings
 from ..store.engram import Engram
 from .context import ConversationContext
@@ -163,7 +164,7 @@ class IndexSet:
     def _read_manifest(self) -> dict[str, Any] | None:
         path = self.folder / "manifest.json"
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = loads(path.read_bytes())
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..jsonio import loads
 from .tokenize import Tokenizer
 from ..store.atomic import private_dirs
 
@@ -66,8 +67,8 @@ def read_arrays(folder: Path, meta: dict[str, Any]) -> tuple[list[str], list[str
     Raises:
         OSError, ValueError, TypeError: missing, unreadable or inconsistent files.
     """
-    ids = json.loads((folder / "ids.json").read_text(encoding="utf-8"))
-    vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+    ids = loads((folder / "ids.json").read_bytes())
+    vocab = loads((folder / "vocab.json").read_bytes())
     arrays = {name: np.load(folder / f"{name}.npy", allow_pickle=False)
               for name in ("doc_len", "offsets", "postings_doc", "postings_tf")}
     _check_arrays(meta, ids, vocab, arrays)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..jsonio import INT_RANGE, loads
 from .atomic import atomic_write, private_dirs
 from .engram import ID_RE, Engram
 from ..errors import StoreError
@@ -73,7 +74,7 @@ def load_manifest(path: Path, root: Path) -> dict[str, FileEntry]:
     """
     out: dict[str, FileEntry] = {}
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = loads(path.read_bytes())
     except (OSError, ValueError, UnicodeDecodeError):
         return out
     if (not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT
@@ -92,13 +93,25 @@ def load_manifest(path: Path, root: Path) -> dict[str, FileEntry]:
     return out
 
 
+def _wide_int(value: Any) -> bool:
+    """True when ``value`` holds an int outside :data:`plur.jsonio.INT_RANGE` (anywhere inside lists/dicts)."""
+    if type(value) is int:
+        return not INT_RANGE[0] <= value < INT_RANGE[1]
+    if isinstance(value, dict):
+        return any(_wide_int(v) for v in value.values() if type(v) is not str)
+    if isinstance(value, (list, tuple)):
+        return any(_wide_int(v) for v in value if type(v) is not str)
+    return False
+
+
 def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool:
     """Write the manifest atomically (temp file + rename; no fsync: it is a cache).
 
     Rows are streamed to the temp file one at a time, so saving a 100k-engram
     manifest never holds the whole document (tens of MB of dicts and text) in memory.
-    An engram field holding a non-JSON value drops that row's engram data (the
-    file is then re-read on the next open).
+    An engram field holding a non-JSON value, or an integer outside :data:`plur.jsonio.INT_RANGE`
+    (which the fast parser would read as a float), drops that row's engram data (the file is then
+    re-read on the next open).
 
     Returns:
         True when written; False when the write failed (e.g. a read-only home).
@@ -117,6 +130,8 @@ def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool
                 row = [ent.key[0], ent.key[1], ent.key[2], ent.observed_ns, ent.sha,
                        e.content_hash if e is not None else ent.chash, ent.data if e is None else e.to_dict()]
                 try:
+                    if _wide_int(row[6]):  # loads() would read it as a float: re-read the file instead
+                        raise ValueError("integer outside the 64-bit range")
                     text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
                 except (TypeError, ValueError):  # an unknown key holds a non-JSON value: keep it out
                     row[6] = None
