@@ -84,6 +84,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_embed_chunks", 40, int,
             "Most chunks embedded per engram; text past them is found by BM25 only. Bounds the indexing cost "
             "of one engram (40 x 96 tokens ~ 3,400 words; a 1 MiB statement is ~3,000 chunks).", range=(1, 4096)),
+    Setting("trace_queries", True, bool,
+            "Long-lived processes (plur serve) trace and freeze the query encoder with TorchScript on the CPU, "
+            "used only when its vectors equal the eager model's on probes (~0.4 s at start; less per-query "
+            "overhead, see README 'Speed')."),
     Setting("recall_embed_batch", 32, int,
             "A recall embeds at most this many new or changed engrams itself; a longer queue is embedded by a "
             "background thread while recalls answer from the last consistent index (BM25 finds the queued "
@@ -160,6 +164,7 @@ class Settings:
     max_statement_bytes: int = 1048576
     embed_chunk_tokens: int = 96
     max_embed_chunks: int = 40
+    trace_queries: bool = True
     recall_embed_batch: int = 32
     fsync: bool = True
     budget_tokens: int = 2000

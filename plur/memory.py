@@ -121,6 +121,20 @@ class Memory:
                 self._resolution = res
             return self._resolution
 
+    def prepare_serving(self) -> bool:
+        """Get a long-lived process ready to answer fast: open the indexes, load the model and, with the
+        setting ``trace_queries``, trace its query path (:meth:`SentenceTransformerEmbedder.prepare_fast_queries`).
+
+        Returns:
+            True when queries are embedded on the traced path.
+        """
+        self.recall("warm up", 1, record=False)  # opens the indexes and loads the model
+        embedder = self.model_resolution().embedder
+        if not self.settings.trace_queries or embedder is None:
+            return False
+        prepare = getattr(embedder, "prepare_fast_queries", None)
+        return bool(prepare()) if prepare is not None else False
+
     def _index(self, need_dense: bool = True) -> Any:
         """The :class:`~plur.index.indexes.IndexSet`, opened and synced with the store on first use.
 

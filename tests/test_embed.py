@@ -385,3 +385,47 @@ def test_unreadable_cache_file_is_moved_aside(tmp_path: Path) -> None:
         cache.put_many("m:3", [(text_key("a"), np.array([1, 0, 0], dtype=np.float32))])
         assert cache.count() == 1
     assert list(tmp_path.glob("embeddings.sqlite.corrupt-*"))
+
+
+# -- the traced query path (plur.embed.fast_query) ------------------------------------------------
+
+QUERIES = ["hi", "What did Caroline say about the adoption agency she visited last week?",
+           "Qu'a dit ma sœur à propos du voyage à Lisbonne ? 東京での会議はいつ？", " ".join(["long"] * 400)]
+
+
+def test_the_traced_query_path_gives_the_eager_vectors(minilm: ModelSpec, packaged_folder: Path) -> None:
+    emb = SentenceTransformerEmbedder(minilm, "cpu", folder=packaged_folder)  # its own: tracing is per instance
+    eager = [emb.embed_query(q) for q in QUERIES]
+    assert emb._fast is None
+    assert emb.prepare_fast_queries() is True and emb._fast is not None
+    for q, want in zip(QUERIES, eager):
+        got = emb.embed_query(q)
+        assert got.dtype == np.float32 and got.shape == (384,)
+        assert float(np.max(np.abs(got - want))) <= 1e-5, q
+    assert emb.prepare_fast_queries() is True   # once is enough
+
+
+def test_a_traced_path_that_disagrees_on_a_probe_is_not_used(minilm: ModelSpec, packaged_folder: Path,
+                                                             monkeypatch, caplog) -> None:
+    from plur.embed import fast_query
+
+    monkeypatch.setattr(fast_query, "MAX_ABS_DIFF", -1.0)   # no vector can agree this well
+    emb = SentenceTransformerEmbedder(minilm, "cpu", folder=packaged_folder)
+    with caplog.at_level("INFO", "plur.embed.fast_query"):
+        assert emb.prepare_fast_queries() is False
+    assert "differs by" in caplog.text and emb._fast is None
+    assert emb.embed_query("hi").shape == (384,)
+
+
+def test_prepare_serving_traces_only_with_the_setting(tmp_path: Path) -> None:
+    from plur.memory import Memory
+
+    with Memory(tmp_path / "off", model=PACKAGED_MODEL, trace_queries=False) as mem:
+        mem.learn("The dog is Rex.")
+        assert mem.prepare_serving() is False
+        assert mem.model_resolution().embedder.inner._fast is None
+        assert mem.recall("dog", k=1)[0].engram.statement == "The dog is Rex."
+    with Memory(tmp_path / "on", model=PACKAGED_MODEL) as mem:
+        mem.learn("The dog is Rex.")
+        assert mem.prepare_serving() is True and mem.model_resolution().embedder.inner._fast is not None
+        assert mem.recall("dog", k=1)[0].engram.statement == "The dog is Rex."

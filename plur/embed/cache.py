@@ -290,6 +290,11 @@ class CachedEmbedder:
                 self._queries.popitem(last=False)
         return vec.copy()
 
+    def prepare_fast_queries(self) -> bool:
+        """Delegates to ``inner.prepare_fast_queries`` where it has one (else False)."""
+        prepare = getattr(self.inner, "prepare_fast_queries", None)
+        return bool(prepare()) if prepare is not None else False
+
     def chunk_texts(self, texts: Sequence[str], max_tokens: int | None = None) -> tuple[list[str], np.ndarray]:
         """Delegates to ``inner.chunk_texts`` (``max_tokens`` defaults to :attr:`chunk_tokens`)."""
         tokens = max_tokens or self.chunk_tokens

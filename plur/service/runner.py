@@ -4,7 +4,7 @@ Start-up order, so a failure is one clear line and nothing half-started is left 
 
 1. take ``<home>/service.lock`` (a second service for the same home is refused, exit 7);
 2. bind the TCP port and ``<home>/plur.sock`` (port in use, foreign address -> exit 7, nothing printed);
-3. write ``service.pid``; open the indexes and load the model (one unrecorded recall);
+3. write ``service.pid``; open the indexes, load the model and trace its query path (:meth:`Memory.prepare_serving`);
 4. write ``service.json`` (0600, with a fresh token), print where it listens, serve with uvicorn.
 
 SIGTERM or Ctrl-C stop it cleanly: uvicorn drains requests, the recall worker stops, indexes are
@@ -95,7 +95,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
             _say(warning)
         memory = Memory(home_path)
         n = len(memory.list())
-        memory.recall("warm up", 1, record=False)  # open the indexes and load the model before answering
+        memory.prepare_serving()  # open the indexes, load the model and trace its query path before answering
         worker = RecallWorker(memory)
         lock = threading.Lock()
         token = secrets.token_urlsafe(32)
