@@ -399,3 +399,26 @@ def test_concurrent_search_and_add_stay_consistent(corpus) -> None:
     assert errors == []
     live = {i: docs[i] for i in index.ids()}
     assert_matches_reference(index, live, queries[:20])
+
+
+def test_a_loaded_index_makes_each_terms_postings_on_first_use_and_answers_as_the_original(tmp_path) -> None:
+    from plur.index.postings import Postings
+
+    docs = {f"d{i}": f"the {w} sat on the mat number {i}" for i, w in enumerate(["cat", "dog", "cow", "hen"] * 5)}
+    idx = BM25Index()
+    idx.add(list(docs), list(docs.values()))
+    idx.save(tmp_path / "lex")
+    loaded = BM25Index.load(tmp_path / "lex")
+    assert isinstance(loaded._postings, Postings) and not loaded._postings._loaded   # nothing made yet
+    assert loaded.search("dog mat", 5) == idx.search("dog mat", 5)
+    assert set(loaded._postings._loaded) == {"dog", "mat"}                         # only the query's terms
+    assert sorted(loaded._postings) == sorted(idx._postings) and len(loaded._postings) == len(idx._postings)
+    loaded.add(["new"], ["a dog and a zebra"])                                    # writes reach loaded and new terms
+    loaded.remove(["d1"])
+    idx.add(["new"], ["a dog and a zebra"])
+    idx.remove(["d1"])
+    for q in ("dog", "zebra", "cat mat", "number 7"):
+        assert loaded.search(q, 10) == idx.search(q, 10), q
+    loaded.save(tmp_path / "lex2")
+    again = BM25Index.load(tmp_path / "lex2")
+    assert again.search("zebra dog", 10) == idx.search("zebra dog", 10)

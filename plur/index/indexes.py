@@ -200,8 +200,12 @@ class IndexSet:
             return f"{e.statement}\n{words}", f"{e.content_hash}@{words}"
         return e.statement, e.content_hash
 
+    def _own_key(self, e: Engram) -> str:
+        """``self._own(e)[1]`` without building the document text (a sync computes it for every engram)."""
+        return f"{e.content_hash}@{date_words(e.created)}" if self.settings.index_dates else e.content_hash
+
     def _signature(self, e: Engram) -> str:
-        return self.context.signature(e.id) if e.id in self.context else self._own(e)[1]
+        return self.context.signature(e.id) if e.id in self.context else self._own_key(e)
 
     def _document(self, e: Engram) -> str:
         return self.context.document(e.id) if e.id in self.context else self._own(e)[0]

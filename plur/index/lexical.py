@@ -33,12 +33,13 @@ import math
 import threading
 from array import array
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence, Set
+from collections.abc import Callable, Collection, Iterable, MutableMapping, Sequence, Set
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import ValidationError
+from .postings import Postings
 from .lexical_io import FORMAT_NAME, FORMAT_VERSION, read_arrays, read_meta, tokenizer_for, write_folder
 from .tokenize import TOKENIZER_VERSION, Tokenizer
 
@@ -80,7 +81,7 @@ class BM25Index:
         self._slot: dict[str, int] = {}  # live id -> slot
         self._dl = np.zeros(64, dtype=np.float64)  # slot -> length in tokens
         self._alive = np.zeros(64, dtype=bool)
-        self._postings: dict[str, tuple[array, array]] = {}  # term -> (slots, tfs)
+        self._postings: MutableMapping[str, tuple[array, array]] = {}  # term -> (slots, tfs)
         self._total_len = 0  # tokens over live docs
         self._n_dead = 0
         self._norm: np.ndarray | None = None  # cached k1 * (1 - b + b * dl / avgdl)
@@ -411,13 +412,7 @@ class BM25Index:
         self._alive = np.zeros(cap, dtype=bool)
         self._alive[:n] = True
         self._total_len = int(doc_len.sum())
-        slots = np.ascontiguousarray(slots, dtype=np.int32)
-        tfs = np.ascontiguousarray(tfs, dtype=np.int32)
-        bounds = offsets.tolist()
-        postings = self._postings
-        for j, term in enumerate(vocab):
-            lo, hi = bounds[j], bounds[j + 1]
-            postings[term] = (array("i", slots[lo:hi].tobytes()), array("i", tfs[lo:hi].tobytes()))
+        self._postings = Postings(vocab, offsets, slots, tfs)  # each term's arrays made on first use
 
     def save(self, folder: str | Path) -> None:
         """Write the index to ``folder`` (replaced whole; written beside it, then renamed).

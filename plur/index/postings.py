@@ -1,0 +1,78 @@
+"""Term -> posting lists of a BM25 index, loaded from its CSR arrays on first use of each term.
+
+A fresh process that opens a saved index (``plur recall --mode bm25``) answers one query, which
+touches a handful of terms; turning every term's CSR slice into growable ``array('i')`` pairs up
+front cost ~40 ms at 10k engrams. :class:`Postings` keeps the CSR arrays and makes a term's pair
+when it is first read or written, so a query pays only for its own terms. Iteration, ``len`` and
+``in`` cover loaded and not-yet-loaded terms alike.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, MutableMapping, Sequence
+
+import numpy as np
+
+__all__ = ["Postings"]
+
+Entry = tuple[array, array]  # (doc slots, term frequencies), both array('i')
+
+
+class Postings(MutableMapping[str, Entry]):
+    """A ``dict[str, (array('i') slots, array('i') tfs)]`` whose entries may still sit in CSR arrays.
+
+    Args:
+        vocab: terms of the CSR arrays (``vocab[j]`` owns ``slots/tfs[offsets[j]:offsets[j + 1]]``).
+        offsets: ``[len(vocab) + 1]`` int64. slots, tfs: ``[postings]`` int32.
+        (All empty: an empty mapping.)
+    """
+
+    def __init__(self, vocab: Sequence[str] = (), offsets: np.ndarray | None = None,
+                 slots: np.ndarray | None = None, tfs: np.ndarray | None = None) -> None:
+        self._loaded: dict[str, Entry] = {}
+        self._where: dict[str, int] = {term: j for j, term in enumerate(vocab)}
+        self._bounds: list[int] = offsets.tolist() if offsets is not None else [0]
+        self._slots = np.ascontiguousarray(slots, dtype=np.int32) if slots is not None else None
+        self._tfs = np.ascontiguousarray(tfs, dtype=np.int32) if tfs is not None else None
+
+    def _load(self, term: str) -> Entry | None:
+        j = self._where.pop(term, None)
+        if j is None:
+            return None
+        lo, hi = self._bounds[j], self._bounds[j + 1]
+        assert self._slots is not None and self._tfs is not None
+        entry = (array("i", self._slots[lo:hi].tobytes()), array("i", self._tfs[lo:hi].tobytes()))
+        self._loaded[term] = entry
+        if not self._where:  # every term made: the CSR copy is no longer needed
+            self._slots = self._tfs = None
+        return entry
+
+    def get(self, term: str, default: Entry | None = None) -> Entry | None:  # type: ignore[override]
+        entry = self._loaded.get(term)
+        if entry is None:
+            entry = self._load(term)
+        return default if entry is None else entry
+
+    def __getitem__(self, term: str) -> Entry:
+        entry = self.get(term)
+        if entry is None:
+            raise KeyError(term)
+        return entry
+
+    def __setitem__(self, term: str, entry: Entry) -> None:
+        self._where.pop(term, None)
+        self._loaded[term] = entry
+
+    def __delitem__(self, term: str) -> None:
+        if self._loaded.pop(term, None) is None and self._where.pop(term, None) is None:
+            raise KeyError(term)
+
+    def __contains__(self, term: object) -> bool:
+        return term in self._loaded or term in self._where
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._loaded, *self._where])
+
+    def __len__(self) -> int:
+        return len(self._loaded) + len(self._where)
