@@ -325,9 +325,7 @@ class Engram:
                         return None
                     d[name] = None
                 elif type(v) is str and len(v) >= 20 and v[-1] == "Z" and v[10] == "T":
-                    # Python >= 3.11 reads the "Z" as timezone.utc itself: 0.5 us against 3.3 us for
-                    # slicing it off and calling replace(tzinfo=...), a third of this method's time
-                    d[name] = datetime.fromisoformat(v)
+                    d[name] = datetime.fromisoformat(v[:-1]).replace(tzinfo=timezone.utc)
                 else:
                     return None
             tags = data.get("tags", ())
