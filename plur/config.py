@@ -86,8 +86,8 @@ SETTINGS: tuple[Setting, ...] = (
             "of one engram (40 x 96 tokens ~ 3,400 words; a 1 MiB statement is ~3,000 chunks).", range=(1, 4096)),
     Setting("trace_queries", True, bool,
             "Long-lived processes (plur serve) trace and freeze the query encoder with TorchScript on the CPU, "
-            "used only when its vectors equal the eager model's on probes (~0.4 s at start; less per-query "
-            "overhead, see README 'Speed')."),
+            "used only when its vectors equal the eager model's on probes (0.4-0.6 s at start; less per-query "
+            "overhead, see README 'Local service')."),
     Setting("recall_embed_batch", 32, int,
             "A recall embeds at most this many new or changed engrams itself; a longer queue is embedded by a "
             "background thread while recalls answer from the last consistent index (BM25 finds the queued "

@@ -224,7 +224,7 @@ class SentenceTransformerEmbedder:
     def prepare_fast_queries(self) -> bool:
         """Trace and freeze the query path (:mod:`plur.embed.fast_query`) for a long-lived process.
 
-        Costs ~0.4 s once (on the model thread); afterwards :meth:`embed_query` gives the same
+        Costs 0.4-0.6 s once (on the model thread); afterwards :meth:`embed_query` gives the same
         vectors (checked on probes, else not used) with less per-operator overhead on the CPU.
 
         Returns:
@@ -234,12 +234,15 @@ class SentenceTransformerEmbedder:
             from .fast_query import trace_query_path
 
             self._fast_tried = True
-            self._fast = model_thread.run(trace_query_path, self._model, self.spec.query_instruction)
+            self._fast = model_thread.run(trace_query_path, self._model, self._embed_eager,
+                                          self.spec.query_instruction)
         return self._fast is not None
 
     def _embed_one(self, text: str) -> np.ndarray:
-        if self._fast is not None:
-            return self._fast(text)
+        return self._fast(text) if self._fast is not None else self._embed_eager(text)
+
+    def _embed_eager(self, text: str) -> np.ndarray:
+        """One query through the model's own modules: ``[dims] float32`` unit vector (the reference path)."""
         import torch
         from sentence_transformers.util import batch_to_device
 

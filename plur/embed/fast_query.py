@@ -41,12 +41,15 @@ def _probes(max_tokens: int) -> list[str]:
             " ".join(["memory"] * 60), " ".join(["engram"] * (max_tokens + 16))]
 
 
-def trace_query_path(model: Any, instruction: str = "") -> Callable[[str], np.ndarray] | None:
-    """A function ``text -> [dims] float32`` unit vector equal to the eager path, or ``None``.
+def trace_query_path(model: Any, eager: Callable[[str], np.ndarray],
+                     instruction: str = "") -> Callable[[str], np.ndarray] | None:
+    """A function ``text -> [dims] float32`` unit vector equal to ``eager``, or ``None``.
 
     Args:
         model: a loaded ``SentenceTransformer`` on the CPU whose first module wraps a Hugging Face
             encoder (``.model`` or ``.auto_model``) and whose later modules read ``token_embeddings``.
+        eager: the reference query path (``SentenceTransformerEmbedder._embed_eager``), which the
+            traced one must equal on every probe.
         instruction: prepended to each probe as to real queries (the model's query instruction).
 
     Returns:
@@ -91,13 +94,8 @@ def trace_query_path(model: Any, instruction: str = "") -> Callable[[str], np.nd
                 vec = torch.nn.functional.normalize(features["sentence_embedding"].float(), p=2, dim=1)
             return np.ascontiguousarray(vec[0].numpy(), dtype=np.float32)
 
-        def eager(text: str) -> np.ndarray:
-            with torch.inference_mode():
-                vec = torch.nn.functional.normalize(model(model.preprocess([text]))["sentence_embedding"].float(),
-                                                    p=2, dim=1)
-            return np.ascontiguousarray(vec[0].numpy(), dtype=np.float32)
-
-        for probe in _probes(int(getattr(model, "max_seq_length", 256) or 256)):
+        probes = _probes(int(getattr(model, "max_seq_length", 256) or 256))
+        for probe in probes:
             text = instruction + probe
             diff = float(np.max(np.abs(fast(text) - eager(text))))
             if not diff <= MAX_ABS_DIFF:
@@ -106,5 +104,5 @@ def trace_query_path(model: Any, instruction: str = "") -> Callable[[str], np.nd
     except Exception as exc:  # noqa: BLE001 - any failure keeps the eager path, which is always right
         log.info("query path not traced: %s: %s", type(exc).__name__, exc)
         return None
-    log.info("query path traced and frozen (TorchScript); equal to the eager model on %d probes", len(_probes(1)))
+    log.info("query path traced and frozen (TorchScript); equal to the eager model on %d probes", len(probes))
     return fast

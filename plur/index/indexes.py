@@ -195,13 +195,12 @@ class IndexSet:
     # -- the BM25 document of an engram -----------------------------------------------------
     def _own(self, e: Engram) -> tuple[str, str]:
         """``(own text, own key)``: the statement (+ its date words when ``index_dates``) and what it depends on."""
-        if self.settings.index_dates:
-            words = date_words(e.created)
-            return f"{e.statement}\n{words}", f"{e.content_hash}@{words}"
-        return e.statement, e.content_hash
+        text = f"{e.statement}\n{date_words(e.created)}" if self.settings.index_dates else e.statement
+        return text, self._own_key(e)
 
     def _own_key(self, e: Engram) -> str:
-        """``self._own(e)[1]`` without building the document text (a sync computes it for every engram)."""
+        """What an engram's own BM25 text depends on, without building the text (a sync computes it for every
+        engram): the content hash, plus its date words when ``index_dates``."""
         return f"{e.content_hash}@{date_words(e.created)}" if self.settings.index_dates else e.content_hash
 
     def _signature(self, e: Engram) -> str:
