@@ -38,7 +38,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("device", "auto", str, "Embedding device: auto (cuda, then mps, then cpu), cuda, mps or cpu.",
             ("auto", "cuda", "mps", "cpu")),
     Setting("cache_dir", "", str,
-            "Folder of the embedding cache (SQLite keyed by model identity + text sha256); empty = <home>/cache."),
+            "Folder of the embedding cache (SQLite keyed by model identity + text sha256) and the exported ONNX query "
+            "graphs; empty = <home>/cache for the first and ~/.cache/plur ($XDG_CACHE_HOME/plur) for the second."),
     Setting("embed_batch_size", 16, int,
             "Texts per embedding batch (16: fastest on CPU here and the lowest peak RSS; raise it on a GPU).", range=(1, 4096)),
     Setting("allow_fallback", True, bool,
@@ -84,10 +85,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_embed_chunks", 40, int,
             "Most chunks embedded per engram; text past them is found by BM25 only. Bounds the indexing cost "
             "of one engram (40 x 96 tokens ~ 3,400 words; a 1 MiB statement is ~3,000 chunks).", range=(1, 4096)),
-    Setting("trace_queries", True, bool,
-            "Long-lived processes (plur serve) trace and freeze the query encoder with TorchScript on the CPU, "
-            "used only when its vectors equal the eager model's on probes (0.4-0.6 s at start; less per-query "
-            "overhead, see README 'Local service')."),
+    Setting("query_runtime", "auto", str,
+            "Query encoder of long-lived processes (plur serve) on the CPU: onnx (ONNX Runtime, extra 'onnx'; "
+            "exported once to ~/.cache/plur/onnx/ or <cache_dir>/onnx/), torchscript (traced and frozen, 0.4-0.6 s each start), auto "
+            "(onnx, else torchscript) or eager. Each is used only when its vectors equal the eager model's on "
+            "probes; see README 'Local service'.", ("auto", "onnx", "torchscript", "eager")),
     Setting("recall_embed_batch", 32, int,
             "A recall embeds at most this many new or changed engrams itself; a longer queue is embedded by a "
             "background thread while recalls answer from the last consistent index (BM25 finds the queued "
@@ -164,7 +166,7 @@ class Settings:
     max_statement_bytes: int = 1048576
     embed_chunk_tokens: int = 96
     max_embed_chunks: int = 40
-    trace_queries: bool = True
+    query_runtime: str = "auto"
     recall_embed_batch: int = 32
     fsync: bool = True
     budget_tokens: int = 2000

@@ -96,6 +96,17 @@ class Memory:
         """Folder of the embedding cache (setting ``cache_dir``, default ``<home>/cache``)."""
         return Path(self.settings.cache_dir).expanduser() if self.settings.cache_dir else self.home / "cache"
 
+    @property
+    def graph_cache_dir(self) -> Path:
+        """Folder of exported query graphs (ONNX, under ``onnx/``): setting ``cache_dir`` when set, else
+        ``$XDG_CACHE_HOME/plur`` (default ``~/.cache/plur``). A graph depends only on the model and the
+        library versions, not on the memories, so every home of the user shares one export.
+        """
+        if self.settings.cache_dir:
+            return self.cache_dir
+        xdg = os.environ.get("XDG_CACHE_HOME", "")
+        return (Path(xdg) if xdg else Path.home() / ".cache") / "plur"
+
     def model_resolution(self) -> Any:
         """Resolve (once) which embedding model serves the dense leg; see :func:`plur.embed.resolve.resolve_embedder`.
 
@@ -122,18 +133,19 @@ class Memory:
             return self._resolution
 
     def prepare_serving(self) -> bool:
-        """Get a long-lived process ready to answer fast: open the indexes, load the model and, with the
-        setting ``trace_queries``, trace its query path (:meth:`SentenceTransformerEmbedder.prepare_fast_queries`).
+        """Get a long-lived process ready to answer fast: open the indexes, load the model and give it the
+        faster query path of the setting ``query_runtime`` (ONNX Runtime or TorchScript, cached under
+        :attr:`graph_cache_dir`; :meth:`SentenceTransformerEmbedder.prepare_fast_queries`).
 
         Returns:
-            True when queries are embedded on the traced path.
+            True when queries are embedded on a faster path than the eager model.
         """
         self.recall("warm up", 1, record=False)  # opens the indexes and loads the model
         embedder = self.model_resolution().embedder
-        if not self.settings.trace_queries or embedder is None:
+        if self.settings.query_runtime == "eager" or embedder is None:
             return False
         prepare = getattr(embedder, "prepare_fast_queries", None)
-        return bool(prepare()) if prepare is not None else False
+        return bool(prepare(self.settings.query_runtime, self.graph_cache_dir)) if prepare is not None else False
 
     def _index(self, need_dense: bool = True) -> Any:
         """The :class:`~plur.index.indexes.IndexSet`, opened and synced with the store on first use.

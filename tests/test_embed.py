@@ -9,6 +9,7 @@ through :func:`resolve_embedder` because loading is what they test.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import logging
 import os
 import shutil
@@ -27,7 +28,7 @@ from plur.embed.models_lock import (
     PACKAGED_MODEL, ModelSpec, dump_lock, find_spec, hf_snapshot_folder, load_lock, lock_header, lock_trailer,
     verify_files,
 )
-from plur.errors import ModelError
+from plur.errors import ModelError, ValidationError
 
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "models.lock"
@@ -393,16 +394,20 @@ QUERIES = ["hi", "What did Caroline say about the adoption agency she visited la
            "Qu'a dit ma sœur à propos du voyage à Lisbonne ? 東京での会議はいつ？", " ".join(["long"] * 400)]
 
 
-def test_the_traced_query_path_gives_the_eager_vectors(minilm: ModelSpec, packaged_folder: Path) -> None:
-    emb = SentenceTransformerEmbedder(minilm, "cpu", folder=packaged_folder)  # its own: tracing is per instance
-    eager = [emb.embed_query(q) for q in QUERIES]
-    assert emb._fast is None
-    assert emb.prepare_fast_queries() is True and emb._fast is not None
+def _assert_eager_vectors(emb: SentenceTransformerEmbedder, eager: list[np.ndarray]) -> None:
     for q, want in zip(QUERIES, eager):
         got = emb.embed_query(q)
         assert got.dtype == np.float32 and got.shape == (384,)
         assert float(np.max(np.abs(got - want))) <= 1e-5, q
-    assert emb.prepare_fast_queries() is True   # once is enough
+
+
+def test_the_traced_query_path_gives_the_eager_vectors(minilm: ModelSpec, packaged_folder: Path) -> None:
+    emb = SentenceTransformerEmbedder(minilm, "cpu", folder=packaged_folder)  # its own: tracing is per instance
+    eager = [emb.embed_query(q) for q in QUERIES]
+    assert emb._fast is None and emb.query_runtime == "eager"
+    assert emb.prepare_fast_queries("torchscript") is True and emb.query_runtime == "torchscript"
+    _assert_eager_vectors(emb, eager)
+    assert emb.prepare_fast_queries("torchscript") is True   # once is enough
 
 
 def test_a_traced_path_that_disagrees_on_a_probe_is_not_used(minilm: ModelSpec, packaged_folder: Path,
@@ -412,20 +417,84 @@ def test_a_traced_path_that_disagrees_on_a_probe_is_not_used(minilm: ModelSpec, 
     monkeypatch.setattr(fast_query, "MAX_ABS_DIFF", -1.0)   # no vector can agree this well
     emb = SentenceTransformerEmbedder(minilm, "cpu", folder=packaged_folder)
     with caplog.at_level("INFO", "plur.embed.fast_query"):
-        assert emb.prepare_fast_queries() is False
-    assert "differs by" in caplog.text and emb._fast is None
+        assert emb.prepare_fast_queries("torchscript") is False
+    assert "differs by" in caplog.text and emb._fast is None and emb.query_runtime == "eager"
     assert emb.embed_query("hi").shape == (384,)
 
 
-def test_prepare_serving_traces_only_with_the_setting(tmp_path: Path) -> None:
+# -- the ONNX Runtime query path (plur.embed.onnx_query) --------------------------------------------
+
+def test_the_onnx_query_path_gives_the_eager_vectors_and_is_exported_once(minilm: ModelSpec, packaged_folder: Path,
+                                                                          tmp_path: Path, monkeypatch) -> None:
+    pytest.importorskip("onnxruntime")
+    from plur.embed import onnx_query
+
+    exports: list[Path] = []
+    real_export = onnx_query._export
+    monkeypatch.setattr(onnx_query, "_export", lambda m, n, p: (exports.append(p), real_export(m, n, p)))
+    emb = SentenceTransformerEmbedder(minilm, "cpu", folder=packaged_folder)
+    eager = [emb.embed_query(q) for q in QUERIES]
+    assert emb.prepare_fast_queries("onnx", tmp_path / "cache") is True and emb.query_runtime == "onnx"
+    _assert_eager_vectors(emb, eager)
+    (graph,) = (tmp_path / "cache" / "onnx").iterdir()       # one file, no temporary left beside it
+    assert graph.suffix == ".onnx" and exports == [graph]
+    again = SentenceTransformerEmbedder(minilm, "cpu", folder=packaged_folder)  # a later start loads the file
+    assert again.prepare_fast_queries("auto", tmp_path / "cache") is True and again.query_runtime == "onnx"
+    assert exports == [graph]
+    _assert_eager_vectors(again, eager)
+
+
+def test_a_corrupt_or_stale_onnx_graph_is_exported_again(minilm: ModelSpec, packaged_folder: Path,
+                                                         tmp_path: Path, caplog) -> None:
+    pytest.importorskip("onnxruntime")
+    emb = SentenceTransformerEmbedder(minilm, "cpu", folder=packaged_folder)
+    assert emb.prepare_fast_queries("onnx", tmp_path) is True
+    (graph,) = (tmp_path / "onnx").iterdir()
+    good = graph.read_bytes()
+    graph.write_bytes(b"\x00not an onnx graph" * 64)
+    with caplog.at_level("INFO", "plur.embed.onnx_query"):
+        fresh = SentenceTransformerEmbedder(minilm, "cpu", folder=packaged_folder)
+        assert fresh.prepare_fast_queries("onnx", tmp_path) is True
+    assert "does not load" in caplog.text and len(graph.read_bytes()) == len(good)
+    assert float(np.max(np.abs(fresh.embed_query("hi") - emb.embed_query("hi")))) <= 1e-5
+
+
+def test_without_onnxruntime_auto_falls_back_to_torchscript(minilm: ModelSpec, packaged_folder: Path,
+                                                           tmp_path: Path, monkeypatch, caplog) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_onnxruntime(name, *args, **kwargs):
+        if name == "onnxruntime" or name.startswith("onnxruntime."):
+            raise ImportError("No module named 'onnxruntime'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnxruntime)
+    emb = SentenceTransformerEmbedder(minilm, "cpu", folder=packaged_folder)
+    with caplog.at_level("INFO", "plur.embed.onnx_query"):
+        assert emb.prepare_fast_queries("auto", tmp_path) is True
+    assert emb.query_runtime == "torchscript" and "plur[onnx]" in caplog.text
+    assert not (tmp_path / "onnx").exists()
+    with pytest.raises(ValidationError, match="'tensorrt'"):
+        emb.prepare_fast_queries("tensorrt", tmp_path)
+
+
+def test_prepare_serving_follows_the_query_runtime_setting(tmp_path: Path, monkeypatch) -> None:
     from plur.memory import Memory
 
-    with Memory(tmp_path / "off", model=PACKAGED_MODEL, trace_queries=False) as mem:
+    with Memory(tmp_path / "off", model=PACKAGED_MODEL, query_runtime="eager") as mem:
         mem.learn("The dog is Rex.")
         assert mem.prepare_serving() is False
-        assert mem.model_resolution().embedder.inner._fast is None
+        assert mem.model_resolution().embedder.query_runtime == "eager"
         assert mem.recall("dog", k=1)[0].engram.statement == "The dog is Rex."
-    with Memory(tmp_path / "on", model=PACKAGED_MODEL) as mem:
+    with Memory(tmp_path / "on", model=PACKAGED_MODEL, cache_dir=str(tmp_path / "cache")) as mem:
         mem.learn("The dog is Rex.")
-        assert mem.prepare_serving() is True and mem.model_resolution().embedder.inner._fast is not None
+        assert mem.prepare_serving() is True
+        want = "onnx" if importlib.util.find_spec("onnxruntime") else "torchscript"
+        assert mem.model_resolution().embedder.query_runtime == want
         assert mem.recall("dog", k=1)[0].engram.statement == "The dog is Rex."
+        assert want != "onnx" or list((tmp_path / "cache" / "onnx").glob("*.onnx"))
+        assert mem.graph_cache_dir == tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))   # without cache_dir, one per user, not per home
+    assert Memory(tmp_path / "other").graph_cache_dir == tmp_path / "xdg" / "plur"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import http.client
 import json
 import os
@@ -124,6 +125,7 @@ def test_status_and_recall(service: tuple[Path, dict]) -> None:
     st = c.status()
     assert st["api"] == 1 and st["home"] == str(home) and st["engrams"] >= 3
     assert st["model"]["name"] == PACKAGED_MODEL and st["version"]
+    assert st["model"]["query_runtime"] == ("onnx" if importlib.util.find_spec("onnxruntime") else "torchscript")
     got = c.recall("what is my dog called?", k=2, scope="project:a")
     assert got["took_ms"] > 0 and 1 <= len(got["hits"]) <= 2
     top = got["hits"][0]

@@ -290,10 +290,15 @@ class CachedEmbedder:
                 self._queries.popitem(last=False)
         return vec.copy()
 
-    def prepare_fast_queries(self) -> bool:
+    def prepare_fast_queries(self, runtime: str = "auto", cache_dir: Path | None = None) -> bool:
         """Delegates to ``inner.prepare_fast_queries`` where it has one (else False)."""
         prepare = getattr(self.inner, "prepare_fast_queries", None)
-        return bool(prepare()) if prepare is not None else False
+        return bool(prepare(runtime, cache_dir)) if prepare is not None else False
+
+    @property
+    def query_runtime(self) -> str:
+        """The inner embedder's query path (``eager`` when it has no other)."""
+        return str(getattr(self.inner, "query_runtime", "eager"))
 
     def chunk_texts(self, texts: Sequence[str], max_tokens: int | None = None) -> tuple[list[str], np.ndarray]:
         """Delegates to ``inner.chunk_texts`` (``max_tokens`` defaults to :attr:`chunk_tokens`)."""

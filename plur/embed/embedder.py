@@ -173,6 +173,8 @@ class SentenceTransformerEmbedder:
         self._tokenizer = self._model.tokenizer
         self._fast: Any = None  # the traced query path, once prepare_fast_queries() made one
         self._fast_tried = False
+        #: the query path in use: ``eager``, ``torchscript`` or ``onnx`` (see :meth:`prepare_fast_queries`)
+        self.query_runtime = "eager"
         self._special = int(getattr(self._tokenizer, "num_special_tokens_to_add", lambda pair=False: 2)(False))
 
     # -- protocol -------------------------------------------------------------------------------
@@ -221,21 +223,43 @@ class SentenceTransformerEmbedder:
             return self.embed_documents([text])[0]  # older sentence-transformers; a model-side default prompt
         return model_thread.run(self._embed_one, text)
 
-    def prepare_fast_queries(self) -> bool:
-        """Trace and freeze the query path (:mod:`plur.embed.fast_query`) for a long-lived process.
+    def prepare_fast_queries(self, runtime: str = "auto", cache_dir: Path | None = None) -> bool:
+        """Give a long-lived process a faster query path on the CPU, used only when it equals the eager one.
 
-        Costs 0.4-0.6 s once (on the model thread); afterwards :meth:`embed_query` gives the same
-        vectors (checked on probes, else not used) with less per-operator overhead on the CPU.
+        ``onnx`` runs the exported model on ONNX Runtime (:mod:`plur.embed.onnx_query`; exported once
+        to ``<cache_dir>/onnx/``, 1.8-3 s, later starts load it in ~0.15 s); ``torchscript`` traces
+        and freezes the encoder (:mod:`plur.embed.fast_query`, 0.4-0.6 s every start); ``auto`` tries
+        ONNX (when ``cache_dir`` is given and onnxruntime is installed), then TorchScript. Each path
+        is checked against the eager model on probe texts and dropped when it differs.
+
+        Args:
+            runtime: ``auto``, ``onnx``, ``torchscript`` or ``eager`` (setting ``query_runtime``).
+            cache_dir: where the ONNX graph is cached (``None``: no ONNX path).
 
         Returns:
-            True when the traced path is in use (also when it already was).
-        """
-        if self._fast is None and not self._fast_tried:
-            from .fast_query import trace_query_path
+            True when a faster path is in use (:attr:`query_runtime` names it). A second call keeps
+            the path the first one chose.
 
+        Raises:
+            ValidationError: an unknown ``runtime``.
+        """
+        if runtime not in ("auto", "onnx", "torchscript", "eager"):
+            raise ValidationError(f"query runtime {runtime!r} is not one of auto, onnx, torchscript, eager")
+        if self._fast is None and not self._fast_tried and runtime != "eager":
             self._fast_tried = True
-            self._fast = model_thread.run(trace_query_path, self._model, self._embed_eager,
-                                          self.spec.query_instruction)
+            if runtime in ("auto", "onnx") and cache_dir is not None:
+                from .onnx_query import onnx_query_path
+
+                self._fast = model_thread.run(onnx_query_path, self._model, self._embed_eager,
+                                              self.spec.query_instruction, identity=self._identity,
+                                              cache_dir=Path(cache_dir))
+                self.query_runtime = "onnx" if self._fast is not None else "eager"
+            if self._fast is None and runtime in ("auto", "torchscript"):
+                from .fast_query import trace_query_path
+
+                self._fast = model_thread.run(trace_query_path, self._model, self._embed_eager,
+                                              self.spec.query_instruction)
+                self.query_runtime = "torchscript" if self._fast is not None else "eager"
         return self._fast is not None
 
     def _embed_one(self, text: str) -> np.ndarray:

@@ -32,13 +32,64 @@ MAX_ABS_DIFF = 1e-5
 #: Inputs of a Hugging Face encoder, in the order its ``forward`` takes them positionally.
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
-__all__ = ["MAX_ABS_DIFF", "trace_query_path"]
+__all__ = ["MAX_ABS_DIFF", "max_probe_diff", "query_layout", "trace_query_path"]
 
 
 def _probes(max_tokens: int) -> list[str]:
     """Texts from 1 token to past ``max_tokens`` (the last is truncated by the tokenizer)."""
     return ["hi", "What did my sister say about the trip to Lisbon last May?",
             " ".join(["memory"] * 60), " ".join(["engram"] * (max_tokens + 16))]
+
+
+def query_layout(model: Any, instruction: str, what: str) -> tuple[list[Any], list[str]] | None:
+    """The encoder's later modules and input names for a fast query path, or ``None`` (logged).
+
+    Args:
+        model: a loaded ``SentenceTransformer``.
+        instruction: the query instruction (prepended to the example text that is tokenised).
+        what: the path's name for the log ("traced", "ONNX").
+
+    Returns:
+        ``(later, names)``: the modules after the encoder (pooling, normalisation) and the
+        tokenizer outputs the encoder takes, ``input_ids`` first; ``None`` when the model is not on
+        the CPU or its layout is unknown.
+    """
+    if str(getattr(model, "device", "cpu")) != "cpu":
+        log.info("no %s query path: the model is on %s (it is for CPU dispatch overhead)", what, model.device)
+        return None
+    first = model[0]
+    encoder = getattr(first, "model", None) or getattr(first, "auto_model", None)
+    later = list(model)[1:]
+    if encoder is None or not later:
+        log.info("no %s query path: unknown module layout %s", what, [type(m).__name__ for m in model])
+        return None
+    example = model.preprocess([instruction + "probe text for tracing"])
+    names = [n for n in _INPUTS if n in example]
+    if names[:1] != ["input_ids"]:
+        log.info("no %s query path: the tokenizer gives %s", what, sorted(example))
+        return None
+    return later, names
+
+
+def max_probe_diff(fast: Callable[[str], np.ndarray], eager: Callable[[str], np.ndarray], model: Any,
+                   instruction: str) -> float:
+    """Largest element-wise difference between ``fast`` and ``eager`` over the probe texts.
+
+    The probes run from 1 token to past the model's ``max_seq_length`` (the last is truncated).
+
+    Returns:
+        The maximum absolute difference of the unit vectors (``inf`` when a shape differs or a
+        value is NaN); a fast path is kept only when it is at most :data:`MAX_ABS_DIFF`.
+    """
+    worst = 0.0
+    for probe in _probes(int(getattr(model, "max_seq_length", 256) or 256)):
+        text = instruction + probe
+        a, b = np.asarray(fast(text)), np.asarray(eager(text))
+        diff = float(np.max(np.abs(a - b))) if a.shape == b.shape else float("inf")
+        if not np.isfinite(diff):
+            return float("inf")
+        worst = max(worst, diff)
+    return worst
 
 
 def trace_query_path(model: Any, eager: Callable[[str], np.ndarray],
@@ -59,21 +110,14 @@ def trace_query_path(model: Any, eager: Callable[[str], np.ndarray],
     """
     import torch
 
-    if str(getattr(model, "device", "cpu")) != "cpu":
-        log.info("query path not traced: the model is on %s (tracing is for CPU dispatch overhead)", model.device)
-        return None
     try:
+        layout = query_layout(model, instruction, "traced")
+        if layout is None:
+            return None
+        later, names = layout
         first = model[0]
         encoder = getattr(first, "model", None) or getattr(first, "auto_model", None)
-        later = list(model)[1:]
-        if encoder is None or not later:
-            log.info("query path not traced: unknown module layout %s", [type(m).__name__ for m in model])
-            return None
         example = model.preprocess([instruction + "probe text for tracing"])
-        names = [n for n in _INPUTS if n in example]
-        if names[:1] != ["input_ids"]:
-            log.info("query path not traced: the tokenizer gives %s", sorted(example))
-            return None
         # TracerWarnings name the shape checks that become constants (the probes below test them) and
         # torch 2.13 marks TorchScript deprecated: neither belongs in a service's log
         with torch.inference_mode(), warnings.catch_warnings():
@@ -94,15 +138,12 @@ def trace_query_path(model: Any, eager: Callable[[str], np.ndarray],
                 vec = torch.nn.functional.normalize(features["sentence_embedding"].float(), p=2, dim=1)
             return np.ascontiguousarray(vec[0].numpy(), dtype=np.float32)
 
-        probes = _probes(int(getattr(model, "max_seq_length", 256) or 256))
-        for probe in probes:
-            text = instruction + probe
-            diff = float(np.max(np.abs(fast(text) - eager(text))))
-            if not diff <= MAX_ABS_DIFF:
-                log.info("query path not traced: the traced vector differs by %.2g on a probe", diff)
-                return None
+        diff = max_probe_diff(fast, eager, model, instruction)
+        if not diff <= MAX_ABS_DIFF:
+            log.info("query path not traced: the traced vector differs by %.2g on a probe", diff)
+            return None
     except Exception as exc:  # noqa: BLE001 - any failure keeps the eager path, which is always right
         log.info("query path not traced: %s: %s", type(exc).__name__, exc)
         return None
-    log.info("query path traced and frozen (TorchScript); equal to the eager model on %d probes", len(probes))
+    log.info("query path traced and frozen (TorchScript); equal to the eager model on the probes")
     return fast

@@ -212,7 +212,10 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
     list_or_none = (list, type(None))
 
     def status_(_: dict[str, str]) -> dict[str, Any]:
-        model = memory.model_resolution().as_dict()
+        resolution = memory.model_resolution()
+        model = resolution.as_dict()
+        if resolution.embedder is not None:  # eager, torchscript or onnx (Memory.prepare_serving)
+            model["query_runtime"] = getattr(resolution.embedder, "query_runtime", "eager")
         return {"api": API_VERSION, "version": extra.get("version"), "pid": os.getpid(),
                 "home": str(memory.home), "engrams": len(memory.list()),
                 "quarantined": memory.store.quarantined_count(), "index": memory.index_state(), "model": model, "served": dict(served),
