@@ -139,6 +139,18 @@ def test_status_and_recall(service: tuple[Path, dict]) -> None:
     assert st["index"]["open"] is True and st["index"]["pending_dense"] == 0 and st["index"]["catching_up"] is False
 
 
+@pytest.mark.parametrize("via", ["socket", "http"])
+def test_a_client_outlives_the_servers_keep_alive_timeout(service: tuple[Path, dict], via: str) -> None:
+    _, info = service
+    c = Client(info if via == "socket" else {**info, "socket": None})
+    assert c.recall("what is my dog called?", k=1)["hits"]
+    first = c._conn
+    time.sleep(5.5)   # uvicorn closes a kept-alive connection after 5 s idle (timeout_keep_alive)
+    assert c.recall("what is my dog called?", k=1)["hits"]      # reopened and sent again, no error
+    assert c._conn is not first
+    c.close()
+
+
 @pytest.mark.parametrize("body, named", [
     ({"query": "x", "k": "ten"}, "'ten'"), ({"query": "x", "k": -1}, "-1"), ({"query": "x", "k": True}, "True"),
     ({"query": "x", "mode": "fuzzy"}, "'fuzzy'"), ({"query": "x", "scope": "bad scope"}, "'bad scope'"),

@@ -33,6 +33,10 @@ CONNECT_TIMEOUT_S = 0.5
 REQUEST_TIMEOUT_S = 30.0
 
 
+#: What a kept-alive connection that the server closed while idle gives on the next request.
+_STALE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, http.client.RemoteDisconnected)
+
+
 class Unreachable(Exception):
     """No service answers at the discovered address (the request was not sent)."""
 
@@ -71,6 +75,7 @@ class Client:
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self._conn: http.client.HTTPConnection | None = None
+        self._used = False  # the connection has carried a complete exchange (so the server may have closed it)
         self.via = ""
         #: files the service's store has quarantined, as its last answer said (``None``: not said yet)
         self.quarantined: int | None = None
@@ -133,21 +138,34 @@ class Client:
         Raises:
             Unreachable: no connection could be made (nothing was sent).
             PlurError: the API's error (its ``type`` names the subclass), :class:`AuthError` on 401.
-            ServiceError: no complete answer within ``timeout_s``.
+            ServiceError: no complete answer within ``timeout_s``. A kept-alive connection that the server
+                closed while idle is reopened and the request sent once more (it never reached the server).
         """
-        conn = self.connect()
         payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         if payload is not None:
             headers["Content-Type"] = "application/json"
-        try:
-            conn.request(method, "/api/v1" + path, body=payload, headers=headers)
-            resp = conn.getresponse()
-            raw = resp.read()
-        except (OSError, http.client.HTTPException) as exc:
-            self.close()
-            raise ServiceError(f"the plur service ({self.via}) did not answer {method} {path}: "
-                               f"{type(exc).__name__}: {exc}; see <home>/service.log") from None
+        for attempt in (1, 2):
+            reused = self._conn is not None and self._used
+            conn = self.connect()
+            try:
+                conn.request(method, "/api/v1" + path, body=payload, headers=headers)
+                resp = conn.getresponse()
+                raw = resp.read()
+                self._used = True
+                break
+            except _STALE as exc:
+                # the server closes an idle kept-alive connection (uvicorn: after 5 s); a request on it
+                # fails before the server read it, so sending it once more on a new connection is safe
+                self.close()
+                if reused and attempt == 1:
+                    continue
+                raise ServiceError(f"the plur service ({self.via}) did not answer {method} {path}: "
+                                   f"{type(exc).__name__}: {exc}; see <home>/service.log") from None
+            except (OSError, http.client.HTTPException) as exc:
+                self.close()
+                raise ServiceError(f"the plur service ({self.via}) did not answer {method} {path}: "
+                                   f"{type(exc).__name__}: {exc}; see <home>/service.log") from None
         try:
             data = json.loads(raw.decode("utf-8")) if raw else {}
         except ValueError:
@@ -163,6 +181,7 @@ class Client:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        self._used = False
 
     # -- the API ----------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
