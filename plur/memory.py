@@ -70,6 +70,7 @@ class Memory:
         self._folder_mtime: int | None = None
         self._last_scan = 0.0
         self._scan_cost_s = 0.0
+        self._last_use = time.monotonic()  # of any call that scans (refresh_ahead's own scans excepted)
         self._generation = 0                 # bumped on every store change; keys the filter cache
         self._allowed_cache: dict[tuple[Any, ...], set[str] | None] = {}
         self._pinned_cache: tuple[tuple[str, int], list[Engram]] | None = None
@@ -173,21 +174,51 @@ class Memory:
     def _by_id(self) -> dict[str, Engram]:
         return self.store.by_id()
 
-    def _scan(self, force: bool = False) -> None:
-        """Pick up files changed outside this Memory (other processes, hand edits)."""
+    def _scan_interval_s(self) -> float:
+        """Seconds between full stat scans: ``refresh_interval_s``, stretched to 50x the last scan's cost."""
+        base = self.settings.refresh_interval_s
+        return max(base, 50.0 * self._scan_cost_s) if base > 0 else 0.0
+
+    def refresh_ahead(self, idle_after_s: float = 600.0) -> bool:
+        """Run the periodic full scan of the engram folder now when 80% of its interval has passed.
+
+        A long-lived process (``plur serve``) calls this from a background thread, so the scan that
+        catches in-place hand edits (49 ms at 10k engrams) runs between requests instead of inside
+        the first request after a pause. Stops scanning once nothing used this Memory for
+        ``idle_after_s`` seconds (an idle service costs no CPU; the next call scans as usual).
+
+        Returns:
+            True when it scanned.
+        """
+        with self._lock:
+            interval = self._scan_interval_s()
+            now = time.monotonic()
+            if (self._indexes is None or interval <= 0 or now - self._last_use > idle_after_s
+                    or now - self._last_scan < 0.8 * interval):
+                return False
+            self._scan(force=True, use=False)
+            return True
+
+    def _scan(self, force: bool = False, use: bool = True) -> None:
+        """Pick up files changed outside this Memory (other processes, hand edits).
+
+        Args:
+            force: a full stat scan even when none is due.
+            use: count this call as use (see :meth:`refresh_ahead`).
+        """
         try:
             mtime = self.store.root.stat().st_mtime_ns
         except FileNotFoundError:
             mtime = None
         now = time.monotonic()
+        if use:
+            self._last_use = now
         # A changed folder mtime (other writers, files added or removed) is caught up through the writer
         # journal and a name listing, without a stat of every file (EngramStore.refresh(full=False)), so a
         # reader keeps up with a stream of writers. In-place edits do not change the folder's mtime: a full
         # stat scan runs every refresh_interval_s, stretched to 50x its last cost (<= 2% of wall time);
         # 0 means a full scan at every call.
-        base = self.settings.refresh_interval_s
-        interval = max(base, 50.0 * self._scan_cost_s) if base > 0 else 0.0
-        full = force or now - self._last_scan >= interval
+        full = force or now - self._last_scan >= self._scan_interval_s()
         if not full and mtime == self._folder_mtime:
             return
         changes = self.store.refresh(full=full)

@@ -133,6 +133,29 @@ def test_in_place_hand_edit_seen_after_refresh_interval(plur_home: Path, embedde
     mem.close()
 
 
+def test_refresh_ahead_catches_a_hand_edit_between_calls_and_rests_when_idle(plur_home: Path, embedder) -> None:
+    mem = Memory(plur_home, embedder=embedder, refresh_interval_s=0.5)
+    e = mem.learn("The spare key is under the blue pot.")
+    assert mem.refresh_ahead() is False                     # indexes not open yet: nothing to keep fresh
+    mem.recall("spare key", k=1)
+    assert mem.refresh_ahead() is False                     # the recall just scanned: none due
+    path = mem.store.path_for(e.id)
+    with open(path, "r+", encoding="utf-8") as fh:           # in place: the folder's mtime does not change
+        text = fh.read().replace("blue pot", "red doormat")
+        fh.seek(0)
+        fh.write(text)
+        fh.truncate()
+    time.sleep(0.45)
+    assert mem.refresh_ahead() is True                      # 80% of the interval passed: it scans now
+    assert mem.store.get(e.id).statement == "The spare key is under the red doormat."
+    before = mem._last_scan
+    hits = mem.recall("red doormat", k=1, mode="bm25")       # indexed by the background scan already
+    assert hits and hits[0].engram.id == e.id and mem._last_scan == before   # the call itself did not scan
+    time.sleep(0.2)
+    assert mem.refresh_ahead(idle_after_s=0.1) is False     # nobody called for 0.2 s: an idle process rests
+    mem.close()
+
+
 def test_engram_written_by_another_memory_is_recalled(plur_home: Path, embedder, memory: Memory) -> None:
     memory.recall("warm up", k=1)
     other = Memory(plur_home, embedder=embedder)

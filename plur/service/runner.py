@@ -5,6 +5,7 @@ Start-up order, so a failure is one clear line and nothing half-started is left 
 1. take ``<home>/service.lock`` (a second service for the same home is refused, exit 7);
 2. bind the TCP port and ``<home>/plur.sock`` (port in use, foreign address -> exit 7, nothing printed);
 3. write ``service.pid``; open the indexes, load the model and trace its query path (:meth:`Memory.prepare_serving`);
+   start the thread that runs the store's periodic full scan between requests (:class:`_Freshener`);
 4. write ``service.json`` (0600, with a fresh token), print where it listens, serve with uvicorn.
 
 SIGTERM or Ctrl-C stop it cleanly: uvicorn drains requests, the recall worker stops, indexes are
@@ -75,7 +76,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
                            f"serves {home_path}; see `plur service status`, stop it with `plur service stop`")
     previous = signal.signal(signal.SIGTERM, _raise_exit)  # SIGTERM before uvicorn runs: still a clean stop
     sockets: list[socket.socket] = []
-    memory = worker = web = None
+    memory = worker = web = freshener = None
     started = False
     try:
         files.remove_files(home_path)  # leftovers of a service that died without cleaning up
@@ -97,6 +98,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         n = len(memory.list())
         memory.prepare_serving()  # open the indexes, load the model and trace its query path before answering
         worker = RecallWorker(memory)
+        freshener = _Freshener(memory)
         lock = threading.Lock()
         token = secrets.token_urlsafe(32)
         urls = bind_urls(host, port, names)
@@ -132,6 +134,8 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         for s in sockets:
             s.close()
         files.remove_files(home_path, pid=os.getpid())
+        if freshener is not None:
+            freshener.stop()
         if worker is not None:
             worker.close()
         caches = getattr(getattr(web, "state", None), "caches", None)
@@ -142,6 +146,39 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         os.close(lock_fd)
         if started:
             _say("plur: service stopped")
+
+
+class _Freshener:
+    """A daemon thread that runs :meth:`Memory.refresh_ahead` every quarter second.
+
+    The full stat scan that catches in-place hand edits falls due every ``refresh_interval_s``
+    (stretched to 50x its cost: 49 ms every 2.5 s at 10k engrams); inside a request it made the
+    first recall after a pause of 3 s take 67-92 ms server-side instead of 4-16 ms (6 of 8 requests,
+    the 10k store of ``bench/bench_service.py``). Here it runs between requests, and not at all after
+    10 minutes without one.
+    """
+
+    #: seconds between checks (a check that finds no scan due costs microseconds)
+    PERIOD_S = 0.25
+
+    def __init__(self, memory: Any) -> None:
+        self._memory = memory
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="plur-store-freshener", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.PERIOD_S):
+            try:
+                self._memory.refresh_ahead()
+            except Exception as exc:  # noqa: BLE001 - a failed scan is retried by the next request's own
+                _say(f"plur: background store scan failed: {type(exc).__name__}: {exc}")
+                self._stop.wait(30.0)
+
+    def stop(self) -> None:
+        """Stop the thread and wait for a scan in progress (at most one scan)."""
+        self._stop.set()
+        self._thread.join(timeout=10.0)
 
 
 def _bind_warning(host: str) -> str | None:
