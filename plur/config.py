@@ -69,6 +69,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("date_boost", 0.5, float,
             "When a query names a date (README 'Dates in recall'), engrams dated in it gain this share of the "
             "best candidate's fused score (0 = off).", range=(0, 10)),
+    Setting("date_mentions", True, bool,
+            "A query's dates also match the dates an engram's text names, resolved against the engram's own date "
+            "('yesterday' in a turn of 17 March 2022 = 16 March 2022; README 'Dates in recall')."),
     Setting("reranker", "", str,
             "Optional second stage over the fused top rerank_top_n: a cross-encoder pinned in models.lock "
             "[rerankers] (e.g. BAAI/bge-reranker-base) or a model folder; '' = off. Quality not measured here."),
@@ -157,6 +160,7 @@ class Settings:
     context_own_weight: int = 2
     index_dates: bool = True
     date_boost: float = 0.5
+    date_mentions: bool = True
     reranker: str = ""
     rerank_top_n: int = 30
     hnsw_m: int = 16

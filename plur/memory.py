@@ -738,7 +738,7 @@ class Memory:
         if not ranges and reranker is None:
             hits = fused(k)
         else:
-            hits = stages.boost_dates(fused(max(k, s.candidates)), ranges, s.date_boost)
+            hits = stages.boost_dates(fused(max(k, s.candidates)), ranges, s.date_boost, mentions=s.date_mentions)
             if reranker is not None:
                 hits = stages.rerank(hits, query, reranker, max(k, s.rerank_top_n))
             hits = hits[:k]

@@ -6,7 +6,7 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from plur.index.dates import DateRange, date_words, resolve
+from plur.index.dates import DateRange, date_words, mentioned, resolve
 
 NOW = datetime(2023, 6, 14, 15, 30, tzinfo=timezone.utc)  # a Wednesday
 
@@ -79,3 +79,24 @@ def test_range_contains_and_date_words():
     assert not r.contains(datetime(2023, 6, 1, 0, 0, tzinfo=timezone.utc))
     assert r.contains(date(2023, 5, 1))
     assert date_words(datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)) == "8 May 2023 Monday"
+
+
+def test_mentioned_resolves_an_engrams_own_words_against_its_date():
+    # a turn of Thursday 17 March 2022 (15:47 UTC) that says "yesterday" is about 16 March 2022
+    said = datetime(2022, 3, 17, 15, 47, tzinfo=timezone.utc)
+    assert [(r.start.isoformat(), r.text) for r in mentioned("By the way, yesterday I went bowling!", said)] == [
+        ("2022-03-16", "yesterday")]
+    assert [(r.start.isoformat(), r.end.isoformat()) for r in mentioned("I wrapped it up last month.", said)] == [
+        ("2022-02-01", "2022-02-28")]
+    assert [r.start.isoformat() for r in mentioned("Last Tuesday I met three new friends", said)] == ["2022-03-15"]
+    # a naive datetime is UTC; a date works too; text naming no date gives ()
+    assert mentioned("two days ago", datetime(2022, 3, 17))[0].start == date(2022, 3, 14)
+    assert mentioned("two days ago", date(2022, 3, 17)) == mentioned("two days ago", said)
+    assert mentioned("May I borrow your bike?", said) == ()
+
+
+def test_ranges_overlap_when_they_share_a_day():
+    march = DateRange(date(2022, 3, 1), date(2022, 3, 31), "march 2022")
+    assert march.overlaps(DateRange(date(2022, 3, 31), date(2022, 4, 2), "x"))
+    assert DateRange(date(2022, 2, 27), date(2022, 3, 1), "x").overlaps(march)
+    assert not march.overlaps(DateRange(date(2022, 4, 1), date(2022, 4, 1), "april 1"))

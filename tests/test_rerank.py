@@ -59,6 +59,37 @@ def test_date_boost_lifts_hits_dated_in_the_named_range():
     assert stages.boost_dates(hits, may, 0.0) == hits and stages.boost_dates(hits, [], 0.5) == hits
 
 
+def test_date_boost_matches_the_dates_a_statement_names_against_its_own_date():
+    # said on 17 March 2022: "yesterday" = 16 March; the other two are dated and worded elsewhere
+    hits = _hits("we played chess", "yesterday I went bowling", "I went bowling last year",
+                 created=["2022-03-16", "2022-03-17", "2022-03-17"])
+    day = [DateRange(date(2022, 3, 16), date(2022, 3, 16), "march 16, 2022")]
+    out = stages.boost_dates(hits, day, 0.5, mentions=True)
+    assert [(h.engram.statement, h.date_match) for h in out] == [
+        ("we played chess", True), ("yesterday I went bowling", True), ("I went bowling last year", False)]
+    # without mentions only the created date counts
+    assert [h.date_match for h in stages.boost_dates(hits, day, 0.5)] == [True, False, False]
+    # the named day is not the statement's own day, so "yesterday" in a turn of 18 March does not match
+    late = _hits("yesterday I went bowling", created=["2022-03-18"])
+    assert stages.boost_dates(late, day, 0.5, mentions=True) == late
+
+
+def test_recall_finds_a_turn_by_the_day_its_words_name(plur_home):
+    # the bowling turn was said on 17 March 2022 about 16 March; the question names 16 March
+    query = "What did I do with Rob on March 16, 2022?"
+    with Memory(plur_home, model="none", fsync=False, date_boost=1.0, index_dates=False) as mem:
+        bowl = mem.learn("Yesterday I went bowling with Rob after work, then we had dinner downtown.",
+                         created="2022-03-17T15:47:00Z")
+        short = mem.learn("Rob and I go bowling.", created="2022-03-20T10:00:00Z")
+        hits = mem.recall(query, 2, now="2022-11-07")
+        assert [h.engram.id for h in hits] == [bowl.id, short.id] and [h.date_match for h in hits] == [True, False]
+    # without date_mentions the shorter BM25 document wins and nothing is date-matched
+    with Memory(plur_home, model="none", fsync=False, date_boost=1.0, index_dates=False,
+                date_mentions=False) as mem:
+        hits = mem.recall(query, 2, now="2022-11-07")
+        assert [h.engram.id for h in hits] == [short.id, bowl.id] and not any(h.date_match for h in hits)
+
+
 def test_recall_with_now_boosts_engrams_of_the_named_month(plur_home):
     with Memory(plur_home, model="none", fsync=False, date_boost=1.0, index_dates=False) as mem:
         old = mem.learn("We went hiking in the hills with the kids.", created="2023-03-12")

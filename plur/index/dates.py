@@ -30,7 +30,7 @@ from functools import lru_cache
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
-__all__ = ["DateRange", "date_words", "resolve"]
+__all__ = ["DateRange", "date_words", "mentioned", "resolve"]
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december")
@@ -76,6 +76,10 @@ class DateRange:
         if isinstance(when, datetime):
             when = (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).astimezone(timezone.utc).date()
         return self.start <= when <= self.end
+
+    def overlaps(self, other: DateRange) -> bool:
+        """True if the two inclusive ranges share at least one day."""
+        return self.start <= other.end and other.start <= self.end
 
 
 def _month_range(year: int, month: int) -> tuple[date, date]:
@@ -202,6 +206,40 @@ def resolve(query: str, now: datetime | date) -> list[DateRange]:
             else:
                 claim(m, date(today.year - back, 1, 1), date(today.year - back, 12, 31))
     return [r for _, r in sorted(found, key=lambda x: x[0])]
+
+
+def mentioned(statement: str, when: datetime | date) -> tuple[DateRange, ...]:
+    """The dates an engram's own text names, resolved against the engram's date (event time).
+
+    A turn of 17 March 2022 that says "yesterday I went bowling" is about 16 March 2022; "last
+    month" in a note of 8 May 2023 names April 2023. The same rule as for queries
+    (:func:`resolve`, module docstring), with ``now`` = the engram's ``created``: the moment it was
+    said. This is the mention-time / event-time distinction of temporal IR (Alonso, Gertz &
+    Baeza-Yates, "On the value of temporal information in information retrieval", SIGIR Forum
+    2007): a memory is often about an earlier day than the one it was written on.
+
+    Args:
+        statement: the engram's text.
+        when: its date (``created``; a naive datetime is taken as UTC).
+
+    Returns:
+        The ranges in text order (a tuple; cached per (statement, UTC day) for statements up to
+        4,096 characters, since recall asks again for the same candidates); ``()`` when the text
+        names no date.
+    """
+    if isinstance(when, datetime):
+        when = (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).astimezone(timezone.utc).date()
+    if len(statement) > _CACHED_CHARS:  # the cache holds its keys: long texts are resolved each time
+        return tuple(resolve(statement, when))
+    return _mentioned(statement, when)
+
+
+_CACHED_CHARS = 4096
+
+
+@lru_cache(maxsize=16384)
+def _mentioned(statement: str, day: date) -> tuple[DateRange, ...]:
+    return tuple(resolve(statement, day))
 
 
 def date_words(when: datetime) -> str:

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from .dates import DateRange
+from .dates import DateRange, mentioned
 from .recall import Hit
 
 __all__ = ["boost_dates", "explain_context", "rerank"]
@@ -34,8 +34,10 @@ def _reranked(hits: Sequence[Hit], scores: Sequence[float], flags: Sequence[bool
     return out
 
 
-def boost_dates(hits: Sequence[Hit], ranges: Sequence[DateRange], boost: float) -> list[Hit]:
-    """Lift hits whose engram date (``created``) falls in any of ``ranges``.
+def boost_dates(hits: Sequence[Hit], ranges: Sequence[DateRange], boost: float, *,
+                mentions: bool = False) -> list[Hit]:
+    """Lift hits whose engram date (``created``) falls in any of ``ranges``, or (``mentions``) whose text
+    names a date in them ("yesterday" in a turn of 17 March 2022 is 16 March 2022: :func:`~plur.index.dates.mentioned`).
 
     Those hits rank by ``score + boost * max(score)``; others keep their score. The reported score is
     capped at 1, so scores stay in [0, 1] and ranks still follow them (a lifted hit may tie at 1.0 with
@@ -45,6 +47,8 @@ def boost_dates(hits: Sequence[Hit], ranges: Sequence[DateRange], boost: float) 
         hits: fused candidates, best first.
         ranges: the date ranges the query names.
         boost: share of the best fused score added (>= 0; setting ``date_boost``).
+        mentions: also match the dates each hit's statement names, resolved against its ``created``
+            (setting ``date_mentions``).
 
     Returns:
         The same hits re-ranked (``rank`` renumbered, ``date_match`` set).
@@ -53,10 +57,17 @@ def boost_dates(hits: Sequence[Hit], ranges: Sequence[DateRange], boost: float) 
         return list(hits)
     top = max(h.score for h in hits)
     lift = boost * (top if top > 0 else 1.0)
-    flags = [any(r.contains(h.engram.created) for r in ranges) for h in hits]
+    flags = [_dated_in(h, ranges, mentions) for h in hits]
     if not any(flags):
         return list(hits)
     return _reranked(hits, [h.score + lift if f else h.score for h, f in zip(hits, flags)], flags, cap=1.0)
+
+
+def _dated_in(hit: Hit, ranges: Sequence[DateRange], mentions: bool) -> bool:
+    created = hit.engram.created
+    if any(r.contains(created) for r in ranges):
+        return True
+    return mentions and any(r.overlaps(m) for m in mentioned(hit.engram.statement, created) for r in ranges)
 
 
 def rerank(hits: Sequence[Hit], query: str, reranker: Any, top_n: int) -> list[Hit]:
