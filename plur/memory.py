@@ -501,6 +501,11 @@ class Memory:
             embedder = self.model_resolution().embedder
             if embedder is not None:
                 texts.update(embedder.chunk_texts([engram.statement])[0])
+                if hasattr(embedder, "document_chunks"):  # the chunks its layout embedded (plur.index.chunking)
+                    from .index.chunking import layout
+
+                    tokens, header = layout(engram, self.settings)
+                    texts.update(embedder.document_chunks([engram.statement], [tokens], [header])[0])
         embedder = self._resolution.embedder if self._resolution is not None else None
         cache = getattr(embedder, "cache", None)
         if cache is not None:

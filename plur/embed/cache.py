@@ -309,21 +309,63 @@ class CachedEmbedder:
             return self.inner.chunk_texts(texts, tokens)
         return self.inner.chunk_texts(texts)
 
-    def embed_document_chunks(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Chunk with ``inner``'s tokenizer, then embed the chunks through the cache.
+    def embed_document_chunks(self, texts: Sequence[str], tokens: Sequence[int | None] | None = None,
+                              headers: Sequence[str | None] | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Chunk with ``inner``'s tokenizer (:meth:`document_chunks`), then embed the chunks through the cache.
 
-        Chunks hold at most :attr:`chunk_tokens` tokens (setting ``embed_chunk_tokens``). At most
-        :attr:`max_chunks` chunks per text are embedded (the first ones; setting
-        ``max_embed_chunks``), so one huge engram costs a bounded time to index; the rest of its
-        text is still found by BM25, which indexes the whole statement.
+        Returns:
+            (``[m, dims] float32`` unit vectors, ``[m] int64`` owner index into ``texts``).
         """
-        chunks, owners = self.chunk_texts(texts)
-        if self.max_chunks is not None and len(chunks) > len(texts):
-            keep = _first_per_owner(owners, self.max_chunks)
-            if len(keep) < len(chunks):
-                chunks = [chunks[i] for i in keep.tolist()]
-                owners = owners[keep]
+        chunks, owners = self.document_chunks(texts, tokens, headers)
         return self.embed_documents(chunks), owners
+
+    def document_chunks(self, texts: Sequence[str], tokens: Sequence[int | None] | None = None,
+                        headers: Sequence[str | None] | None = None) -> tuple[list[str], np.ndarray]:
+        """The chunk texts :meth:`embed_document_chunks` embeds, and their owners.
+
+        Chunks hold at most :attr:`chunk_tokens` tokens (setting ``embed_chunk_tokens``), or
+        ``tokens[i]`` for text ``i`` when given (the index asks for smaller chunks of conversation
+        turns, setting ``turn_chunk_tokens``). At most :attr:`max_chunks` chunks per text are
+        embedded (the first ones; setting ``max_embed_chunks``; scaled up for a text cut into
+        smaller chunks, so the same length of text is covered), which bounds the time one huge
+        engram costs to index; the rest of its text is still found by BM25, which indexes the
+        whole statement. ``headers[i]`` (e.g. ``"Calvin: "``) is put in front of each chunk of
+        text ``i`` that does not already start with it, so every piece of a turn says who spoke.
+
+        Args:
+            texts: the documents.
+            tokens: per text, tokens per chunk (``None`` = :attr:`chunk_tokens`); ``None`` = all default.
+            headers: per text, a prefix for its chunks (``None`` = none); ``None`` = no headers.
+
+        Returns:
+            (chunks, owners): ``owners`` ``[m] int64`` indexes ``texts``, grouped and ascending.
+        """
+        n = len(texts)
+        sizes = list(tokens) if tokens is not None else [None] * n
+        if len(sizes) != n or (headers is not None and len(headers) != n):
+            raise ValueError(f"tokens/headers must have one entry per text ({n})")
+        base = self.chunk_tokens or self.max_seq_length
+        groups: dict[int | None, list[int]] = {}
+        for i, size in enumerate(sizes):
+            groups.setdefault(size if size and size != self.chunk_tokens else None, []).append(i)
+        per_text: list[list[str]] = [[] for _ in range(n)]
+        for size, members in groups.items():
+            chunks, owners = self.chunk_texts([texts[i] for i in members], size)
+            limit = self.max_chunks
+            if limit is not None and size:
+                limit = max(limit, -(-limit * base // size))
+            for c, o in zip(chunks, owners.tolist()):
+                bucket = per_text[members[o]]
+                if limit is None or len(bucket) < limit:
+                    bucket.append(c)
+        out: list[str] = []
+        own: list[int] = []
+        for i, bucket in enumerate(per_text):
+            head = headers[i] if headers is not None else None
+            for c in bucket:
+                out.append(head + c if head and not c.startswith(head) else c)
+                own.append(i)
+        return out, np.asarray(own, dtype=np.int64)
 
     def __repr__(self) -> str:
         return f"CachedEmbedder({self.inner!r}, cache={str(self.cache.path)!r})"
@@ -346,16 +388,6 @@ def _takes_max_tokens(embedder: Any) -> bool:
         log.warning("%s.chunk_texts takes no max_tokens: its chunks keep the model's limit and the setting "
                     "embed_chunk_tokens is ignored for it", type(embedder).__name__)
     return ok
-
-
-def _first_per_owner(owners: np.ndarray, limit: int) -> np.ndarray:
-    """Indices of the first ``limit`` entries of each owner in ``owners`` (``[m] int64``, grouped, ascending)."""
-    owners = np.asarray(owners, dtype=np.int64)
-    if owners.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.r_[0, np.flatnonzero(np.diff(owners)) + 1]
-    rank = np.arange(owners.size) - np.repeat(starts, np.diff(np.r_[starts, owners.size]))
-    return np.flatnonzero(rank < limit)
 
 
 __all__ = ["CacheStats", "CachedEmbedder", "EmbeddingCache", "text_key"]

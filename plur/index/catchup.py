@@ -20,6 +20,8 @@ import logging
 import threading
 from typing import Any
 
+from .chunking import dense_key, embed_engrams
+
 log = logging.getLogger("plur.index.catchup")
 #: Engrams per background embedding batch (a recall's query waits at most one batch for the model).
 BACKGROUND_BATCH = 8
@@ -94,7 +96,7 @@ class DenseCatchUp:
                 if not batch:
                     return
                 with self.embed_lock:
-                    vectors, owners = idx.embedder.embed_document_chunks([e.statement for _, e in batch])
+                    vectors, owners = embed_engrams(idx.embedder, [e for _, e in batch], idx.settings)
                 with self.lock:
                     self._apply(idx, batch, vectors, owners)
         except Exception as exc:  # noqa: BLE001 - the next recall retries; BM25 still finds the engrams
@@ -114,7 +116,7 @@ class DenseCatchUp:
                 idx.dense.build()
         for (i, e), ok in zip(batch, current):
             if ok:
-                idx.dense_hashes[i] = e.content_hash
+                idx.dense_hashes[i] = dense_key(e, idx.settings)
                 idx._pending_dense.pop(i, None)
         idx.dirty = True
 

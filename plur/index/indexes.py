@@ -3,7 +3,7 @@
 Layout under ``<home>/index/``::
 
     manifest.json   {"format": 1, "tokenizer": <identity>, "model": <identity or null>,
-                     "lexical": {engram id: content_hash}, "dense": {engram id: content_hash}}
+                     "lexical": {engram id: content_hash}, "dense": {engram id: content_hash (+ chunk layout, plur.index.chunking.dense_key)}}
     lexical/        BM25Index.save() folder
     dense/          DenseIndex.save() folder
 
@@ -34,6 +34,7 @@ from typing import Any
 from ..jsonio import loads
 from ..config import Settings
 from ..store.engram import Engram
+from .chunking import dense_key, embed_engrams, layout_identity
 from .context import ConversationContext
 from .dates import date_words
 from ..store.atomic import private_dirs
@@ -77,7 +78,7 @@ class IndexSet:
         self.embedder = embedder
         self.tokenizer = Tokenizer(stemming=settings.stemming)
         self.context = ConversationContext(settings.context_window, settings.context_own_weight)
-        self.model_identity: str | None = _identity(embedder)
+        self.model_identity: str | None = self._model_identity(embedder)
         manifest = self._read_manifest()
         self.lexical_hashes: dict[str, str] = {}
         self.dense_hashes: dict[str, str] = {}
@@ -136,14 +137,19 @@ class IndexSet:
             return
         manifest, self._deferred_manifest = self._deferred_manifest, None
         self.embedder = embedder
-        self.model_identity = _identity(embedder)
+        self.model_identity = self._model_identity(embedder)
         if embedder is None:
             return
         self._open_dense(manifest)
-        self._sync_dense(engrams, {eid: e.content_hash for eid, e in engrams.items()})
+        self._sync_dense(engrams, {eid: dense_key(e, self.settings) for eid, e in engrams.items()})
+
+    def _model_identity(self, embedder: Any | None) -> str | None:
+        """The embedder's identity plus the chunk layout rule (:func:`~plur.index.chunking.layout_identity`)."""
+        ident = _identity(embedder)
+        return None if ident is None else ident + layout_identity(self.settings)
 
     def _sync_dense(self, engrams: Mapping[str, Engram], want: Mapping[str, str]) -> None:
-        """Drop vectors of engrams gone from ``want`` (id -> content hash); queue the changed ones."""
+        """Drop vectors of engrams gone from ``want`` (id -> :func:`~plur.index.chunking.dense_key`); queue the changed ones."""
         stale = [eid for eid in self.dense_hashes if eid not in want]
         if stale:
             self.dense.remove(stale)
@@ -189,7 +195,7 @@ class IndexSet:
         if changed:  # oldest first, as the store lists them (the BM25 document order is then reproducible)
             self.add(sorted((engrams[eid] for eid in changed), key=lambda e: (e.created, e.id)), progress=progress)
         if self.dense is not None:
-            self._sync_dense(engrams, want)
+            self._sync_dense(engrams, {eid: dense_key(engrams[eid], self.settings) for eid in want})
         return len(stale) + len(changed)
 
     # -- the BM25 document of an engram -----------------------------------------------------
@@ -245,7 +251,7 @@ class IndexSet:
             self.lexical.add([e.id for e in active], docs)
         for e in active:
             self.lexical_hashes[e.id] = self._signature(e)
-            if self.dense is not None and self.dense_hashes.get(e.id) != e.content_hash:
+            if self.dense is not None and self.dense_hashes.get(e.id) != dense_key(e, self.settings):
                 self._pending_dense[e.id] = e
         self.dirty = True
         mine = {e.id for e in active}
@@ -295,7 +301,7 @@ class IndexSet:
             starts = tqdm(starts, desc=f"embedding ({self.embedder.name})", unit="batch")
         for start in starts:
             chunk = pending[start:start + batch]
-            vectors, owners = self.embedder.embed_document_chunks([e.statement for e in chunk])
+            vectors, owners = embed_engrams(self.embedder, chunk, self.settings)
             ids = [chunk[int(o)].id for o in owners]
             self.dense.add(ids, vectors)
             if self.dense.uses_hnsw:
@@ -303,7 +309,7 @@ class IndexSet:
                 # into the graph instead of a second full copy of the vectors (peak RSS at 100k engrams).
                 self.dense.build()
             for e in chunk:
-                self.dense_hashes[e.id] = e.content_hash
+                self.dense_hashes[e.id] = dense_key(e, self.settings)
                 self._pending_dense.pop(e.id, None)
         self.dirty = True
         return len(pending)
