@@ -31,6 +31,8 @@ def _spans(query: str, now=NOW) -> list[tuple[str, str]]:
     ("how many beach trips in 2022", [("2022-01-01", "2022-12-31")]),
     ("yesterday", [("2023-06-13", "2023-06-13")]),
     ("today", [("2023-06-14", "2023-06-14")]),
+    ("this morning", [("2023-06-14", "2023-06-14")]),
+    ("Tonight we cook", [("2023-06-14", "2023-06-14")]),
     ("the day before yesterday", [("2023-06-12", "2023-06-12")]),
     ("three days ago", [("2023-06-10", "2023-06-12")]),
     ("two weeks ago", [("2023-05-28", "2023-06-03")]),

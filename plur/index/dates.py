@@ -55,6 +55,10 @@ _MOD_MONTH = re.compile(rf"\b(last|this|next|in|during|since|early|late|mid|of)[
 _MOD_YEAR = re.compile(r"\b(in|during|since|of|from|year)\s+((?:19|20)\d{2})\b")
 _WEEKDAY = re.compile(rf"\b(last|this|on|next|past)\s+({'|'.join(_WEEKDAYS)})\b")
 _AGO = re.compile(rf"\b{_NUM}\s+(day|week|month|year)s?\s+ago\b")
+# Every phrase above holds one of these words (or a 4-digit year): text without any names no date, and
+# one search rules it out (~10x cheaper than running every pattern; recall resolves each candidate's text).
+_TRIGGER = re.compile(rf"\b(?:{_ANY_MONTH}|{'|'.join(_WEEKDAYS)}|yesterday|today|tonight|morning|ago|week|weekend|month|year)\b"
+                      r"|\d{4}")
 _REL = re.compile(r"\b(the day before yesterday|yesterday|today|tonight|this morning|"
                   r"(?:last|past|previous|this)\s+(?:week(?:end)?|month|year))\b")
 
@@ -130,6 +134,8 @@ def resolve(query: str, now: datetime | date) -> list[DateRange]:
     else:
         today = now
     text = query.casefold()
+    if _TRIGGER.search(text) is None:
+        return []
     found: list[tuple[int, DateRange]] = []
     taken: list[tuple[int, int]] = []
 
