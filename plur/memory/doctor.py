@@ -1,0 +1,37 @@
+"""``plur doctor``'s report of a :class:`~plur.memory.Memory`: store health and the model in use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
+    """Store health and the model in use.
+
+    Returns:
+        ``{home, home_mode ("0700"), home_private (no group/other access), engrams: {total, by_scope,
+        by_type, by_status}, quarantined: [...], lock: {...},
+        model: {requested, name, identity, dims, source, reason, warnings, device} , index: {...}}``.
+    """
+    mem._scan(force=True)
+    engrams = mem.store.all()
+
+    def count(attr: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for e in engrams:
+            out[getattr(e, attr)] = out.get(getattr(e, attr), 0) + 1
+        return dict(sorted(out.items()))
+
+    model: dict[str, Any] = {"requested": mem.settings.model}
+    if load_model:
+        model = mem.model_resolution().as_dict()
+    try:
+        mode: int | None = mem.home.stat().st_mode & 0o777
+    except OSError:
+        mode = None
+    return {"home": str(mem.home), "home_mode": None if mode is None else f"{mode:04o}",
+            "home_private": mode is None or not mode & 0o077,
+            "engrams": {"total": len(engrams), "by_scope": count("scope"),
+                                                "by_type": count("type"), "by_status": count("status")},
+            "quarantined": mem.store.quarantined(), "lock": mem.store.lock_state(), "model": model,
+            "settings": {k: str(v) for k, v in vars(mem.settings).items()}}

@@ -1,0 +1,82 @@
+"""Forgetting: erase an engram and every trace of its statement under the home (file, manifest,
+saved indexes, embedding cache rows, quarantined copies, kept edits, stats.db rows).
+README "What forget erases".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..store.engram import Engram
+
+
+def forget(mem: Any, engram_id: str) -> Engram:
+    """Delete an engram and every trace of its statement under the home; returns what was removed.
+
+    Erased at once (not at the next save): the engram file; its entry in the store manifest;
+    its terms and postings in the saved BM25 index and its rows in the saved dense index (in
+    memory and on disk, compacted); the embedding cache rows of its text and chunks; its
+    quarantined copies; in stats.db its feedback, its injection links and every recall that
+    returned it (the query and all that recall's hit rows), with SQLite's ``secure_delete``,
+    the WAL truncated and the file VACUUMed. See README "What forget erases".
+
+    Raises:
+        NotFoundError, InvalidIdError: no such engram. StoreError: the home cannot be written.
+    """
+    from ..index.purge import compact_dense, purge_saved
+
+    with mem._lock:
+        removed = mem.store.delete(engram_id)
+        mem.store.save_manifest()
+        if mem._indexes is not None:
+            mem._indexes.remove([removed.id])
+            compact_dense(mem._indexes.dense)
+            mem._indexes.dirty = True
+            mem.save()
+        else:
+            purge_saved(mem.home / "index", [removed.id])
+        mem._note_own_write()
+        forget_cached_vectors(mem, removed)
+    mem.stats.forget_engram(removed.id)
+    forget_quarantined(mem, removed.id)
+    return removed
+
+
+def forget_cached_vectors(mem: Any, engram: Engram) -> None:
+    """Delete the embedding cache rows of the engram's text and of each of its chunks."""
+    from ..embed.cache import EmbeddingCache, text_key
+
+    path = mem.cache_dir / "embeddings.sqlite"
+    if not path.exists():
+        return
+    texts = {engram.statement}
+    if len(engram.statement) > 100 or mem._resolution is not None:  # may be chunked: ask the model's tokenizer
+        embedder = mem.model_resolution().embedder
+        if embedder is not None:
+            texts.update(embedder.chunk_texts([engram.statement])[0])
+            if hasattr(embedder, "document_chunks"):  # the chunks its layout embedded (plur.index.chunking)
+                from ..index.chunking import layout
+
+                tokens, header = layout(engram, mem.settings)
+                texts.update(embedder.document_chunks([engram.statement], [tokens], [header])[0])
+    embedder = mem._resolution.embedder if mem._resolution is not None else None
+    cache = getattr(embedder, "cache", None)
+    if cache is not None:
+        cache.forget([text_key(t) for t in texts])
+        return
+    with EmbeddingCache(path) as standalone:
+        standalone.forget([text_key(t) for t in texts])
+
+
+def forget_quarantined(mem: Any, engram_id: str) -> None:
+    """Quarantined copies of a forgotten engram, and edits of it kept after a conflict, hold its text: remove them."""
+    for q in mem.store.quarantined():
+        if q.get("moved") and Path(q["original"]).name == f"{engram_id}.yaml":
+            for p in (Path(q["path"]), Path(q["path"] + ".reason")):
+                p.unlink(missing_ok=True)
+    # and so do the texts `plur edit` kept in <home>/edit after a refused save
+    edit_dir = mem.home / "edit"
+    if edit_dir.is_dir():
+        for p in edit_dir.glob(f"*{engram_id}-*.yaml"):
+            p.unlink(missing_ok=True)

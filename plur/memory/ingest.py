@@ -1,0 +1,103 @@
+"""Conversation ingest wiring: parse a chat history (:mod:`plur.store.ingest`) and learn one engram
+per new turn, deduplicated by provenance, in batches that let recalls interleave.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import ValidationError
+from ..store.engram import Engram, _check_scope, parse_time
+
+
+def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = None, scope: str = "global",
+           roles: Sequence[str] = ("user",), format: str | None = None, tags: Sequence[str] = (),
+           source: Mapping[str, Any] | None = None, progress: bool | None = None) -> Any:
+    """Learn a conversation, one engram per turn, with its provenance; re-ingesting adds only new turns.
+
+    Each kept turn becomes an engram of type ``user`` (user turns) or ``reference`` (assistant
+    turns, only when ``roles`` includes ``'assistant'``), ``created`` = the turn's own timestamp,
+    else its session's date, else ``date``, else now, and ``source`` = the conversation
+    provenance ``{kind: conversation, format, session, turn, role, speaker?, ...}``
+    (:class:`~plur.store.ingest.turns.Turn`).
+
+    Deduplication is by provenance, not by text: a turn whose ``(format, session, turn, role)`` is
+    already stored in ``scope`` is skipped, so re-ingesting a file, or the file with turns appended,
+    adds only the new turns, while two equal turns of different sessions are two engrams (the
+    store's merge of exact duplicates is bypassed for ingested turns). ``learn`` of a statement
+    equal to an ingested turn still returns that turn's engram.
+
+    Args:
+        messages: decoded conversation data (a list of ``{role, content}`` messages, a ChatGPT
+            export, LongMemEval entries, LoCoMo samples, Claude Code events...), a
+            :class:`pathlib.Path` of such a file, or a list of ``Turn``.
+        session: session id where the data has none (messages: default a hash of the first message).
+        date: timestamp for turns without their own or their session's (ISO-8601 or datetime).
+        scope: scope of the new engrams.
+        roles: which turns to keep (``user``, ``assistant``).
+        format: the conversation format (:data:`plur.store.ingest.FORMATS`); default detected.
+        tags: tags for every new engram. source: extra provenance keys (e.g. ``{"file": ...}``).
+        progress: show a tqdm bar on stderr (default: when more than 1,000 turns are new).
+
+    Returns:
+        An :class:`~plur.store.ingest.turns.IngestResult` (``added``, ``skipped``, ``turns``, ``format``).
+
+    Raises:
+        ValidationError: malformed data, unknown format/role, bad scope, date or tag.
+    """
+    from ..store import ingest as conv
+
+    bad = [r for r in roles if r not in conv.ROLES]
+    if bad or not roles:
+        raise ValidationError(f"roles {tuple(roles)!r}: use one or more of {', '.join(conv.ROLES)}")
+    _check_scope(scope)
+    when = parse_time(date, "date") if date is not None else None
+    if isinstance(messages, str):
+        raise ValidationError(f"ingest() got text {messages[:60]!r}; pass the decoded messages, or "
+                              "pathlib.Path(...) for a file")
+    if isinstance(messages, Path):
+        data, where = conv.load(messages), str(messages)
+    else:
+        data, where = messages, "messages"
+    if isinstance(data, list) and data and all(isinstance(t, conv.Turn) for t in data):
+        turns, fmt = list(data), data[0].format
+    else:
+        fmt = format or conv.detect_format(data, where)
+        turns = conv.parse(data, fmt, where=where, session=session, date=when)
+    kept = [t for t in turns if t.role in roles]
+    with mem._lock:
+        mem._scan()
+        have = {k for e in mem.store.all() if e.scope == scope
+                and (k := conv.source_key(e.source)) is not None}
+    new: list[Any] = []
+    for t in kept:
+        if t.key not in have:
+            have.add(t.key)
+            new.append(t)
+    engrams = []
+    for t in new:  # all validated before anything is written
+        try:
+            engrams.append(Engram.create(t.text, max_statement_bytes=mem.settings.max_statement_bytes,
+                                         scope=scope, type="user" if t.role == "user" else "reference",
+                                         tags=tuple(tags), source=t.source(**(source or {})),
+                                         created=t.created or when))
+        except ValidationError as exc:
+            raise ValidationError(f"{where}: session {t.session!r} turn {t.turn}: {exc}; nothing was "
+                                  "ingested") from None
+    added: list[Engram] = []
+    show = progress if progress is not None else len(engrams) > 1000
+    from tqdm import tqdm
+
+    with tqdm(total=len(engrams), desc=f"ingest ({fmt})", unit="turn", disable=not show) as bar:
+        for start in range(0, len(engrams), 1000):  # the lock is taken per batch: recalls interleave
+            with mem._lock:
+                results = mem.store.add_many(engrams[start:start + 1000], dedupe=False)
+                batch = [e for e, created in results if created]
+                if mem._indexes is not None:
+                    mem._indexes.add(batch)
+                mem._note_own_write()
+            added += batch
+            bar.update(len(results))
+    return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(added), skipped=len(kept) - len(new))

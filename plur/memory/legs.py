@@ -1,0 +1,63 @@
+"""The first stage of recall: the BM25 and dense legs run side by side (the query embedded on the
+model thread while BM25 scores), filtered, and the fills that let fusion sum both legs' evidence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+from ..embed import model_thread
+from ..index.recall import Fills
+
+
+def legs(mem: Any, query: str, k: int, scope: str | None, types: Sequence[str] | None,
+          tags: Sequence[str] | None, need_bm25: bool, need_dense: bool, include_expired: bool = False
+          ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float, Fills]:
+    """The two legs' rankings (validity-filtered), the query's BM25 full-match score and the fills.
+
+    Fills (both legs run): ``({id: BM25 score} of dense-only candidates, {id: cosine} of BM25-only
+    candidates)``, so that fusion sums both legs' evidence for every candidate; see
+    :func:`plur.index.recall.combine`.
+    """
+    idx = mem._index(need_dense)
+    mem._scan()
+    allowed = mem._allowed(scope, types, tags)
+    if allowed is not None and not allowed:
+        return [], [], 0.0, ({}, {})
+    n = max(k, mem.settings.candidates)
+    blocked = set() if include_expired else mem._not_current()
+    if len(blocked) > 4 * n:  # many retired/expired: filter before the top-n cut instead of over-fetching
+        allowed = (set(mem._by_id()) if allowed is None else allowed) - blocked
+        blocked = set()
+    fetch = n + len(blocked)
+
+    def keep(ranking: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
+        return [p for p in ranking if p[0] not in blocked][:n] if blocked else list(ranking)
+
+    dense: list[tuple[str, float]] = []
+    use_dense = need_dense and idx.dense is not None
+    if use_dense:
+        # A short queue is embedded now; a longer one by a background thread while this recall answers
+        # from the last consistent dense index (BM25 finds the queued engrams), see plur.index.catchup.
+        mem.catchup.before_search(idx)
+        use_dense = bool(len(idx.dense))
+    with mem.catchup.embed_lock if use_dense else contextlib.nullcontext():
+        # the query is embedded on the model thread while this thread runs the BM25 leg
+        qvec = model_thread.submit(idx.embedder.embed_query, query) if use_dense else None
+        bm25: list[tuple[str, float]] = []
+        fills: Fills = ({}, {})
+        if need_bm25:
+            ranking, bm25_of = idx.lexical.search_scored(query, fetch, allowed)
+            bm25 = keep(ranking)
+        bm25_full = idx.lexical.match_score(query) if need_bm25 else 0.0
+        if qvec is not None:
+            vector = qvec.result()
+            dense = keep(idx.dense.search(vector, fetch, allowed))
+            if bm25 and mem.settings.fusion == "weighted":  # rrf fuses ranks, not scores
+                in_bm25 = {i for i, _ in bm25}
+                in_dense = {i for i, _ in dense}
+                fills = (bm25_of(i for i in in_dense if i not in in_bm25),
+                         idx.dense.scores_for(vector, (i for i in in_bm25 if i not in in_dense)))
+    return bm25, dense, bm25_full, fills

@@ -1,0 +1,49 @@
+"""Reads through a :class:`~plur.memory.Memory`: one engram, filtered lists, the pinned engrams
+(cached until the store changes).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from ..store.engram import Engram
+
+
+def get(mem: Any, engram_id: str) -> Engram:
+    """The engram with this id. Raises NotFoundError / InvalidIdError."""
+    mem._scan()
+    return mem.store.get(engram_id)
+
+
+def list_(mem: Any, *, scope: str | None = None, type: str | None = None, tag: str | None = None,
+         status: str | None = None, text: str | None = None) -> list[Engram]:
+    """Engrams matching every given filter, newest first (``text``: case-insensitive substring)."""
+    mem._scan()
+    if mem._newest_cache is None or mem._newest_cache[0] != mem._generation:
+        every = mem.store.all()
+        every.sort(key=lambda e: (e.created, e.id), reverse=True)
+        mem._newest_cache = (mem._generation, every)
+    needle = text.casefold() if text else None
+    return [e for e in mem._newest_cache[1]
+            if (scope is None or e.scope == scope) and (type is None or e.type == type)
+            and (tag is None or tag in e.tags) and (status is None or e.status == status)
+            and (needle is None or needle in e.statement.casefold())]
+
+
+def pinned(mem: Any, scope: str | None = None) -> list[Engram]:
+    """Current pinned engrams visible in ``scope`` (that scope plus ``global``; ``None`` = all), newest first.
+
+    Current = :meth:`Engram.is_current` (active, inside its validity window now).
+
+    Cached until the store changes, so the recall worker can ask every turn at O(1) cost.
+    """
+    mem._scan()
+    key = ("pinned", mem._generation)
+    if mem._pinned_cache is None or mem._pinned_cache[0] != key:
+        every = [e for e in mem.store.by_id().values() if e.pinned and e.status == "active"]
+        every.sort(key=lambda e: (e.created, e.id), reverse=True)
+        mem._pinned_cache = (key, every)
+    now = datetime.now(timezone.utc)
+    return [e for e in mem._pinned_cache[1]
+            if (scope is None or e.scope in (scope, "global")) and e.is_current(now)]

@@ -1,0 +1,128 @@
+"""The recall pipeline of a :class:`~plur.memory.Memory`: checks, the two legs
+(:mod:`plur.memory.legs`), fusion (:func:`plur.index.recall.combine`), the second stage (date boost,
+reranker, context explanations), the cut to k, and the stats.db record.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ValidationError
+from ..index.recall import Hit, check_mode, combine
+from ..store.engram import _check_scope, parse_time, utcnow
+
+
+def check_query(mem: Any, query: Any, k: Any, scope: str | None) -> None:
+    if not isinstance(query, str):
+        raise ValidationError(f"query must be text, got {type(query).__name__} {query!r:.60}")
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(f"query is not valid Unicode text ({exc.reason} at position {exc.start}); "
+                              "check the terminal's or caller's encoding (UTF-8 expected)") from None
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise ValidationError(f"k must be a non-negative integer, got {k!r}")
+    if scope is not None:
+        _check_scope(scope)
+
+
+def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types: Sequence[str] | None = None,
+           tags: Sequence[str] | None = None, mode: str = "hybrid", agent: str | None = None,
+           record: bool = True, min_score: float | None = None, include_expired: bool = False,
+           now: Any = None, explain: bool = False) -> list[Hit]:
+    """Engrams relevant to ``query``, best first.
+
+    Args:
+        query: free text (any language); empty or stop-word-only queries give ``[]``.
+        k: maximum number of hits (top-k); 0 gives ``[]``.
+        scope: ``None`` = every scope; ``'project:a'`` = that scope plus ``global`` only
+            (an authorisation boundary, never a ranking hint).
+        types: keep only these engram types. tags: keep engrams with any of these tags.
+        mode: ``hybrid`` (BM25 + dense fused by ``settings.fusion``), ``bm25`` or ``dense``.
+            Without an embedding model, ``hybrid`` and ``dense`` use BM25 alone.
+        agent: who asked (recorded in stats.db).
+        record: write the recall to stats.db (and ``settings.record_stats``).
+        min_score: drop hits scoring below this, in [0, 1] (see :class:`~plur.index.recall.Hit`
+            for what a score means; with the default ``weighted`` fusion it is absolute, so one
+            threshold means the same for every query).
+        include_expired: also return engrams that are not current (retired, e.g. superseded, or
+            outside their ``valid_from``/``valid_until`` window). Default: skipped.
+        now: when the question is asked (datetime or ISO-8601 text; default the current time):
+            dates the query names ("last May", "two weeks ago") are resolved against it and
+            engrams dated in them are boosted (setting ``date_boost``; README "Dates in recall").
+        explain: fill each hit's ``context_matches`` (query terms matched via neighbouring turns).
+
+    Returns:
+        At most ``k`` :class:`~plur.index.recall.Hit` objects, ``rank`` 1..n, scores in [0, 1]
+        non-increasing.
+
+    Raises:
+        ValidationError: bad query type, k, scope, mode, min_score or ``now``.
+    """
+    check_query(mem, query, k, scope)
+    check_mode(mode)
+    if min_score is not None and (isinstance(min_score, bool) or not isinstance(min_score, (int, float))
+                                  or not 0.0 <= min_score <= 1.0):
+        raise ValidationError(f"min_score must be a number in [0, 1] (scores are in [0, 1]), got {min_score!r}")
+    if k == 0 or not query.strip():
+        return []
+    t0 = time.perf_counter()
+    s = mem.settings
+    with mem._lock:
+        # Without an embedding model, dense recall degrades to BM25 (the fallback was already loud).
+        mode_used = "bm25" if mode == "dense" and mem._index(mode != "bm25").dense is None else mode
+        bm25, dense, top, fills = mem._legs(query, k, scope, types, tags, mode_used != "dense",
+                                             mode_used != "bm25", include_expired)
+        hits = second_stage(mem, query, k, now, explain, lambda n: combine(
+            bm25, dense, mode=mode_used, k=n, lookup=mem._get_or_none, fusion_method=s.fusion,
+            rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top, fills=fills))
+    if min_score is not None:
+        hits = [h for h in hits if h.score >= min_score]
+    latency_ms = (time.perf_counter() - t0) * 1000.0
+    if record and s.record_stats:
+        mem.stats.record_recall(agent=agent, scope=scope, query=query, mode=mode, latency_ms=latency_ms,
+                                 hits=hits)
+    return hits
+
+
+def second_stage(mem: Any, query: str, k: int, now: Any, explain: bool, fused: Any) -> list[Hit]:
+    """Date boost and reranker over the fused candidates (``fused(n)`` -> top n hits), then the cut to k."""
+    from ..index import stages
+    from ..index.dates import resolve
+
+    s = mem.settings
+    ranges = resolve(query, parse_time(now, "now") if now is not None else utcnow()) if s.date_boost else []
+    reranker = mem.reranker()
+    if not ranges and reranker is None:
+        hits = fused(k)
+    else:
+        hits = stages.boost_dates(fused(max(k, s.candidates)), ranges, s.date_boost, mentions=s.date_mentions)
+        if reranker is not None:
+            hits = stages.rerank(hits, query, reranker, max(k, s.rerank_top_n))
+        hits = hits[:k]
+    return stages.explain_context(hits, query, mem._index(need_dense=False)) if explain else hits
+
+
+def recall_legs(mem: Any, query: str, k: int = 10, *, scope: str | None = None, agent: str | None = None,
+                record: bool = True) -> dict[str, list[Hit]]:
+    """The hybrid ranking beside the BM25 and dense rankings (each leg run once), for the playground.
+
+    Returns:
+        ``{"hybrid": [...], "bm25": [...], "dense": [...]}``; ``dense`` is empty without a model.
+    """
+    check_query(mem, query, k, scope)
+    if k == 0 or not query.strip():
+        return {"hybrid": [], "bm25": [], "dense": []}
+    t0 = time.perf_counter()
+    s = mem.settings
+    with mem._lock:
+        bm25, dense, top, fills = mem._legs(query, k, scope, None, None, True, True)
+        out = {m: second_stage(mem, query, k, None, True, lambda n, m=m: combine(
+            bm25, dense, mode=m, k=n, lookup=mem._get_or_none, fusion_method=s.fusion, rrf_k=s.rrf_k,
+            dense_weight=s.dense_weight, bm25_full=top, fills=fills)) for m in ("hybrid", "bm25", "dense")}
+    if record and s.record_stats:
+        mem.stats.record_recall(agent=agent, scope=scope, query=query, mode="hybrid",
+                                 latency_ms=(time.perf_counter() - t0) * 1000.0, hits=out["hybrid"])
+    return out

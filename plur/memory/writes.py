@@ -1,0 +1,170 @@
+"""Writes through a :class:`~plur.memory.Memory`: learn, learn_many, update, supersede, feedback.
+
+Each goes to the store at once (atomic YAML files) and, when the indexes are open, into them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..errors import ValidationError
+from ..store.engram import Engram, parse_duration, parse_time, utcnow
+
+
+def learn(mem: Any, statement: str, *, scope: str = "global", type: str = "fact", tags: Sequence[str] = (),
+          domain: str | None = None, rationale: str | None = None, source: Mapping[str, Any] | None = None,
+          pinned: bool = False, created: Any = None, valid_from: Any = None, valid_until: Any = None,
+          ttl: Any = None) -> Engram:
+    """Remember ``statement``; an exact duplicate in the same scope returns the existing engram.
+
+    A duplicate is not written again, but tags it lacks are added to it (never dropped): the
+    returned engram then carries the union of its tags and ``tags``.
+
+    Args:
+        statement: the text (non-blank, at most ``max_statement_bytes`` UTF-8 bytes).
+        scope, type, tags, domain, rationale, source, pinned: the :class:`Engram` fields.
+        created: when it was true/said (ISO-8601 or datetime; default now).
+        valid_from, valid_until: validity window (ISO-8601 or datetime); outside it recall and the
+            memory block skip the engram (:meth:`Engram.is_current`).
+        ttl: time to live from now, e.g. ``'30d'`` (:func:`~plur.store.engram.parse_duration`)
+            or a ``timedelta``; sets ``valid_until`` (give one of the two).
+
+    Raises:
+        ValidationError: empty statement, bad scope/type/tag/time, ttl with valid_until, or over
+            ``max_statement_bytes``.
+    """
+    engram = Engram.create(statement, max_statement_bytes=mem.settings.max_statement_bytes, scope=scope,
+                           type=type, tags=tuple(tags), domain=domain, rationale=rationale, source=source,
+                           pinned=pinned, created=created, valid_from=valid_from,
+                           valid_until=_until(valid_until, ttl))
+    with mem._lock:
+        stored, created_new = mem.store.add(engram)
+        if created_new and mem._indexes is not None:
+            mem._indexes.add([stored])
+        mem._note_own_write()
+    return stored
+
+
+def learn_many(mem: Any, items: Iterable[Mapping[str, Any]]) -> list[Engram]:
+    """Learn many engrams under one store lock (each item: ``learn`` keyword arguments).
+
+    Returns:
+        The stored engrams in input order (duplicates map to the engram already stored).
+    """
+    engrams = []
+    for item in items:
+        item = dict(item)
+        statement = item.pop("statement")
+        item["tags"] = tuple(item.get("tags", ()))
+        engrams.append(Engram.create(statement, max_statement_bytes=mem.settings.max_statement_bytes, **item))
+    with mem._lock:
+        results = mem.store.add_many(engrams)
+        if mem._indexes is not None:
+            mem._indexes.add([e for e, new in results if new])
+        mem._note_own_write()
+    return [e for e, _ in results]
+
+
+def update(mem: Any, engram_id: str, *, expected: str | None = None, **changes: Any) -> Engram:
+    """Change fields of an engram (statement, scope, type, tags, pinned, status, ...).
+
+    Args:
+        engram_id: the engram to change.
+        expected: the version the caller started from (:func:`plur.store.engram.engram_version`
+            of the engram it showed or edited); when the stored engram differs now, nothing is
+            written and :class:`~plur.errors.ConflictError` is raised. Without it, the version
+            read here is used, so a change landing between this read and the write is not lost either.
+        **changes: field -> new value.
+
+    Raises:
+        NotFoundError, InvalidIdError, ValidationError.
+        ConflictError: changed since ``expected`` ("changed since you opened it"; CLI exit 7, web 409).
+        DuplicateError: the new text is exactly another active engram's in the scope (``other_id``).
+    """
+    from ..store.engram import engram_version
+
+    if "statement" in changes:
+        Engram.create(changes["statement"], max_statement_bytes=mem.settings.max_statement_bytes)
+    if "tags" in changes:
+        changes["tags"] = tuple(changes["tags"])
+    with mem._lock:
+        base = mem.store.get(engram_id)
+        new = base.replace(**changes)
+        stored = mem.store.put(new, expected=expected or engram_version(base))
+        if mem._indexes is not None:
+            mem._indexes.add([stored])
+        mem._note_own_write()
+    return stored
+
+
+def supersede(mem: Any, old_id: str, statement: str, **fields: Any) -> Engram:
+    """Replace an engram by a new statement ("I moved to Porto" replaces "I live in Lisbon").
+
+    The new engram takes the old one's scope, type, tags, domain and pinned flag unless ``fields``
+    says otherwise, and records ``supersedes=old_id``. The old engram is kept (its history stays
+    on disk) but retired: ``status='retired'``, ``valid_until`` = now. Recall, the memory block
+    and the worker then skip it; ``recall(..., include_expired=True)`` still finds it.
+
+    Args:
+        old_id: the engram being replaced. statement: the new text.
+        **fields: :meth:`learn` keyword arguments for the new engram (``created``, ``ttl``...).
+
+    Returns:
+        The new engram.
+
+    Raises:
+        NotFoundError, InvalidIdError: no such engram. ValidationError: a bad field, or ``old_id``
+        already retired, or the new statement equals the old one (use :meth:`update`).
+    """
+    old = mem.get(old_id)
+    if old.status != "active":
+        raise ValidationError(f"{old_id} is already retired; supersede the engram that replaced it "
+                              "(see `plur list --status active`)")
+    if Engram.create(statement).content_hash == old.content_hash and fields.get("scope", old.scope) == old.scope:
+        raise ValidationError(f"the new statement equals {old_id}'s; use `plur update` to change its fields")
+    for name in ("scope", "type", "tags", "domain", "pinned"):
+        fields.setdefault(name, getattr(old, name))
+    new = mem.learn(statement, **fields)
+    with mem._lock:
+        stored = mem.store.put(dataclasses.replace(new, supersedes=old.id))
+        retired = mem.store.put(old.replace(status="retired", valid_until=utcnow()))
+        if mem._indexes is not None:
+            mem._indexes.add([stored, retired])
+        mem._note_own_write()
+    return stored
+
+
+def feedback(mem: Any, engram_id: str, useful: bool, *, agent: str | None = None,
+             query: str | None = None) -> dict[str, int]:
+    """Record that an engram was (or was not) useful, in stats.db (the engram file is not touched).
+
+    Args:
+        engram_id: the engram the feedback is about (must exist).
+        useful: ``True`` useful, ``False`` not useful.
+        agent: who says so (an agent id), if known. query: the recall query it answered, if known.
+
+    Returns:
+        The engram's feedback totals so far, ``{"useful": n, "not_useful": m}``.
+
+    Raises:
+        NotFoundError, InvalidIdError: no such engram. ValidationError: ``useful`` is not a bool.
+    """
+    if not isinstance(useful, bool):
+        raise ValidationError(f"useful must be true or false, got {useful!r}")
+    mem.get(engram_id)
+    mem.stats.record_feedback(engram_id=engram_id, useful=useful, agent=agent, query=query)
+    return mem.stats.feedback_counts(engram_id)
+
+# -- reads ----------------------------------------------------------------------------
+
+
+def _until(valid_until: Any, ttl: Any) -> datetime | None:
+    """``valid_until`` from an explicit time or a time to live from now (at most one of the two)."""
+    if ttl is None:
+        return None if valid_until is None else parse_time(valid_until, "valid_until")
+    if valid_until is not None:
+        raise ValidationError("give either ttl or valid_until, not both")
+    return utcnow() + (ttl if isinstance(ttl, timedelta) else parse_duration(ttl))
