@@ -1,0 +1,95 @@
+"""The ``plur`` command line (click). Thin: every command is a few calls on :class:`plur.memory.Memory`.
+
+One module per command group, each imported only when one of its commands runs
+(:class:`~plur.cli.group.LazyGroup`, click's documented lazy-loading pattern):
+
+===================  =====================================================================
+:mod:`.learn`        learn
+:mod:`.browse`       list, show
+:mod:`.edit`         edit, update, supersede, pin, unpin
+:mod:`.forget`       forget
+:mod:`.transfer`     import, export, ingest
+:mod:`.recall`       recall, section
+:mod:`.health`       init, doctor, reindex
+:mod:`.serve`        serve, mcp
+``service``          :mod:`plur.service.commands` (start, stop, status)
+===================  =====================================================================
+
+Errors: any :class:`~plur.errors.PlurError` becomes one line on stderr
+(``plur: error: <message>``) and the exit code of its class
+(``PlurError.exit_code``), in one place: :meth:`plur.cli.group.PlurGroup.invoke`.
+
+Human output by default; ``--json`` where offered prints one JSON document on stdout
+(:mod:`plur.cli.output`).
+
+``recall``, ``section``, ``learn``, ``forget`` and ``doctor`` go through a running local service
+(:mod:`plur.service.client`) when the home has one, and work in-process otherwise; ``--verbose``
+says which (:meth:`plur.service.session.Session.service`).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import click
+
+from .. import __version__
+from ..service.session import Session
+from .group import PlurGroup
+
+#: command name -> where it lives (imported when the command runs).
+COMMANDS = {
+    "learn": "plur.cli.learn.learn",
+    "list": "plur.cli.browse.list_",
+    "show": "plur.cli.browse.show",
+    "edit": "plur.cli.edit.edit",
+    "update": "plur.cli.edit.update",
+    "supersede": "plur.cli.edit.supersede",
+    "pin": "plur.cli.edit.pin",
+    "unpin": "plur.cli.edit.unpin",
+    "forget": "plur.cli.forget.forget",
+    "import": "plur.cli.transfer.import_",
+    "export": "plur.cli.transfer.export",
+    "ingest": "plur.cli.transfer.ingest",
+    "recall": "plur.cli.recall.recall",
+    "section": "plur.cli.recall.section",
+    "init": "plur.cli.health.init",
+    "doctor": "plur.cli.health.doctor",
+    "reindex": "plur.cli.health.reindex",
+    "serve": "plur.cli.serve.serve",
+    "mcp": "plur.cli.serve.mcp",
+    "service": "plur.service.commands.service",
+}
+
+
+@click.group(cls=PlurGroup, lazy_subcommands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", type=click.Path(path_type=Path), default=None,  # a file: the store's own one-line error, exit 4
+              help="plur home folder (default: $PLUR_HOME, else ~/.plur).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Say on stderr whether a command used the running service or worked in-process.")
+@click.version_option(__version__, prog_name="plur")
+@click.pass_context
+def cli(ctx: click.Context, home: Path | None, verbose: bool) -> None:
+    """plur: long-term memory for LLM agents, kept as YAML files on this machine."""
+    app = Session(home, verbose)
+    ctx.obj = app
+    ctx.call_on_close(app.close)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point; returns the exit code."""
+    # A model fallback is logged once on stderr (plur.embed); don't repeat it as a Python warning.
+    warnings.filterwarnings("ignore", message="plur: embedding model")
+    try:
+        cli.main(args=argv, prog_name="plur", standalone_mode=True)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BrokenPipeError:  # `plur list | head`
+        sys.stderr.close()
+        return 141
+    return 0
+
+
+__all__ = ["cli", "main"]

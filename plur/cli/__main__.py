@@ -1,0 +1,7 @@
+"""``python -m plur.cli``: the same as the ``plur`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

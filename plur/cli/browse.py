@@ -1,0 +1,45 @@
+"""``plur list`` and ``plur show``: read engrams."""
+
+from __future__ import annotations
+
+import click
+
+from ..service.session import Session as App
+from ..store.engram import STATUSES, TYPES
+from .output import echo, emit_json, engram_line
+
+
+@click.command("list")
+@click.option("--scope", default=None, help="Only this exact scope.")
+@click.option("--type", "type_", type=click.Choice(TYPES), default=None)
+@click.option("--tag", default=None)
+@click.option("--status", type=click.Choice(STATUSES), default=None)
+@click.option("--text", default=None, help="Case-insensitive substring of the statement.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Show at most this many (newest first).")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of engrams.")
+@click.pass_obj
+def list_(app: App, scope: str | None, type_: str | None, tag: str | None, status: str | None,
+          text: str | None, limit: int | None, as_json: bool) -> None:
+    """List engrams, newest first ('*' pinned, 'r' retired)."""
+    found = app.memory.list(scope=scope, type=type_, tag=tag, status=status, text=text)
+    shown = found if limit is None else found[:limit]
+    if as_json:
+        emit_json([e.to_dict() for e in shown])
+        return
+    for e in shown:
+        echo(engram_line(e))
+    more = f" (showing {len(shown)})" if len(shown) < len(found) else ""
+    echo(f"{len(found)} engram{'s' if len(found) != 1 else ''}{more}", err=True)
+
+
+@click.command()
+@click.argument("engram_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the engram as JSON instead of YAML.")
+@click.pass_obj
+def show(app: App, engram_id: str, as_json: bool) -> None:
+    """Print an engram's YAML."""
+    e = app.memory.get(engram_id)
+    if as_json:
+        emit_json(e.to_dict())
+    else:
+        echo(e.to_yaml(), nl=False)

@@ -1,0 +1,27 @@
+"""``plur forget``: delete an engram and every trace of its text (through the service when one runs)."""
+
+from __future__ import annotations
+
+import click
+
+from ..service.session import Session as App
+from ..store.engram import Engram
+from .output import echo, engram_line
+
+
+@click.command()
+@click.argument("engram_id")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_obj
+def forget(app: App, engram_id: str, yes: bool) -> None:
+    """Delete an engram (its file, index entries and usage events)."""
+    client = app.service("forget")
+    if not yes:
+        e = Engram.from_dict(client.engram(engram_id)["engram"]) if client else app.memory.get(engram_id)
+        echo(engram_line(e), err=True)
+        click.confirm("Forget this engram?", abort=True, err=True)
+    if client is not None:
+        client.forget(engram_id)
+    else:
+        app.memory.forget(engram_id)
+    echo(f"forgotten: {engram_id}")

@@ -1,0 +1,89 @@
+"""The root group of the ``plur`` command: subcommands loaded lazily, errors turned into one line.
+
+:class:`LazyGroup` is click's documented lazy-loading pattern ("Lazily Loading Subcommands" in the
+click docs): the group knows each subcommand as an import path (``"plur.cli.browse.list_"``) and
+imports its module only when that command runs (or ``--help`` lists it), so a cold ``plur list``
+imports what listing needs and no other command's code.
+
+:class:`PlurGroup` is the one place where any :class:`~plur.errors.PlurError` becomes one line on
+stderr (``plur: error: <message>``) and the exit code of its class (``PlurError.exit_code``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from ..display import safe_text
+from ..errors import PlurError
+from .output import one_line, warn_quarantined
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use.
+
+    Args:
+        lazy_subcommands: command name -> ``"module.path.attribute"`` of a :class:`click.Command`.
+    """
+
+    def __init__(self, *args: Any, lazy_subcommands: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_subcommands = dict(lazy_subcommands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy_subcommands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy_subcommands:
+            return self._lazy_load(cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def _lazy_load(self, cmd_name: str) -> click.Command:
+        module_name, attribute = self.lazy_subcommands[cmd_name].rsplit(".", 1)
+        command = getattr(importlib.import_module(module_name), attribute)
+        if not isinstance(command, click.Command):  # pragma: no cover - a wrong table entry
+            raise TypeError(f"lazy subcommand {cmd_name!r}: {self.lazy_subcommands[cmd_name]} is not a click command")
+        return command
+
+
+def _bad_utf8(args: list[str]) -> str | None:
+    for a in args:
+        try:
+            a.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = a.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return (f"argument '{safe_text(shown)}' is not valid UTF-8 (byte at position {exc.start}); "
+                    "check the terminal's or script's encoding (plur reads UTF-8)")
+    return None
+
+
+class PlurGroup(LazyGroup):
+    """Turns PlurError into one stderr line and ``exit_code`` for every subcommand."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        bad = _bad_utf8(list(args))
+        if bad is not None:
+            click.echo(f"plur: error: {bad}", err=True)
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PlurError as exc:
+            click.echo(f"plur: error: {safe_text(one_line(str(exc)))}", err=True)
+            ctx.exit(exc.exit_code)
+        except OSError as exc:  # last resort: a failing disk or folder is one line, not a traceback
+            if isinstance(exc, BrokenPipeError):
+                raise
+            click.echo(f"plur: error: {safe_text(one_line(str(exc)))}; check that the home folder exists, "
+                       "is writable and has free space (`plur doctor`)", err=True)
+            ctx.exit(4)
+        except UnicodeError as exc:  # invalid UTF-8 on stdin or in a file we were told to read
+            click.echo(f"plur: error: input is not valid UTF-8 text ({safe_text(str(exc))}); "
+                       "re-save it as UTF-8", err=True)
+            ctx.exit(2)
+        finally:
+            warn_quarantined(ctx)

@@ -1,0 +1,92 @@
+"""The home's upkeep: ``plur init``, ``plur doctor`` (health report, ``--restore``) and ``plur reindex``."""
+
+from __future__ import annotations
+
+import click
+
+from ..service.session import Session as App
+from .output import echo, emit_json, one_line, summary
+
+
+@click.command()
+@click.pass_obj
+def init(app: App) -> None:
+    """Create the home folder (idempotent)."""
+    store = app.memory.store
+    existed = store.root.is_dir()
+    from ..store.atomic import private_dirs
+
+    private_dirs(store.root)
+    echo(f"{'already initialised' if existed else 'initialised'}: {store.home}")
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--no-model", is_flag=True, help="Skip resolving the embedding model (fast).")
+@click.option("--restore", "restore", default=None, metavar="NAME",
+              help="Move a quarantined file you fixed back into the store (its name as listed, or the engram id); "
+                   "it is validated first.")
+@click.pass_obj
+def doctor(app: App, as_json: bool, no_model: bool, restore: str | None) -> None:
+    """Store health: counts, quarantined files, lock state, the model in use and why, the service."""
+    if restore is not None:
+        e = app.memory.store.restore(restore)
+        if as_json:
+            emit_json({"restored": e.to_dict()})
+        else:
+            echo(f"restored: {e.id} ({summary(e.statement, 60)})")
+        return
+    client = app.service("doctor")
+    if client is not None:
+        report = client.doctor()
+        report["service"] = {"running": True, **{k: client.info.get(k) for k in ("pid", "url", "socket")}}
+    else:
+        mem = app.memory
+        report = mem.doctor(load_model=not no_model)
+        report["manifest"] = mem.store.manifest_info()
+        report["service"] = {"running": False}
+    if as_json:
+        emit_json(report)
+        return
+    eng = report["engrams"]
+
+    def counts(d: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in d.items()) or "-"
+
+    echo(f"home         {report['home']}")
+    if not report.get("home_private", True):
+        echo(f"  warning: other users can read it (mode {report['home_mode']}); run: chmod 700 {report['home']}")
+    echo(f"engrams      {eng['total']}  (status: {counts(eng['by_status'])})")
+    echo(f"  by scope   {counts(eng['by_scope'])}")
+    echo(f"  by type    {counts(eng['by_type'])}")
+    lock = report["lock"]
+    owner = lock.get("owner") or {}
+    held = f"held (pid {owner.get('pid', '?')} since {owner.get('since', '?')})" if lock["locked"] else "free"
+    if lock["locked"] is None:
+        held = f"unknown ({lock.get('error')}: read-only home, so no write can happen here)"
+    echo(f"lock         {held}  {lock['path']}")
+    svc = report["service"]
+    echo(f"service      pid {svc['pid']}  {svc['socket'] or ''} {svc['url']}" if svc["running"]
+          else "service      not running (`plur service start` keeps the model loaded)")
+    q = report["quarantined"]
+    echo(f"quarantined  {len(q)} file{'s' if len(q) != 1 else ''}")
+    for item in q:
+        echo(f"  {item['path']}\n    was {item['original']} ({item['when']}): {one_line(item['reason'])}")
+    if any(item.get("moved") for item in q):
+        echo("  fix a file in place, then: plur doctor --restore NAME (validated before it goes back)")
+    model = report.get("model") or {}
+    if "source" in model:
+        name = model.get("name") or "none (BM25 only)"
+        echo(f"model        {name}  [{model.get('source')}] {model.get('reason') or ''}".rstrip())
+        for w in model.get("warnings") or []:
+            echo(f"  warning: {one_line(w)}")
+    else:
+        echo(f"model        {model.get('requested')} (not resolved: --no-model)")
+
+
+@click.command()
+@click.pass_obj
+def reindex(app: App) -> None:
+    """Rebuild the BM25 and dense indexes from the engram files."""
+    out = app.memory.reindex()
+    echo("reindexed: " + ", ".join(f"{k} {v}" for k, v in out.items()))

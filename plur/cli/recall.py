@@ -1,0 +1,80 @@
+"""``plur recall`` and ``plur section``: what memory returns for a query (through the service when one runs)."""
+
+from __future__ import annotations
+
+import click
+
+from ..service.session import Session as App
+from ..store.engram import TYPES, Engram
+from .output import echo, emit_json, fmt_number, summary
+
+MODES = ("hybrid", "bm25", "dense")
+
+
+@click.command()
+@click.argument("query")
+@click.option("-k", "k", type=click.IntRange(min=0), default=10, show_default=True, help="Top-k hits.")
+@click.option("--scope", default=None, help="Recall within this scope (plus global).")
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option("--type", "types", type=click.Choice(TYPES), multiple=True, help="Only this type (repeat for more).")
+@click.option("--tag", "tags", multiple=True, help="Only engrams with this tag (repeat: any of them).")
+@click.option("--min-score", "min_score", type=click.FloatRange(0.0, 1.0), default=None,
+              help="Drop hits scoring below this (scores are in [0, 1], higher is better).")
+@click.option("--include-expired", is_flag=True, help="Also show retired (superseded) and expired engrams.")
+@click.option("--agent", default=None, help="Who is asking (recorded in stats.db).")
+@click.option("--explain", is_flag=True, help="Show the fused score and each leg's rank and score.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tuple[str, ...],
+           tags: tuple[str, ...], min_score: float | None, include_expired: bool, agent: str | None,
+           explain: bool, as_json: bool) -> None:
+    """Recall the engrams most relevant to QUERY, best first."""
+    client = app.service("recall")
+    if client is not None:
+        from ..index.recall import Hit
+
+        got = client.recall(query, k, scope=scope, mode=mode, agent=agent, types=list(types) or None,
+                            tags=list(tags) or None, min_score=min_score, include_expired=include_expired)["hits"]
+        hits = [Hit(**{**h, "engram": Engram.from_dict(h["engram"])}) for h in got]
+    else:
+        mem = app.memory
+        mem.catch_up(progress=True, need_dense=mode != "bm25")  # index catch-up, progress on stderr
+        hits = mem.recall(query, k, scope=scope, mode=mode, agent=agent, types=types or None, tags=tags or None,
+                          min_score=min_score, include_expired=include_expired, explain=explain)
+    if as_json:
+        emit_json([h.to_dict() for h in hits])
+        return
+    if explain:
+        echo(f"{'rank':>4} {'score':>8} {'bm25#':>5} {'bm25':>8} {'dense#':>6} {'cosine':>7}  engram")
+    for h in hits:
+        flag = "" if h.engram.is_current() else f" [{'retired' if h.engram.status != 'active' else 'expired'}]"
+        if explain:
+            echo(f"{h.rank:>4} {h.score:>8.4f} {fmt_number(h.bm25_rank, 'd'):>5} {fmt_number(h.bm25_score):>8} "
+                  f"{fmt_number(h.dense_rank, 'd'):>6} {fmt_number(h.dense_score):>7}  {h.engram.id}{flag}  "
+                       f"{summary(h.engram.statement, 70)}")
+            for neighbour, terms in h.context_matches:
+                click.echo(f"{'':>36}  via neighbouring turn {neighbour}: {', '.join(terms)}")
+            if h.date_match:
+                click.echo(f"{'':>36}  date named in the query matches ({h.engram.created.date().isoformat()})")
+        else:
+            echo(f"{h.rank:>3}. {h.engram.id}{flag}  {summary(h.engram.statement)}")
+    if not hits:
+        echo("no engrams recalled", err=True)
+
+
+@click.command()
+@click.argument("message")
+@click.option("--agent", required=True, help="The agent the block is for.")
+@click.option("--scope", default=None, help="Recall within this scope (plus global).")
+@click.pass_obj
+def section(app: App, message: str, agent: str, scope: str | None) -> None:
+    """Print the memory block that would be injected for MESSAGE."""
+    client = app.service("section")
+    if client is not None:
+        block = client.block(agent, message, scope)["text"]
+    else:  # the same selection the recall worker makes: pinned engrams of the scope first, then the hits
+        from ..prompt.selection import recall_block
+
+        app.memory.catch_up(progress=True)
+        block = recall_block(app.memory, message, scope=scope, agent=agent).text
+    echo(block if block else "(empty memory block: nothing recalled)")
