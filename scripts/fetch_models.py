@@ -26,9 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from plur.embed.models_lock import (  # noqa: E402  (after the path tweak, so a checkout works without install)
-    ModelSpec, VerifyReport, default_lock_path, download_pinned, dump_lock, find_spec, hf_snapshot_folder,
-    load_lock, lock_header, lock_trailer, verify_files,
+from plur.embed.model_files import (  # noqa: E402  (after the path tweak, so a checkout works without install)
+    VerifyReport, download_pinned, hf_snapshot_folder, verify_files,
+)
+from plur.embed.models_lock import (  # noqa: E402
+    ModelSpec, default_lock_path, dump_lock, find_spec, load_lock, lock_header, lock_trailer,
 )
 from plur.errors import ModelError  # noqa: E402
 

@@ -24,10 +24,8 @@ from plur.config import load_settings
 from plur.embed.embedder import SentenceTransformerEmbedder
 from plur.embed.resolve import ModelFallbackWarning, resolve_embedder
 from plur.embed.cache import CachedEmbedder, EmbeddingCache, text_key
-from plur.embed.models_lock import (
-    PACKAGED_MODEL, ModelSpec, dump_lock, find_spec, hf_snapshot_folder, load_lock, lock_header, lock_trailer,
-    verify_files,
-)
+from plur.embed.model_files import hf_snapshot_folder, verify_files
+from plur.embed.models_lock import PACKAGED_MODEL, ModelSpec, dump_lock, find_spec, load_lock, lock_header, lock_trailer
 from plur.errors import ModelError, ValidationError
 
 REPO = Path(__file__).resolve().parents[1]

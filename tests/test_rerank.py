@@ -127,7 +127,7 @@ def test_pinned_reranker_refuses_files_that_differ_from_the_lock(tmp_path, monke
 
 
 def _real_reranker_folder():
-    from plur.embed.models_lock import hf_cache_dir
+    from plur.embed.model_files import hf_cache_dir
 
     pin = reranker_pins()["BAAI/bge-reranker-base"]
     snap = hf_cache_dir() / "models--BAAI--bge-reranker-base" / "snapshots" / pin.revision

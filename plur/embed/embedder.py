@@ -23,9 +23,8 @@ import numpy as np
 
 from ..errors import ModelError, ValidationError, require
 from . import model_thread
-from .models_lock import (
-    ModelSpec, hf_offline, vector_identity,
-)
+from .model_files import hf_offline
+from .models_lock import ModelSpec, vector_identity
 
 log = logging.getLogger("plur.embed")
 

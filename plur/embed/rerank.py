@@ -72,7 +72,7 @@ def reranker_pins(lock_path: Path | None = None) -> dict[str, RerankerPin]:
 
 
 def _verify(pin: RerankerPin, folder: Path) -> None:
-    from .models_lock import sha256_file
+    from .model_files import sha256_file
 
     for rel, want in pin.files:
         path = folder / rel
@@ -88,7 +88,7 @@ def _verify(pin: RerankerPin, folder: Path) -> None:
 
 
 def _hf_snapshot(pin: RerankerPin) -> Path:
-    from .models_lock import hf_cache_dir
+    from .model_files import hf_cache_dir
 
     return hf_cache_dir() / f"models--{pin.name.replace('/', '--')}" / "snapshots" / pin.revision
 

@@ -17,10 +17,8 @@ from typing import Any
 
 from ..errors import ModelError
 from .embedder import Embedder, SentenceTransformerEmbedder
-from .models_lock import (
-    PACKAGED_MODEL, ModelSpec, download_pinned, find_spec, hf_offline, hf_snapshot_folder, load_lock, sha256_file,
-    verify_files,
-)
+from .model_files import download_pinned, hf_offline, hf_snapshot_folder, sha256_file, verify_files
+from .models_lock import PACKAGED_MODEL, ModelSpec, find_spec, load_lock
 
 log = logging.getLogger("plur.embed")
 
@@ -79,7 +77,7 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
     Args:
         settings: a :class:`plur.config.Settings` (uses model, device, embed_batch_size, allow_fallback).
         lock_path: models.lock to read (default :func:`plur.embed.models_lock.default_lock_path`).
-        cache_dir: Hugging Face cache (default :func:`plur.embed.models_lock.hf_cache_dir`, read at call time).
+        cache_dir: Hugging Face cache (default :func:`plur.embed.model_files.hf_cache_dir`, read at call time).
         download: allow the download step (still skipped when ``HF_HUB_OFFLINE`` is set).
 
     Returns:

@@ -15,7 +15,8 @@ When each path runs:
   with ``allowed`` it searches through hnswlib's ``filter`` and falls back to exact when fewer than
   k allowed ids come back. No id outside ``allowed`` is ever returned.
 
-On disk (:mod:`plur.index.dense_io`): ``vectors.npy`` (all rows, dead ones included, so HNSW labels
+The search methods (exact and HNSW) are :mod:`plur.index.dense_search`. On disk
+(:mod:`plur.index.dense_io`): ``vectors.npy`` (all rows, dead ones included, so HNSW labels
 stay row numbers), ``ids.json`` (owner id per row, ``null`` if dead), ``hnsw.bin`` (if built) and
 ``meta.json`` (format version, dims, identity, parameters, row count, sha256 of ids.json),
 written last.
@@ -24,8 +25,7 @@ written last.
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection, Iterable, Sequence
-from itertools import repeat
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import ValidationError, require
 from .dense_io import FORMAT_VERSION, load_index, save_index
+from .dense_search import DenseSearch
 
 _COMPACT_MIN_DEAD = 1024  # compact once dead rows exceed max(this, live rows)
 
@@ -42,24 +43,7 @@ _COMPACT_MIN_DEAD = 1024  # compact once dead rows exceed max(this, live rows)
 _BLOCK_ROWS = 2048
 
 
-_BLAS: Any = None
-
-
-def _one_blas_thread() -> Any:
-    """Context that runs numpy's BLAS on one thread (threadpoolctl; ~6 us to enter).
-
-    A query's matrix-vector product is small and memory-bound; a multi-threaded OpenBLAS pool
-    busy-waits after it and starves torch's OpenMP threads embedding the next query. Measured on
-    2 cores, 10k x 384: query embedding p99 111 ms -> 11 ms, exact search p50 2.0 -> 1.1 ms.
-    """
-    global _BLAS
-    if _BLAS is None:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
-
-class DenseIndex:
+class DenseIndex(DenseSearch):
     """Cosine top-k over (id, vector) pairs.
 
     Args:
@@ -288,137 +272,6 @@ class DenseIndex:
             self._hnsw.resize_index(max(end, cap + cap // 4))
         self._hnsw.add_items(vectors, np.arange(start, end), num_threads=self.num_threads)
 
-    # -- search ----------------------------------------------------------------------------------
-    def search(self, vector: np.ndarray, k: int, allowed: Collection[str] | None = None) -> list[tuple[str, float]]:
-        """The ``k`` ids most similar to ``vector``.
-
-        Args:
-            vector: ``[dims]`` float query (normalised here).
-            k: how many ids; clamped to the live (allowed) count.
-            allowed: if given, only these ids may be returned (authorisation, not a hint).
-
-        Returns:
-            ``[(id, cosine)]``, highest first, each id once (its best vector), ties by id.
-
-        Raises:
-            ValidationError: bad shape, non-finite or zero query, negative k.
-        """
-        q = self._check_matrix(vector, None)
-        if k < 0:
-            raise ValidationError(f"k={k} must be >= 0")
-        with self._lock, _one_blas_thread():
-            if allowed is None:
-                k = min(k, len(self._rows_of))
-                if k == 0:
-                    return []
-                found = self._hnsw_search(q, k, None) if self.uses_hnsw else None
-                return found if found is not None else self._exact_all(q, k, None)
-            slots = self._allowed_slots(allowed)
-            k = min(k, len(slots))
-            if k == 0:
-                return []
-            if len(slots) <= self.small_allowed_fraction * len(self._rows_of):
-                return self._exact_subset(q, k, slots)
-            slot_ok = np.zeros(len(self._slot_ids), dtype=bool)
-            slot_ok[slots] = True
-            found = self._hnsw_search(q, k, slot_ok) if self.uses_hnsw else None
-            return found if found is not None else self._exact_all(q, k, slot_ok)
-
-    def scores_for(self, vector: np.ndarray, ids: Iterable[str]) -> dict[str, float]:
-        """Cosine of ``vector`` with each of ``ids`` (its best chunk), whatever their rank.
-
-        Hybrid recall fills in the dense score of an engram that only the BM25 leg returned, so
-        fusion sums both legs' evidence for every candidate (a leg's top ``k`` cut would count it as 0).
-
-        Args:
-            vector: ``[dims]`` float query (normalised here).
-            ids: engram ids; ids without a live vector (unknown, removed, not yet embedded) are left out.
-
-        Returns:
-            ``{id: cosine in [-1, 1]}``.
-
-        Raises:
-            ValidationError: bad shape, non-finite or zero query.
-        """
-        q = self._check_matrix(vector, None)
-        ids = ids if isinstance(ids, Collection) else list(ids)
-        with self._lock, _one_blas_thread():
-            slots = self._allowed_slots(ids)
-            return dict(self._exact_subset(q, len(slots), slots)) if len(slots) else {}
-
-    def _allowed_slots(self, allowed: Collection[str]) -> np.ndarray:
-        """Slots of the live ids in ``allowed`` (unique, ``[m] int64``); unknown ids are dropped."""
-        slots = np.fromiter(map(self._slot_of.get, allowed, repeat(-1)), dtype=np.int64, count=len(allowed))
-        slots = slots[slots >= 0]
-        return np.unique(slots[self._slot_live[slots]])
-
-    def _exact_subset(self, q: np.ndarray, k: int, slots: np.ndarray) -> list[tuple[str, float]]:
-        ids = [self._slot_ids[s] for s in slots.tolist()]
-        rows = [r for i in ids for r in self._rows_of[i]]
-        scores = self._scores(np.asarray(rows, dtype=np.int64), q)
-        best: dict[str, float] = {}
-        for r, s in zip(rows, scores.tolist()):
-            i = self._slot_ids[self._row_slot[r]]
-            if s > best.get(i, -np.inf):
-                best[i] = s
-        return _top(best.items(), k)
-
-    def _exact_all(self, q: np.ndarray, k: int, slot_ok: np.ndarray | None) -> list[tuple[str, float]]:
-        n = self._n
-        slots = self._row_slot[:n]
-        valid = slots >= 0
-        if slot_ok is not None:
-            valid &= slot_ok[np.where(valid, slots, 0)]
-        if self._vecs is not None:
-            scores = self._vecs[:n] @ q
-        else:  # vectors live in the graph: score the valid rows in blocks (bounded memory)
-            scores = np.full(n, -np.inf, dtype=np.float32)
-            live = np.flatnonzero(valid)
-            scores[live] = self._scores(live, q)
-        if self._multi:
-            best = np.full(len(self._slot_ids), -np.inf, dtype=np.float32)
-            np.maximum.at(best, slots[valid], scores[valid])
-            cand = _argtop(best, k)
-            pairs = [(self._slot_ids[s], float(best[s])) for s in cand if best[s] > -np.inf]
-        else:
-            scores = np.where(valid, scores, -np.inf)
-            cand = _argtop(scores, k)
-            pairs = [(self._slot_ids[slots[r]], float(scores[r])) for r in cand if valid[r]]
-        return _top(pairs, k)
-
-    def _hnsw_search(self, q: np.ndarray, k: int, slot_ok: np.ndarray | None) -> list[tuple[str, float]] | None:
-        """HNSW top-k; ``None`` when hnswlib cannot return enough (the caller then goes exact)."""
-        if self._hnsw is None:
-            self._build_hnsw()
-        if slot_ok is None:
-            pool, filt = self._live_rows, None
-        else:
-            slots = self._row_slot[:self._n]
-            rows = np.flatnonzero((slots >= 0) & slot_ok[np.maximum(slots, 0)])
-            allowed_rows = set(rows.tolist())
-            pool, filt = len(allowed_rows), allowed_rows.__contains__
-        fetch = min(pool, k if not self._multi else 2 * k)
-        while True:
-            self._hnsw.set_ef(max(self.ef_search, fetch))
-            try:
-                labels, dists = self._hnsw.knn_query(q, k=fetch, num_threads=1, filter=filt)
-            except RuntimeError:  # fewer than `fetch` reachable (many deletes, tight filter)
-                return None
-            best: dict[str, float] = {}
-            for label, d in zip(labels[0].tolist(), dists[0].tolist()):
-                slot = self._row_slot[label]
-                if slot < 0 or (slot_ok is not None and not slot_ok[slot]):  # never leak
-                    continue
-                i = self._slot_ids[slot]
-                score = 1.0 - d  # hnswlib "ip" distance is 1 - <a, b>
-                if score > best.get(i, -np.inf):
-                    best[i] = score
-            if len(best) >= k:
-                return _top(best.items(), k)
-            if fetch >= pool:
-                return None
-            fetch = min(pool, 2 * fetch)
-
     # -- persistence (format: plur.index.dense_io) ---------------------------------------------
     def save(self, folder: Path, identity: str | None = None) -> None:
         """Write the index to ``folder`` (created); see :func:`plur.index.dense_io.save_index`."""
@@ -453,21 +306,6 @@ class DenseIndex:
     def __repr__(self) -> str:
         return (f"DenseIndex(dims={self.dims}, ids={len(self)}, vectors={self._live_rows}, "
                 f"path={'hnsw' if self.uses_hnsw else 'exact'}, identity={self.identity!r})")
-
-
-def _argtop(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest values (unordered), k clamped to the length."""
-    k = min(k, scores.shape[0])
-    if k <= 0:
-        return np.empty(0, dtype=np.int64)
-    if k == scores.shape[0]:
-        return np.arange(k)
-    return np.argpartition(-scores, k - 1)[:k]
-
-
-def _top(pairs: Iterable[tuple[str, float]], k: int) -> list[tuple[str, float]]:
-    clipped = ((i, min(1.0, max(-1.0, float(s)))) for i, s in pairs)  # float32 rounding can pass 1.0
-    return sorted(clipped, key=lambda p: (-p[1], p[0]))[:k]
 
 
 __all__ = ["DenseIndex", "FORMAT_VERSION"]

@@ -4,11 +4,14 @@ Files: ``meta.json`` (format, tokenizer identity and version, k1, b, counts; wri
 a complete folder), ``ids.json`` (doc ids), ``vocab.json`` (terms), ``doc_len.npy`` ``[n] int32``,
 ``offsets.npy`` ``[terms + 1] int64``, ``postings_doc.npy`` and ``postings_tf.npy`` ``[postings] int32``
 (CSR: term j's postings are ``[offsets[j]:offsets[j + 1]]``). The layout follows bm25s's index folder.
+
+:class:`BM25Files` gives :class:`~plur.index.lexical.BM25Index` its save, load and CSR export.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -18,12 +21,16 @@ from typing import Any
 import numpy as np
 
 from ..jsonio import loads
-from .tokenize import Tokenizer
+from .postings import Postings
+from .tokenize import TOKENIZER_VERSION, Tokenizer
 from ..store.atomic import private_dirs
 
 #: Version of the on-disk layout written by :meth:`plur.index.lexical.BM25Index.save`.
 FORMAT_VERSION: int = 1
 FORMAT_NAME = "plur-bm25"
+
+#: the BM25 index's logger (a load that falls back to a rebuild says why at WARNING)
+log = logging.getLogger("plur.index.lexical")
 
 
 def write_folder(folder: Path, meta: dict[str, Any], ids: list[str], vocab: list[str],
@@ -137,3 +144,130 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class BM25Files:
+    """Save and load of :class:`~plur.index.lexical.BM25Index` (mixin): the in-memory postings in CSR form
+    and back, and the folder written by :func:`write_folder`."""
+
+    def _export(self) -> tuple[list[str], np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Live documents in compressed-sparse-row form, tombstones dropped.
+
+        Returns:
+            ``(ids, doc_len [n] int32, vocab, offsets [v + 1] int64, slots [p] int32, tfs [p] int32)``;
+            the postings of ``vocab[j]`` are ``slots/tfs[offsets[j]:offsets[j + 1]]``.
+        """
+        n_slots = len(self._ids)
+        alive = self._alive[:n_slots]
+        live = np.flatnonzero(alive)
+        remap = np.full(n_slots, -1, dtype=np.int32)
+        remap[live] = np.arange(len(live), dtype=np.int32)
+        vocab: list[str] = []
+        slot_parts: list[np.ndarray] = []
+        tf_parts: list[np.ndarray] = []
+        for term in sorted(self._postings):
+            slots_buf, tfs_buf = self._postings[term]
+            slots = np.frombuffer(slots_buf, dtype=np.int32)
+            tfs = np.frombuffer(tfs_buf, dtype=np.int32)
+            if self._n_dead:
+                keep = alive[slots]
+                if not keep.any():
+                    continue
+                slots, tfs = slots[keep], tfs[keep]
+            vocab.append(term)
+            slot_parts.append(remap[slots])
+            tf_parts.append(tfs.copy())
+        offsets = np.zeros(len(vocab) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in slot_parts], out=offsets[1:])
+        empty = np.zeros(0, dtype=np.int32)
+        slots_all = np.concatenate(slot_parts) if slot_parts else empty
+        tfs_all = np.concatenate(tf_parts) if tf_parts else empty
+        ids = [self._ids[s] for s in live.tolist()]
+        return ids, self._dl[live].astype(np.int32), vocab, offsets, slots_all, tfs_all  # type: ignore[return-value]
+
+    def _load_arrays(self, ids: list[str], doc_len: np.ndarray, vocab: list[str], offsets: np.ndarray,
+                     slots: np.ndarray, tfs: np.ndarray) -> None:
+        self._clear()
+        n = len(ids)
+        cap = max(64, n)
+        self._ids = list(ids)
+        self._slot = {doc_id: i for i, doc_id in enumerate(ids)}
+        self._dl = np.zeros(cap, dtype=np.float64)
+        self._dl[:n] = doc_len
+        self._alive = np.zeros(cap, dtype=bool)
+        self._alive[:n] = True
+        self._total_len = int(doc_len.sum())
+        self._postings = Postings(vocab, offsets, slots, tfs)  # each term's arrays made on first use
+
+    def save(self, folder: str | Path) -> None:
+        """Write the index to ``folder`` (replaced whole; written beside it, then renamed).
+
+        Files: ``meta.json`` (format, tokenizer identity and version, k1, b, counts),
+        ``ids.json`` (doc ids), ``vocab.json`` (terms), ``doc_len.npy`` ``[n] int32``,
+        ``offsets.npy`` ``[terms + 1] int64``, ``postings_doc.npy`` and
+        ``postings_tf.npy`` ``[postings] int32`` (CSR: term j's postings are
+        ``[offsets[j]:offsets[j + 1]]``). Tombstones are never written; if they
+        exceed 25% of the slots the index is compacted in memory first.
+        """
+        folder = Path(folder)
+        with self._lock:
+            self._maybe_compact()
+            ids, doc_len, vocab, offsets, slots, tfs = self._export()
+            meta = {
+                "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+                "tokenizer": self.tokenizer.identity, "tokenizer_version": TOKENIZER_VERSION,
+                "k1": self._k1, "b": self._b, "n_docs": len(ids), "n_terms": len(vocab),
+                "n_postings": int(len(slots)), "total_len": int(doc_len.sum()),
+            }
+        write_folder(folder, meta, ids, vocab, {"doc_len": doc_len, "offsets": offsets,
+                                                "postings_doc": slots, "postings_tf": tfs})
+
+    @classmethod
+    def stale_reason(cls, folder: str | Path, tokenizer: Tokenizer | None = None) -> str | None:
+        """Say why the index in ``folder`` cannot be loaded as is, or ``None`` if it can.
+
+        Args:
+            folder: a folder written by :meth:`save`.
+            tokenizer: the tokenizer the caller will query with; ``None`` accepts the
+                saved tokenizer if this version of plur still produces it.
+
+        Returns:
+            A one-line reason (missing, unreadable, other format version, other
+            tokenizer), or ``None``. Only ``meta.json`` is read.
+        """
+        return read_meta(Path(folder), tokenizer)[1]
+
+    @classmethod
+    def load(cls, folder: str | Path, *, tokenizer: Tokenizer | None = None,
+             k1: float | None = None, b: float | None = None) -> Any:
+        """Load an index written by :meth:`save`, or return ``None`` so the caller rebuilds.
+
+        ``None`` (with the reason logged at WARNING on ``plur.index.lexical``) when the folder
+        is missing, unreadable or inconsistent, written by another format version, or
+        by another tokenizer than ``tokenizer`` (or than this plur's tokenizer of the
+        saved kind when ``tokenizer`` is None). It never raises for a bad index:
+        a rebuild from the engram store is always possible.
+
+        Args:
+            folder: the index folder.
+            tokenizer: the tokenizer queries will use; must match the saved identity.
+            k1, b: override the saved parameters (they do not affect stored data).
+
+        Raises:
+            ValidationError: if ``k1`` or ``b`` is out of range.
+        """
+        folder = Path(folder)
+        meta, reason = read_meta(folder, tokenizer)
+        if meta is None:
+            log.warning("BM25 index at %s not loaded, rebuilding: %s", folder, reason)
+            return None
+        try:
+            ids, vocab, arrays = read_arrays(folder, meta)
+        except (OSError, ValueError, TypeError) as exc:
+            log.warning("BM25 index at %s not loaded, rebuilding: damaged files (%s)", folder, exc)
+            return None
+        index = cls(k1=meta["k1"] if k1 is None else k1, b=meta["b"] if b is None else b,
+                    tokenizer=tokenizer if tokenizer is not None else tokenizer_for(meta["tokenizer"]))
+        index._load_arrays(ids, arrays["doc_len"], vocab, arrays["offsets"],
+                           arrays["postings_doc"], arrays["postings_tf"])
+        return index

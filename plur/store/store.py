@@ -41,6 +41,7 @@ The store knows nothing about indexes: callers learn what changed from
 
 Helpers, one job each: :mod:`plur.store.atomic` (atomic writes, stale temp files),
 :mod:`plur.store.quarantine` (moving bad files aside, listing them),
+:mod:`plur.store.restore` (moving a fixed one back),
 :mod:`plur.store.manifest` (the manifest and the writer journal),
 :mod:`plur.store.lock` (the write lock and its owner record),
 :mod:`plur.store.mirror` (the in-memory mirror of the folder this class writes to).
@@ -57,11 +58,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConflictError, DuplicateError, NotFoundError, StoreError, ValidationError
-from .atomic import STALE_TMP_S, TMP_PREFIX, atomic_write, fsync_dir, private_dirs
+from .atomic import STALE_TMP_S, TMP_PREFIX, atomic_write, fsync_dir
 from .engram import Engram, content_hash, engram_version, new_id, validate_id
 from .manifest import JOURNAL_MAGIC, JOURNAL_MAX_BYTES, MANIFEST_FORMAT, MANIFEST_VERSION, RACY_WINDOW_NS, FileEntry, file_sha
 from .mirror import AUTOSAVE_READS, DEFAULT_MAX_STATEMENT_BYTES, Changes, FolderMirror
 from .quarantine import count_quarantined, list_quarantined
+from .restore import restore_quarantined
 
 __all__ = [
     "AUTOSAVE_READS", "DEFAULT_MAX_STATEMENT_BYTES", "JOURNAL_MAGIC", "JOURNAL_MAX_BYTES", "MANIFEST_FORMAT",
@@ -362,44 +364,7 @@ class EngramStore(FolderMirror):
             ConflictError: an engram file with that id exists again, or its text duplicates an active engram.
             StoreError: the file could not be moved back (read-only home...).
         """
-        items = [q for q in self.quarantined() if q.get("moved")]
-        found = [q for q in items if Path(q["path"]).name == name]
-        if not found:
-            found = [q for q in items if Path(q["original"]).name == f"{name}.yaml"][-1:]
-        if not found:
-            raise NotFoundError(f"no quarantined file {name!r}; `plur doctor` lists them (name or engram id)")
-        src = Path(found[0]["path"])
-        target_name = Path(found[0]["original"]).name
-        with self._write_lock():
-            self._sync_for_write()
-            try:
-                data = src.read_bytes()
-            except OSError as exc:
-                raise StoreError(f"cannot read {src} ({exc})") from None
-            try:
-                engram = self._parse(target_name, data)
-            except ValidationError as exc:
-                raise ValidationError(f"{src} still does not load: {exc}; fix the file, then restore it again") from None
-            target = self.root / target_name
-            if target.exists() or engram.id in self._by_id:
-                raise ConflictError(f"an engram {engram.id} is in the store again; compare it with {src} "
-                                    "and forget one of them first")
-            dup = self._duplicate_of(engram.scope, engram.content_hash) if engram.status == "active" else None
-            if dup is not None:
-                raise DuplicateError(f"engram {dup.id} already says exactly what {src.name} says; "
-                                     f"delete {src} instead of restoring it", dup.id)
-            self._writes.append(target_name)
-            try:
-                private_dirs(self.root)
-                os.replace(src, target)
-            except OSError as exc:
-                raise StoreError(f"cannot move {src} back to {target} ({exc})") from None
-            with suppress(OSError):
-                src.with_name(src.name + ".reason").unlink()
-            for folder in (self.root, self.quarantine_dir) if self.fsync else ():
-                fsync_dir(folder)
-            self._check_one(target_name)
-        return self.get(engram.id)
+        return restore_quarantined(self, name)
 
     def lock_state(self) -> dict[str, Any]:
         """Who holds the write lock, without waiting for it; see :meth:`plur.store.lock.StoreLock.state`."""

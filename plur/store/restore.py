@@ -1,0 +1,71 @@
+"""Restoring a quarantined engram file once it was fixed: validated as on load, checked against the store
+(same id again, duplicate text), moved back under the store's write lock (:meth:`EngramStore.restore`).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConflictError, DuplicateError, NotFoundError, StoreError, ValidationError
+from .atomic import fsync_dir, private_dirs
+from .engram import Engram
+
+
+def restore_quarantined(store: Any, name: str) -> Engram:
+    """Bring a quarantined file back into the store after it was fixed; validated as on load.
+
+    Args:
+        name: the quarantined file's name (``<id>.yaml.<timestamp>``, as ``plur doctor`` lists it)
+            or an engram id (its newest quarantined file).
+
+    Returns:
+        The engram now loaded from ``<home>/engrams/<id>.yaml``.
+
+    Raises:
+        NotFoundError: no quarantined file by that name or id.
+        ValidationError: the file still does not load (the message says why; fix it and retry).
+        ConflictError: an engram file with that id exists again, or its text duplicates an active engram.
+        StoreError: the file could not be moved back (read-only home...).
+    """
+    items = [q for q in store.quarantined() if q.get("moved")]
+    found = [q for q in items if Path(q["path"]).name == name]
+    if not found:
+        found = [q for q in items if Path(q["original"]).name == f"{name}.yaml"][-1:]
+    if not found:
+        raise NotFoundError(f"no quarantined file {name!r}; `plur doctor` lists them (name or engram id)")
+    src = Path(found[0]["path"])
+    target_name = Path(found[0]["original"]).name
+    with store._write_lock():
+        store._sync_for_write()
+        try:
+            data = src.read_bytes()
+        except OSError as exc:
+            raise StoreError(f"cannot read {src} ({exc})") from None
+        try:
+            engram = store._parse(target_name, data)
+        except ValidationError as exc:
+            raise ValidationError(f"{src} still does not load: {exc}; fix the file, then restore it again") from None
+        target = store.root / target_name
+        if target.exists() or engram.id in store._by_id:
+            raise ConflictError(f"an engram {engram.id} is in the store again; compare it with {src} "
+                                "and forget one of them first")
+        dup = store._duplicate_of(engram.scope, engram.content_hash) if engram.status == "active" else None
+        if dup is not None:
+            raise DuplicateError(f"engram {dup.id} already says exactly what {src.name} says; "
+                                 f"delete {src} instead of restoring it", dup.id)
+        store._writes.append(target_name)
+        try:
+            private_dirs(store.root)
+            os.replace(src, target)
+        except OSError as exc:
+            raise StoreError(f"cannot move {src} back to {target} ({exc})") from None
+        with suppress(OSError):
+            src.with_name(src.name + ".reason").unlink()
+        for folder in (store.root, store.quarantine_dir) if store.fsync else ():
+            fsync_dir(folder)
+        store._check_one(target_name)
+    return store.get(engram.id)
+
