@@ -42,6 +42,26 @@ def test_a_recall_embeds_at_most_recall_embed_batch_and_bm25_finds_the_rest(plur
         assert mem.recall("island animal quokka", k=1, mode="dense")[0].engram.id == marker.id
 
 
+def test_catch_up_now_embeds_the_whole_queue_even_while_the_background_mode_runs(plur_home: Path, embedder) -> None:
+    """One catch-up mechanism, two modes: a recall hands a long queue to the background thread (bounded),
+    ``Memory.catch_up`` (the CLI's "now" mode) embeds all of it before it returns, thread or no thread."""
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL) as mem:
+        mem.learn("The dog is Rex.")
+        mem.recall("dog")
+    with Memory(plur_home, model="none") as writer:
+        writer.learn_many({"statement": f"note number {i} about topic{i}"} for i in range(120))
+        marker = writer.learn("The quokka lives on Rottnest island.")
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, recall_embed_batch=10) as mem:
+        mem.recall("quokka Rottnest", k=1)                # bounded mode: the backlog goes to the thread
+        out = mem.catch_up(progress=False)                # now mode: everything, before returning
+        assert queued(mem._indexes) == 0
+        assert out["embedded"] <= 122
+        assert mem.catchup.wait(timeout_s=300)
+        assert queued(mem._indexes) == 0
+        assert mem._indexes.dense_hashes.keys() >= {marker.id}
+        assert mem.recall("island animal quokka", k=1, mode="dense")[0].engram.id == marker.id
+
+
 def test_changing_embed_chunk_tokens_rechunks_the_saved_dense_index(plur_home: Path, embedder) -> None:
     long_text = " ".join(f"Entry {i}: the allotment gate code changed again this week." for i in range(70))
     with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, embed_chunk_tokens=0) as mem:

@@ -1,4 +1,11 @@
-"""Catch-up of the dense leg that never makes a recall wait on other processes' stream of writes.
+"""Catch-up of the dense leg: the one mechanism that embeds what the indexes queued, in two modes.
+
+* bounded (:meth:`DenseCatchUp.before_search`, every recall): a short queue now, a long one in the
+  background, so a recall never waits on other processes' stream of writes;
+* now (:meth:`DenseCatchUp.now`: ``Memory.catch_up`` before a CLI recall, ``reindex``, benchmarks):
+  the whole queue at once, with a progress bar when asked.
+
+Why the bounded mode exists:
 
 :class:`~plur.index.indexes.IndexSet` queues new and changed engrams for embedding. Under a stream
 of writers (other processes learning all the time) that queue never empties, and a recall that
@@ -32,24 +39,6 @@ def queued(idx: Any) -> int:
     return len(getattr(idx, "_pending_dense", None) or {})
 
 
-def flush_bounded(idx: Any, limit: int) -> int:
-    """Embed at most ``limit`` queued engrams of ``idx`` now (oldest first); the rest stay queued.
-
-    Returns:
-        Number of engrams embedded.
-    """
-    pending: dict[str, Any] = idx._pending_dense
-    if len(pending) <= limit:
-        return int(idx.flush_dense(progress=False))
-    later = list(pending)[limit:]
-    held = {k: pending.pop(k) for k in later}
-    try:
-        return int(idx.flush_dense(progress=False))
-    finally:
-        for k, v in held.items():
-            pending.setdefault(k, v)
-
-
 class DenseCatchUp:
     """Keeps one :class:`~plur.index.indexes.IndexSet`'s dense leg catching up; see the module docstring.
 
@@ -71,10 +60,26 @@ class DenseCatchUp:
         if n == 0:
             return
         if n <= self.sync_limit and not self.running:
-            with self.embed_lock:
-                idx.flush_dense(progress=False)
+            self.now(idx)
             return
         self._start(idx)
+
+    def now(self, idx: Any, *, progress: bool = False) -> int:
+        """Embed the whole queue of ``idx`` now (the caller holds :attr:`lock`); the "now" mode.
+
+        A background batch in flight finishes first (the model is taken through :attr:`embed_lock`);
+        its vectors are then dropped by :meth:`_apply`, since the engrams are no longer queued.
+
+        Args:
+            progress: show a tqdm bar on stderr while embedding.
+
+        Returns:
+            Number of engrams embedded.
+        """
+        if queued(idx) == 0:
+            return 0
+        with self.embed_lock:
+            return int(idx.flush_dense(progress=progress))
 
     @property
     def running(self) -> bool:
@@ -133,4 +138,4 @@ class DenseCatchUp:
         self.wait(timeout_s)
 
 
-__all__ = ["BACKGROUND_BATCH", "DenseCatchUp", "flush_bounded", "queued"]
+__all__ = ["BACKGROUND_BATCH", "DenseCatchUp", "queued"]

@@ -74,7 +74,7 @@ def catch_up(mem: Any, *, progress: bool = True, need_dense: bool = True) -> dic
         embedded = 0
         if not idx.dense_deferred:
             pending = idx.pending_dense
-            embedded = idx.flush_dense(progress=progress and pending > 100)
+            embedded = mem.catchup.now(idx, progress=progress and pending > 100)
     return {"indexed": indexed, "embedded": embedded}
 
 
@@ -96,7 +96,7 @@ def reindex(mem: Any, *, progress: bool = True) -> dict[str, int]:
         mem._scan(force=True)
         idx = IndexSet(mem.home / "index", mem.settings, res.embedder)
         n = idx.sync(mem._by_id(), progress=progress)
-        embedded = idx.flush_dense(progress=progress)
+        embedded = mem.catchup.now(idx, progress=progress)
         idx.dirty = True
         idx.save()
         mem._indexes = idx
