@@ -50,6 +50,37 @@ def memory(plur_home: Path, embedder):
     mem.close()
 
 
+@pytest.fixture
+def home(plur_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The home of a CLI test: BM25 only (``PLUR_MODEL=none``), since these tests are about the CLI, not the model."""
+    monkeypatch.setenv("PLUR_MODEL", "none")
+    return plur_home
+
+
+@pytest.fixture
+def run(home: Path):
+    """``plur --home <home> ARGS`` in-process with click's CliRunner: ``run(*args, input=None, env=None)`` -> Result."""
+    from click.testing import CliRunner
+
+    from plur.cli import cli
+
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | bytes | None = None, env: dict[str, str] | None = None):
+        return runner.invoke(cli, ["--home", str(home), *args], input=input, env=env, catch_exceptions=False)
+
+    return invoke
+
+
+def learn_id(run, statement: str, *args: str) -> str:
+    """``plur learn STATEMENT ARGS --json`` through the ``run`` fixture; the engram's id (the command must succeed)."""
+    import json
+
+    r = run("learn", statement, *args, "--json")
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)["engram"]["id"]
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Fail at once, with the fix, when the shared benchmark data is not where the tests expect it."""
     if not (SHARED / "locomo" / "locomo10.json").is_file():

@@ -16,30 +16,10 @@ from plur.cli import cli
 from plur.store.engram import Engram
 from plur.store.store import EngramStore
 
+from conftest import learn_id
+
 REPO = Path(__file__).resolve().parents[1]
 BAD_IDS = ["../../x", "/etc/passwd", "..\\x", "x\0y", ""]
-
-
-@pytest.fixture
-def home(plur_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PLUR_MODEL", "none")  # BM25 only: these tests are about the CLI, not the model
-    return plur_home
-
-
-@pytest.fixture
-def run(home: Path):
-    runner = CliRunner()
-
-    def invoke(*args: str, input: str | None = None, env: dict[str, str] | None = None):
-        return runner.invoke(cli, ["--home", str(home), *args], input=input, env=env, catch_exceptions=False)
-
-    return invoke
-
-
-def learn_id(run, statement: str, *args: str) -> str:
-    r = run("learn", statement, *args, "--json")
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)["engram"]["id"]
 
 
 def test_learn_list_show_forget_round_trip(run, home: Path) -> None:

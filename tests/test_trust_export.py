@@ -7,31 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from plur.cli import cli
+from conftest import learn_id
+
 from plur.store.export_target import MANIFEST_NAME
 
 
-@pytest.fixture
-def run(plur_home: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("PLUR_MODEL", "none")
-    runner = CliRunner()
-
-    def invoke(*args: str):
-        return runner.invoke(cli, ["--home", str(plur_home), *args], catch_exceptions=False)
-
-    return invoke
-
-
-def _learn(run, text: str) -> str:
-    r = run("learn", text, "--json")
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)["engram"]["id"]
-
-
 def test_force_never_overwrites_the_users_own_memory_md(run, tmp_path: Path) -> None:
-    _learn(run, "The dog is Rex.")
+    learn_id(run, "The dog is Rex.")
     folder = tmp_path / "claude-memory"
     folder.mkdir()
     (folder / "MEMORY.md").write_text("# my own notes\n", encoding="utf-8")
@@ -42,8 +25,8 @@ def test_force_never_overwrites_the_users_own_memory_md(run, tmp_path: Path) -> 
 
 
 def test_reexport_replaces_the_previous_export_and_drops_forgotten_engrams(run, tmp_path: Path) -> None:
-    keep = _learn(run, "The dog is Rex.")
-    gone = _learn(run, "The cat is Tom.")
+    keep = learn_id(run, "The dog is Rex.")
+    gone = learn_id(run, "The cat is Tom.")
     folder = tmp_path / "out"
     assert run("export", str(folder)).exit_code == 0
     assert (folder / MANIFEST_NAME).is_file()
@@ -58,7 +41,7 @@ def test_reexport_replaces_the_previous_export_and_drops_forgotten_engrams(run, 
 
 
 def test_an_exported_file_edited_by_hand_is_not_overwritten(run, tmp_path: Path) -> None:
-    _learn(run, "The dog is Rex.")
+    learn_id(run, "The dog is Rex.")
     folder = tmp_path / "out"
     assert run("export", str(folder)).exit_code == 0
     note = next(p for p in folder.glob("*.md") if p.name != "MEMORY.md")
@@ -70,7 +53,7 @@ def test_an_exported_file_edited_by_hand_is_not_overwritten(run, tmp_path: Path)
 
 @pytest.mark.parametrize("fmt", ["jsonl", "plur-yaml"])
 def test_file_export_never_replaces_a_file_it_did_not_write(run, tmp_path: Path, fmt: str) -> None:
-    _learn(run, "The dog is Rex.")
+    learn_id(run, "The dog is Rex.")
     target = tmp_path / ("mine.jsonl" if fmt == "jsonl" else "mine.yaml")
     target.write_text("precious\n", encoding="utf-8")
     r = run("export", str(target), "--format", fmt, "--force")
@@ -83,7 +66,7 @@ def test_file_export_never_replaces_a_file_it_did_not_write(run, tmp_path: Path,
 
 @pytest.mark.parametrize("where", ["home", "engrams", "engram-file", "index"])
 def test_export_never_writes_inside_the_home(run, plur_home: Path, where: str) -> None:
-    eid = _learn(run, "The dog is Rex.")
+    eid = learn_id(run, "The dog is Rex.")
     engram_file = plur_home / "engrams" / f"{eid}.yaml"
     before = engram_file.read_bytes()
     target = {"home": plur_home, "engrams": plur_home / "engrams", "engram-file": engram_file,
@@ -96,7 +79,7 @@ def test_export_never_writes_inside_the_home(run, plur_home: Path, where: str) -
 
 
 def test_export_through_a_link_into_the_home_is_refused(run, plur_home: Path, tmp_path: Path) -> None:
-    _learn(run, "The dog is Rex.")
+    learn_id(run, "The dog is Rex.")
     link = tmp_path / "sneaky"
     link.symlink_to(plur_home / "engrams", target_is_directory=True)
     r = run("export", str(link), "--force")

@@ -12,9 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from plur.cli import cli
 from plur.config import SETTINGS, load_settings
 from plur.errors import ConfigError, ValidationError
 from plur.store.engram import Engram
@@ -132,17 +130,6 @@ def test_jsonl_import_refuses_an_empty_created(tmp_path: Path) -> None:
 
 
 # -- CLI: invalid UTF-8, terminal control sequences -------------------------------------
-@pytest.fixture
-def run(plur_home: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("PLUR_MODEL", "none")
-    runner = CliRunner()
-
-    def invoke(*args: str, input: str | bytes | None = None):
-        return runner.invoke(cli, ["--home", str(plur_home), *args], input=input, catch_exceptions=False)
-
-    return invoke
-
-
 def test_invalid_utf8_argument_is_one_line_exit_2(run) -> None:
     r = run("learn", "caf\udce9")  # what Python makes of the bytes caf\xe9 on argv (surrogateescape)
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "not valid UTF-8" in r.stderr

@@ -13,29 +13,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from plur.cli import cli
+from conftest import learn_id
+
 from plur.errors import ConflictError, DuplicateError
 from plur.memory import Memory
 from plur.store.engram import engram_version
-
-
-@pytest.fixture
-def run(plur_home: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("PLUR_MODEL", "none")
-    runner = CliRunner()
-
-    def invoke(*args: str, input: str | None = None, env: dict[str, str] | None = None):
-        return runner.invoke(cli, ["--home", str(plur_home), *args], input=input, env=env, catch_exceptions=False)
-
-    return invoke
-
-
-def _learn(run, text: str, *args: str) -> str:
-    r = run("learn", text, *args, "--json")
-    assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)["engram"]["id"]
 
 
 def _truncate(plur_home: Path, eid: str) -> Path:
@@ -47,8 +30,8 @@ def _truncate(plur_home: Path, eid: str) -> Path:
 
 # -- quarantine: said every time, restorable ---------------------------------------------
 def test_every_reading_command_says_files_are_quarantined(run, plur_home: Path) -> None:
-    a = _learn(run, "The dog is Rex.")
-    b = _learn(run, "The cat is Tom.")
+    a = learn_id(run, "The dog is Rex.")
+    b = learn_id(run, "The cat is Tom.")
     _truncate(plur_home, a)
     _truncate(plur_home, b)
     for args in (("list",), ("recall", "dog"), ("show", a), ("section", "--agent", "x", "dog"),
@@ -65,7 +48,7 @@ def test_every_reading_command_says_files_are_quarantined(run, plur_home: Path) 
 
 
 def test_doctor_restore_brings_a_fixed_file_back_and_validates_first(run, plur_home: Path) -> None:
-    eid = _learn(run, "The dog is Rex.")
+    eid = learn_id(run, "The dog is Rex.")
     original = (plur_home / "engrams" / f"{eid}.yaml").read_text(encoding="utf-8")
     _truncate(plur_home, eid)
     report = json.loads(run("doctor", "--no-model", "--json").stdout)
@@ -84,13 +67,13 @@ def test_doctor_restore_brings_a_fixed_file_back_and_validates_first(run, plur_h
 
 
 def test_restore_by_engram_id_and_refusals(run, plur_home: Path) -> None:
-    eid = _learn(run, "The dog is Rex.")
+    eid = learn_id(run, "The dog is Rex.")
     original = (plur_home / "engrams" / f"{eid}.yaml").read_text(encoding="utf-8")
     _truncate(plur_home, eid)
     run("list")
     q = json.loads(run("doctor", "--no-model", "--json").stdout)["quarantined"][0]
     Path(q["path"]).write_text(original, encoding="utf-8")
-    _learn(run, "the dog is rex.")  # the same text learned again meanwhile
+    learn_id(run, "the dog is rex.")  # the same text learned again meanwhile
     r = run("doctor", "--restore", eid)
     assert r.exit_code == 8 and "already says exactly" in r.stderr
 
@@ -115,7 +98,7 @@ def _editor(tmp_path: Path, body: str) -> str:
 
 
 def test_plur_edit_does_not_overwrite_a_change_made_while_it_was_open(run, plur_home: Path, tmp_path: Path) -> None:
-    eid = _learn(run, "The dog is Rex.")
+    eid = learn_id(run, "The dog is Rex.")
     # The "editor" saves a change through another process (as the web page would) before the person saves.
     cmd = _editor(tmp_path, f"""
         import sys, subprocess
@@ -155,8 +138,8 @@ def test_edit_to_the_text_of_another_engram_is_refused_with_its_id(plur_home: Pa
 
 
 def test_cli_edit_to_a_duplicate_names_the_other_id(run, tmp_path: Path) -> None:
-    a = _learn(run, "The dog is Rex.")
-    b = _learn(run, "The cat is Tom.")
+    a = learn_id(run, "The dog is Rex.")
+    b = learn_id(run, "The cat is Tom.")
     cmd = _editor(tmp_path, """
         import sys
         p = sys.argv[1]
@@ -293,7 +276,7 @@ def test_a_new_home_is_readable_by_its_owner_only(run, plur_home: Path) -> None:
 
     old = os.umask(0o022)  # the usual default: files 0644, folders 0755
     try:
-        _learn(run, "The locker code is 7731.")
+        learn_id(run, "The locker code is 7731.")
         assert run("recall", "locker").exit_code == 0
     finally:
         os.umask(old)
@@ -305,7 +288,7 @@ def test_a_new_home_is_readable_by_its_owner_only(run, plur_home: Path) -> None:
 
 def test_doctor_warns_about_a_home_others_can_read(run, plur_home: Path) -> None:
     """A home made by an older plur (or by hand) with mode 0755: doctor says so and how to fix it."""
-    _learn(run, "The locker code is 7731.")
+    learn_id(run, "The locker code is 7731.")
     plur_home.chmod(0o755)
     r = run("doctor", "--no-model")
     assert r.exit_code == 0 and "other users can read it (mode 0755)" in r.stdout and "chmod 700" in r.stdout
