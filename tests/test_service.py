@@ -418,6 +418,20 @@ def test_a_reading_cli_process_skips_the_writers_imports(tmp_path: Path, memory)
     assert out.stdout.rstrip().endswith("LOADED= 0"), out.stdout
 
 
+def test_a_cold_cli_recall_through_the_service_imports_only_the_client_path(service: tuple[Path, dict]) -> None:
+    """The cold `plur recall` a hook runs: no Memory, store, numpy or YAML, and no http.client (email, ssl)."""
+    home, _ = service
+    code = ("import sys\nfrom plur.cli import main\n"
+            "rc = main(['--home', sys.argv[1], '--verbose', 'recall', 'dog'])\n"
+            "bad = ('plur.memory', 'plur.store.store', 'numpy', 'yaml', 'http.client', 'email.parser', 'ssl', "
+            "'tempfile', 'plur.cli.edit', 'plur.cli.health')\n"
+            "print('LOADED=' + ','.join(m for m in bad if m in sys.modules), rc)")
+    out = subprocess.run([sys.executable, "-c", code, str(home)], capture_output=True, text=True,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 0 and "via the service" in out.stderr, out.stderr
+    assert "Rex" in out.stdout and out.stdout.rstrip().endswith("LOADED= 0"), out.stdout
+
+
 def test_tcp_listener_gets_nodelay_connections() -> None:
     """Accepted API connections have TCP_NODELAY (without it each loopback request waited ~40 ms on delayed ACKs)."""
     import asyncio

@@ -27,7 +27,6 @@ import logging
 import threading
 from typing import Any
 
-from .chunking import dense_key, embed_engrams
 
 log = logging.getLogger("plur.index.catchup")
 #: Engrams per background embedding batch (a recall's query waits at most one batch for the model).
@@ -94,6 +93,8 @@ class DenseCatchUp:
         self._thread.start()
 
     def _run(self, idx: Any) -> None:
+        from .chunking import embed_engrams  # the background path only: a CLI that lists or learns never needs it
+
         try:
             while not self._stop.is_set():
                 with self.lock:
@@ -111,6 +112,8 @@ class DenseCatchUp:
     def _apply(idx: Any, batch: list[tuple[str, Any]], vectors: Any, owners: Any) -> None:
         """Add the vectors of engrams still queued unchanged (a removal or an edit meanwhile wins)."""
         import numpy as np
+
+        from .chunking import dense_key
 
         current = [idx._pending_dense.get(i) is e for i, e in batch]
         rows = np.asarray([current[int(o)] for o in owners], dtype=bool)

@@ -22,16 +22,18 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Settings, load_settings
 from ..index.catchup import DenseCatchUp
-from ..stats import StatsDB
 from ..store.engram import Engram
 from ..store.store import EngramStore
 from . import doctor as _doctor, filters as _filters, forget as _forget, freshness as _freshness
 from . import indexing as _indexing, ingest as _ingest, legs as _two_legs, lifecycle as _lifecycle
 from . import models as _models, reads as _reads, recall as _recall, writes as _writes
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..stats import StatsDB
 
 
 class Memory:
@@ -83,6 +85,8 @@ class Memory:
     def stats(self) -> StatsDB:
         """The recall/injection event log (``<home>/stats.db``), opened on first use."""
         if self._stats is None:
+            from ..stats import StatsDB  # sqlite3: not for commands that never record
+
             with self._lock:
                 if self._stats is None:
                     self._stats = StatsDB(self.home / "stats.db")

@@ -8,8 +8,6 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from ..index.recall import allowed_ids
-
 
 def not_current(mem: Any) -> set[str]:
     """Ids of engrams that are not current now (retired, expired, not yet valid); see :meth:`Engram.is_current`.
@@ -35,6 +33,8 @@ def allowed(mem: Any, scope: str | None, types: Sequence[str] | None,
     if got is None:
         if len(mem._allowed_cache) > 64 or any(k[0] != mem._generation for k in mem._allowed_cache):
             mem._allowed_cache.clear()
+        from ..index.recall import allowed_ids
+
         got = allowed_ids(mem._by_id(), scope=scope, types=types, tags=tags)
         mem._allowed_cache[key] = got
     return got

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..embed import model_thread
-from ..index.recall import Fills
+if TYPE_CHECKING:  # pragma: no cover
+    from ..index.recall import Fills
 
 
 def legs(mem: Any, query: str, k: int, scope: str | None, types: Sequence[str] | None,
@@ -45,6 +45,8 @@ def legs(mem: Any, query: str, k: int, scope: str | None, types: Sequence[str] |
         use_dense = bool(len(idx.dense))
     with mem.catchup.embed_lock if use_dense else contextlib.nullcontext():
         # the query is embedded on the model thread while this thread runs the BM25 leg
+        if use_dense:
+            from ..embed import model_thread
         qvec = model_thread.submit(idx.embedder.embed_query, query) if use_dense else None
         bm25: list[tuple[str, float]] = []
         fills: Fills = ({}, {})

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
-from ..index.recall import Hit, check_mode, combine
 from ..store.engram import _check_scope, parse_time, utcnow
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..index.recall import Hit
 
 
 def check_query(mem: Any, query: Any, k: Any, scope: str | None) -> None:
@@ -62,6 +64,8 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
         ValidationError: bad query type, k, scope, mode, min_score or ``now``.
     """
     check_query(mem, query, k, scope)
+    from ..index.recall import check_mode, combine
+
     check_mode(mode)
     if min_score is not None and (isinstance(min_score, bool) or not isinstance(min_score, (int, float))
                                   or not 0.0 <= min_score <= 1.0):
@@ -115,6 +119,8 @@ def recall_legs(mem: Any, query: str, k: int = 10, *, scope: str | None = None, 
     check_query(mem, query, k, scope)
     if k == 0 or not query.strip():
         return {"hybrid": [], "bm25": [], "dense": []}
+    from ..index.recall import combine
+
     t0 = time.perf_counter()
     s = mem.settings
     with mem._lock:

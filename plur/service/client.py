@@ -1,4 +1,4 @@
-"""A small client of the local service's JSON API v1 (stdlib only, so a CLI using it starts fast).
+"""A small client of the local service's JSON API v1 (stdlib sockets only, so a CLI using it starts fast).
 
     >>> client, why = Client.discover(home)          # doctest: +SKIP
     >>> client.recall("what is my dog called?", k=3)["hits"][0]["engram"]["statement"]
@@ -17,15 +17,14 @@ fallback then, so a write is never done twice).
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from ..errors import AuthError, PlurError, ServiceError
 from .files import no_service, pid_alive, read_service_file
+from .wire import Connection, ProtocolError, RemoteDisconnected
 
 #: Seconds to wait for a connection (a live local service accepts in well under a millisecond).
 CONNECT_TIMEOUT_S = 0.5
@@ -34,29 +33,11 @@ REQUEST_TIMEOUT_S = 30.0
 
 
 #: What a kept-alive connection that the server closed while idle gives on the next request.
-_STALE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, http.client.RemoteDisconnected)
+_STALE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, RemoteDisconnected)
 
 
 class Unreachable(Exception):
     """No service answers at the discovered address (the request was not sent)."""
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    """``http.client`` over an ``AF_UNIX`` stream socket (``Host: localhost``)."""
-
-    def __init__(self, path: str, timeout: float) -> None:
-        super().__init__("localhost", timeout=timeout)
-        self._path = path
-
-    def connect(self) -> None:
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self._path)
-        except BaseException:
-            sock.close()
-            raise
-        self.sock = sock
 
 
 class Client:
@@ -74,7 +55,7 @@ class Client:
         self.token: str = info["token"]
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
-        self._conn: http.client.HTTPConnection | None = None
+        self._conn: Connection | None = None
         self._used = False  # the connection has carried a complete exchange (so the server may have closed it)
         self.via = ""
         #: files the service's store has quarantined, as its last answer said (``None``: not said yet)
@@ -96,32 +77,31 @@ class Client:
         return cls(info, **kwargs), f"service pid {pid}"
 
     # -- transport --------------------------------------------------------------------------
-    def connect(self) -> http.client.HTTPConnection:
+    def connect(self) -> Connection:
+        """The kept-alive connection, opened on first use: the unix socket when there is one, else HTTP.
+
+        Raises:
+            Unreachable: neither address accepts a connection.
+        """
         if self._conn is not None:
             return self._conn
         tried = []
         sock_path = self.info.get("socket")
         if isinstance(sock_path, str) and sock_path:
-            conn: http.client.HTTPConnection = _UnixConnection(sock_path, self.connect_timeout_s)
             try:
-                conn.connect()
+                self._conn = Connection.open_unix(sock_path, self.connect_timeout_s)
                 self.via = f"unix socket {sock_path}"
             except OSError as exc:
                 tried.append(f"{sock_path}: {exc.strerror or exc}")
-            else:
-                self._conn = conn
         url = self.info.get("url")
         if self._conn is None and isinstance(url, str) and url:
             parts = urlsplit(url)
-            conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80,
-                                              timeout=self.connect_timeout_s)
             try:
-                conn.connect()
+                self._conn = Connection.open_tcp(parts.hostname or "127.0.0.1", parts.port or 80,
+                                                 self.connect_timeout_s)
                 self.via = url
             except OSError as exc:
                 tried.append(f"{url}: {exc.strerror or exc}")
-            else:
-                self._conn = conn
         if self._conn is None:
             raise Unreachable("the service does not answer (" + "; ".join(tried or ["no address"]) + ")")
         assert self._conn.sock is not None
@@ -149,9 +129,7 @@ class Client:
             reused = self._conn is not None and self._used
             conn = self.connect()
             try:
-                conn.request(method, "/api/v1" + path, body=payload, headers=headers)
-                resp = conn.getresponse()
-                raw = resp.read()
+                status, raw = conn.request(method, "/api/v1" + path, payload, headers)
                 self._used = True
                 break
             except _STALE as exc:
@@ -162,16 +140,16 @@ class Client:
                     continue
                 raise ServiceError(f"the plur service ({self.via}) did not answer {method} {path}: "
                                    f"{type(exc).__name__}: {exc}; see <home>/service.log") from None
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, ProtocolError) as exc:
                 self.close()
                 raise ServiceError(f"the plur service ({self.via}) did not answer {method} {path}: "
                                    f"{type(exc).__name__}: {exc}; see <home>/service.log") from None
         try:
             data = json.loads(raw.decode("utf-8")) if raw else {}
         except ValueError:
-            raise ServiceError(f"the plur service answered {resp.status} with non-JSON to {method} {path}") from None
-        if resp.status >= 400:
-            raise _error_of(resp.status, data)
+            raise ServiceError(f"the plur service answered {status} with non-JSON to {method} {path}") from None
+        if status >= 400:
+            raise _error_of(status, data)
         if isinstance(data, dict) and isinstance(data.get("quarantined"), int):
             self.quarantined = data["quarantined"]
         return data

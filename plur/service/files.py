@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,8 @@ def socket_path(home: Path) -> Path | None:
 
 def write_private_json(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` to ``path`` atomically with mode 0600 from the first byte (never world-readable)."""
+    import tempfile  # writers only: a client that reads service.json never pays for it
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")  # mkstemp creates it 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
