@@ -23,7 +23,7 @@ from plur.errors import NotFoundError, ValidationError
 from plur.service.client import Client
 
 PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-ROUTES = [("GET", "/api/v1/status"), ("POST", "/api/v1/recall"), ("POST", "/api/v1/block"),
+ROUTES = [("GET", "/api/v1/status"), ("GET", "/api/v1/schema"), ("POST", "/api/v1/recall"), ("POST", "/api/v1/block"),
           ("POST", "/api/v1/agents/a/submit"), ("GET", "/api/v1/agents/a/block"), ("DELETE", "/api/v1/agents/a"),
           ("POST", "/api/v1/learn"), ("GET", "/api/v1/engrams/ENG-2025-01-01-aaaaaa"), ("POST", "/api/v1/forget"),
           ("POST", "/api/v1/feedback"), ("GET", "/api/v1/doctor"), ("GET", "/api/v1/no-such-route")]

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 from ..errors import NotFoundError, PlurError, ValidationError, require
+from ..store.engram import TYPES
 from .backend import Backend
 from .scope import ScopePin
 
@@ -44,7 +45,8 @@ Scope: 'global' is shared by every project; 'project:<name>' and 'agent:<name>' 
 
 SCOPE_DOC = ("Scope of the memory: 'global' (shared by all projects), 'project:<name>' or 'agent:<name>'. "
              "Recall in a project scope sees that project plus global. Omit it to use the server's scope.")
-Types = Literal["fact", "user", "feedback", "project", "reference", "procedure", "episode", "decision"]
+#: The store's engram types (plur.store.engram.TYPES): the one list every door advertises.
+Types = Literal[TYPES]  # type: ignore[valid-type]
 
 
 def _field(description: str, **kw: Any) -> Any:
@@ -128,7 +130,7 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
                              "the same statement again returns the existing engram (created: false).")
     @guarded
     def learn(statement: Annotated[str, _field("The memory, self-contained (e.g. 'The user prefers tabs').")],
-              type: Annotated[Types, _field("fact, user (about the user), decision, procedure, ...")] = "fact",
+              type: Annotated[Types, _field(f"One of {', '.join(TYPES)} ('user': about the user).")] = "fact",
               scope: Annotated[str | None, _field(SCOPE_DOC + " Default: the server's scope, else global.")] = None,
               tags: Annotated[list[str] | None, _field("Short lowercase tags.")] = None,
               pin: Annotated[bool, _field("Pinned engrams are always shown first in the memory block.")] = False

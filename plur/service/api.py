@@ -11,6 +11,7 @@ JSON, unknown field), 401, 404 (no such engram / route), 405, 500 (logged).
 method   path                            answer
 =======  ==============================  ==========================================================
 GET      /api/v1/status                  ``{api, version, pid, home, engrams, model, served, worker}``
+GET      /api/v1/schema                  the engram types, statuses and scopes (:func:`plur.store.schema.schema`)
 POST     /api/v1/recall                  ``{hits: [{rank, score, bm25_rank, dense_rank, engram}], took_ms, quarantined}``
 POST     /api/v1/block                   ``{agent_id, text, hash, engram_ids, tokens, quarantined}`` (now)
 POST     /api/v1/agents/{id}/submit      202 ``{queued: true}`` (off-turn, RecallWorker.submit)
@@ -39,6 +40,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AuthError, ConflictError, InvalidIdError, NotFoundError, PlurError, ValidationError
+from ..store.schema import DEFAULT_TYPE, schema
 from .files import API_VERSION
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -221,6 +223,9 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
                 "quarantined": memory.store.quarantined_count(), "index": memory.index_state(), "model": model, "served": dict(served),
                 "worker": worker.stats(), **extra}
 
+    def schema_(_: dict[str, str]) -> dict[str, Any]:
+        return schema()
+
     def recall(_: dict[str, str], query: str, k: int, scope: str | None, mode: str, types: list[str] | None,
                tags: list[str] | None, agent: str | None, min_score: float | None,
                include_expired: bool) -> dict[str, Any]:
@@ -283,6 +288,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
     R = _REQUIRED
     routes = [
         Route(PREFIX + "/status", endpoint("status", status_), methods=["GET"]),
+        Route(PREFIX + "/schema", endpoint("schema", schema_), methods=["GET"]),
         Route(PREFIX + "/recall", endpoint("recall", recall, {
             "query": ((str,), R), "k": ((int,), 10), "scope": (text_or_none, None), "mode": ((str,), "hybrid"),
             "types": (list_or_none, None), "tags": (list_or_none, None), "agent": (text_or_none, None),
@@ -295,7 +301,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
         Route(PREFIX + "/agents/{agent_id}/block", endpoint("agent_block", agent_block), methods=["GET"]),
         Route(PREFIX + "/agents/{agent_id}", endpoint("drop", drop), methods=["DELETE"]),
         Route(PREFIX + "/learn", endpoint("learn", learn, {
-            "statement": ((str,), R), "type": ((str,), "fact"), "scope": ((str,), "global"),
+            "statement": ((str,), R), "type": ((str,), DEFAULT_TYPE), "scope": ((str,), "global"),
             "tags": ((list,), []), "pinned": ((bool,), False), "domain": (text_or_none, None),
             "rationale": (text_or_none, None), "created": (text_or_none, None), "ttl": (text_or_none, None),
             "valid_until": (text_or_none, None)}), methods=["POST"]),

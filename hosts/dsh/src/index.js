@@ -2,17 +2,24 @@
  * plur memory for DeepSeek Harness: a Cordis plugin.
  *
  * - ONE prompt section, `plur:memory` (order 120), whose text is a synchronous function of the
- *   assembly: the cached block of `assembly.agent.id`, `''` without an agent. It never awaits and
- *   never does I/O, so an assembly is never delayed by memory.
- * - On every accepted `agent/pre-step` the plugin asks the local plur service (`POST /api/v1/block`)
- *   for the block of the latest user message, fire-and-forget. The reply replaces the agent's entry
- *   only when its hash differs, so an unchanged block keeps the prompt (and the host's KV-cache
- *   prefix) byte-identical. The block therefore lands from the second assembly of a session on.
+ *   assembly: the block shown to `assembly.agent.id`, `''` without an agent. It never does I/O.
+ * - When the agent loop claims a message the user typed (`agent/inbox/claimed` with
+ *   `source.kind === 'user'`; never plugin reminders, loop-guard nudges or tool results), the
+ *   plugin asks the local plur service (`POST /api/v1/block`) for the block of that text.
+ * - The loop assembles the prompt right after claiming. At that first assembly after a user
+ *   message (`system-prompt/assemble`), the plugin waits for the refresh, bounded: `waitMs` (1500)
+ *   on the agent's first assembly (a session's first request, a headless one-shot), `turnWaitMs`
+ *   (250) on later turns; a warm service answers in ~10-20 ms. Past the bound the turn goes on
+ *   with the previous block. The shown block changes only there: every model request of one turn
+ *   carries the same block, so the system prompt (and the host's KV-cache prefix) stays
+ *   byte-identical across a turn's steps; a refresh that lands late is shown from the next turn.
+ *   An unchanged hash keeps the text byte-identical across turns too.
  * - `agent/disposed` drops the agent's entry and aborts its in-flight refreshes; plugin disposal
  *   (through `ctx.effect`) drops every entry.
  * - Tools (`plur_recall`, `plur_learn`, `plur_forget`, `plur_feedback`, `plur_status`), a `/plur`
  *   command and a `plur-memory` skill, each mounted in its own `ctx.inject([...])` fiber, so the
- *   plugin boots on a profile that composes no tool, command or skill registry.
+ *   plugin boots on a profile that composes no tool, command or skill registry. A mount that
+ *   fails is logged once through the host's logger.
  *
  * A slow or dead service never throws into the host: a refresh that fails or times out keeps the
  * previous block; tools and the command report the failure as their own error result.
@@ -22,9 +29,9 @@
 import { BlockCache } from './cache.js'
 import { PlurClient, resolveHome } from './client.js'
 import { registerCommand } from './command.js'
-export { latestUserText, MAX_QUERY_CHARS, scopeFor, SCOPE_RE } from './scope.js'
+export { latestUserText, MAX_QUERY_CHARS, scopeFor, SCOPE_RE, userText } from './scope.js'
 import { SKILL } from './skill.js'
-import { latestUserText, SCOPE_RE, scopeFor } from './scope.js'
+import { SCOPE_RE, scopeFor, userText } from './scope.js'
 import { registerTools } from './tools.js'
 
 /** Cordis plugin name. */
@@ -34,19 +41,28 @@ export const inject = ['systemPrompt']
 /** The section's name and order (tool guidance uses 100-199 in DSH's order bands). */
 export const SECTION_NAME = 'plur:memory'
 export const SECTION_ORDER = 120
-/** Event emitted after each refresh settles: `(payload: RefreshOutcome) => void`. */
+/** Event emitted after each refresh settles: `({agent, query, scope, outcome, hash, error}) => void`. */
 export const REFRESH_EVENT = 'plur/refresh'
+/**
+ * Event emitted when a new block is shown (the first assembly after a user message):
+ * `({agent, first, waitedMs, settled, changed, hash}) => void`; `waitedMs` is what the wait added
+ * to that model request, `settled` whether the refresh landed within the bound.
+ */
+export const SHOW_EVENT = 'plur/show'
 
-const DEFAULTS = Object.freeze({ home: undefined, scope: 'cwd', timeoutMs: 5000, toolTimeoutMs: 15000 })
+const DEFAULTS = Object.freeze({ home: undefined, scope: 'cwd', timeoutMs: 5000, toolTimeoutMs: 15000, waitMs: 1500, turnWaitMs: 250 })
 
 /**
  * Validate the plugin config; unknown keys and bad values fail at load, naming the value and the fix.
- * @param {Record<string, unknown> | undefined} config - `{home?, scope?, timeoutMs?, toolTimeoutMs?}`:
- *   `home` the plur home (default `$PLUR_HOME`, else `~/.plur`); `scope` `'cwd'` (default: each agent
- *   gets `project:<basename of its session cwd>`, `global` without a cwd) or one fixed plur scope
- *   (`global`, `project:<name>`, `agent:<name>`); `timeoutMs` the block refresh timeout (ms, default
- *   5000); `toolTimeoutMs` the tool/command request timeout (ms, default 15000).
- * @returns {{home: string, scope: string, timeoutMs: number, toolTimeoutMs: number}} the settings.
+ * @param {Record<string, unknown> | undefined} config - `{home?, scope?, timeoutMs?, toolTimeoutMs?,
+ *   waitMs?, turnWaitMs?}`: `home` the plur home (default `$PLUR_HOME`, else `~/.plur`); `scope`
+ *   `'cwd'` (default: each agent gets `project:<basename of its session cwd>`, `global` without a
+ *   cwd) or one fixed plur scope (`global`, `project:<name>`, `agent:<name>`); `timeoutMs` the block
+ *   refresh timeout (ms, default 5000); `toolTimeoutMs` the tool/command request timeout (ms,
+ *   default 15000); `waitMs` the longest wait for the block at an agent's first assembly (ms,
+ *   default 1500, 0 = never wait); `turnWaitMs` the same at the first assembly of each later turn
+ *   (ms, default 250, 0 = show a turn's block from the next turn on).
+ * @returns {{home: string, scope: string, timeoutMs: number, toolTimeoutMs: number, waitMs: number, turnWaitMs: number}} the settings.
  * @throws {Error} on an unknown key or a bad value.
  */
 export function resolveConfig (config = {}) {
@@ -61,6 +77,10 @@ export function resolveConfig (config = {}) {
   for (const key of ['timeoutMs', 'toolTimeoutMs']) {
     const value = settings[key]
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new Error(`@plur-ai/dsh config.${key} must be a positive number of milliseconds, got ${JSON.stringify(value)}`)
+  }
+  for (const key of ['waitMs', 'turnWaitMs']) {
+    const value = settings[key]
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`@plur-ai/dsh config.${key} must be a number of milliseconds >= 0, got ${JSON.stringify(value)}`)
   }
   return { ...settings, home: resolveHome(settings.home) }
 }
@@ -92,9 +112,7 @@ export function apply (ctx, config) {
     },
   })
 
-  const refresh = (agent, messages) => {
-    const query = latestUserText(messages)
-    if (query === '') return
+  const refresh = (agent, query) => {
     const ticket = cache.begin(agent.id)
     const scope = scopeFor(agent, settings.scope)
     client.request('POST', '/block', { agent_id: agent.id, query, scope }, { signal: ticket.controller.signal })
@@ -111,29 +129,61 @@ export function apply (ctx, config) {
           else logger.info('memory blocks refresh again')
           lastProblem = problem
         }
-        if (live) ctx.emit(REFRESH_EVENT, { agent, scope, outcome, hash: cache.hash(agent.id), error })
+        if (live) ctx.emit(REFRESH_EVENT, { agent, query, scope, outcome, hash: cache.latest(agent.id).hash, error })
       })
       .catch((error) => { logger.warn('plur refresh listener failed: %o', error) })
   }
 
-  ctx.on('agent/pre-step', async (payload, next) => {
-    const decision = await next()
+  // The loop claims a step's messages, then assembles its prompt: a user message starts a refresh.
+  ctx.on('agent/inbox/claimed', ({ agent, message }) => {
     try {
-      if (decision?.kind === 'enter' && !payload.signal?.aborted) refresh(payload.agent, decision.messages)
+      const query = userText(message)
+      if (query !== '' && agent?.id !== undefined) refresh(agent, query)
     } catch (error) {
       logger.warn('plur refresh not started: %o', error)
     }
-    return decision
+  })
+
+  // The first assembly after a user message waits (bounded) for its block, then shows it for the
+  // whole turn. Other assemblies read the shown block unchanged.
+  ctx.on('system-prompt/assemble', async (_assembly, context, next) => {
+    const agent = context?.agent
+    const id = agent?.id
+    if (id === undefined || !cache.isFresh(id)) return next()
+    const first = cache.shows(id) === 0
+    const t0 = performance.now()
+    const settled = await cache.settled(id, first ? settings.waitMs : settings.turnWaitMs, context.signal)
+    const waitedMs = performance.now() - t0
+    const changed = cache.show(id)
+    if (live) ctx.emit(SHOW_EVENT, { agent, first, waitedMs, settled, changed, hash: cache.hash(id) })
+    if (first) logger.debug('first memory block for %s: waited %s ms, %s', id, waitedMs.toFixed(1), settled ? 'landed' : 'not yet (shown from the next turn)')
+    const assembled = await next()
+    const text = cache.read(id)
+    if (!assembled.sections.some((section) => section.name === SECTION_NAME && section.text !== text)) return assembled
+    return { ...assembled, sections: assembled.sections.map((section) => section.name === SECTION_NAME ? { ...section, text } : section) }
   })
 
   ctx.on('agent/disposed', ({ agent }) => {
     if (agent?.id !== undefined) cache.clear(agent.id)
   })
 
+  // Optional registries, each in its own fiber; a failure is logged once per kind, at error level
+  // (Cordis exports errors at its default level; warnings only when the host raises it).
+  const failed = new Set()
+  const mount = (what, register) => (scoped) => {
+    Promise.resolve()
+      .then(() => register(scoped))
+      .then((from) => { if (from !== undefined) logger.debug('plur %s mounted (%s)', what, from) })
+      .catch((error) => {
+        if (failed.has(what) || !live) return
+        failed.add(what)
+        logger.error(`plur ${what} not mounted: ${String(error?.message ?? error)}`)
+      })
+  }
   const tools = new PlurClient({ home: settings.home, timeoutMs: settings.toolTimeoutMs })
-  ctx.inject(['tools'], (scoped) => registerTools(scoped, tools, settings))
-  ctx.inject(['commands'], (scoped) => registerCommand(scoped, tools, cache, settings))
-  ctx.inject(['skills'], (scoped) => { scoped.skills.register(SKILL) })
+  ctx.inject(['tools'], mount('tools', (scoped) => registerTools(scoped, tools, settings)))
+  ctx.inject(['commands'], mount('the /plur command', (scoped) => registerCommand(scoped, tools, cache, settings)))
+  ctx.inject(['skills'], mount('the plur-memory skill', (scoped) => { scoped.skills.register(SKILL) }))
 }
 
 export default { name, inject, apply }

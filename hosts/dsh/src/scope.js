@@ -26,21 +26,30 @@ export function scopeFor (agent, setting) {
 }
 
 /**
- * The text of the latest user message in a step's batch (`''` when the batch carries none, e.g.
- * a tool-result step): user-sourced messages first, else any message with text.
- * @param {ReadonlyArray<{content?: ReadonlyArray<{type: string, text?: string}>, source?: {kind?: string}}>} messages
+ * The text the user typed in one DSH message, or `''` when the message is not the user's.
+ *
+ * Only `source.kind === 'user'` counts: DSH plugins inject user-role messages too (loop-guard
+ * nudges, reminders, runtime context) with `source.kind === 'plugin'`, and tool results carry no
+ * text block; recalling for those would swap the user's memories for the host's words.
+ * @param {{content?: ReadonlyArray<{type: string, text?: string}>, source?: {kind?: string}}} message
+ * @returns {string} the joined text blocks, trimmed, at most {@link MAX_QUERY_CHARS} characters.
+ */
+export function userText (message) {
+  if (message?.source?.kind !== 'user') return ''
+  const text = (message.content ?? []).filter((b) => b.type === 'text' && typeof b.text === 'string').map((b) => b.text).join('\n').trim()
+  return text.slice(0, MAX_QUERY_CHARS)
+}
+
+/**
+ * The text of the latest user-typed message in a batch (`''` when it holds none, e.g. a
+ * tool-result step or a batch of plugin reminders): see {@link userText}.
+ * @param {ReadonlyArray<Parameters<typeof userText>[0]>} messages
  * @returns {string} at most {@link MAX_QUERY_CHARS} characters.
  */
 export function latestUserText (messages) {
-  const textOf = (message) => (message.content ?? []).filter((b) => b.type === 'text' && typeof b.text === 'string').map((b) => b.text).join('\n').trim()
-  for (const preferUser of [true, false]) {
-    for (let i = messages.length - 1; i >= 0; i--) {
-      const message = messages[i]
-      if (preferUser && message.source?.kind !== 'user') continue
-      const text = textOf(message)
-      if (text !== '') return text.slice(0, MAX_QUERY_CHARS)
-    }
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const text = userText(messages[i])
+    if (text !== '') return text
   }
   return ''
 }
-

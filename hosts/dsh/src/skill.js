@@ -13,7 +13,7 @@ export const SKILL = Object.freeze({
   content: [
     '# plur long-term memory',
     '',
-    'The system prompt carries a memory block recalled for the latest user message (it is refreshed off the turn path, so it can lag one message behind).',
+    'The system prompt carries a memory block recalled for the latest message the user typed; it stays the same for every step of a turn.',
     'Each line there is one engram: `[id] (type, scope) statement`.',
     '',
     '- Use `plur_recall` to look further than the block shows.',

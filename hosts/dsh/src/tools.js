@@ -7,11 +7,12 @@
  *
  * @module @plur-ai/dsh/tools
  */
+import { importFromHost } from './host.js'
+import { SCHEMA } from './schema.js'
 import { scopeFor } from './scope.js'
 
 /** Most hits a recall returns to the model. */
 export const MAX_RECALL_K = 50
-const TYPES = ['fact', 'preference', 'procedure', 'event', 'reference']
 
 /** One engram as a line the model reads. */
 export function engramLine (engram) {
@@ -26,10 +27,12 @@ const text = { schema: { type: 'string' }, render: (_args, value) => [{ type: 't
  * @param {import('@deepseek-ai/cordis').Context} ctx - a context with the `tools` service.
  * @param {import('./client.js').PlurClient} client - the plur client (tool timeout).
  * @param {{scope: string}} settings - the plugin settings (scope policy).
- * @returns {Promise<void>} once every tool is registered.
+ * @returns {Promise<string>} where `@deepseek-ai/dsh-tools` was imported from, once every tool is
+ *   registered.
+ * @throws {Error} when `@deepseek-ai/dsh-tools` cannot be imported (see {@link importFromHost}).
  */
 export async function registerTools (ctx, client, settings) {
-  const { defineTool } = await import('@deepseek-ai/dsh-tools')
+  const { module: { defineTool }, from } = await importFromHost('@deepseek-ai/dsh-tools', { own: () => import('@deepseek-ai/dsh-tools') })
   const scopeOf = (exec) => (exec.agent === undefined ? (settings.scope === 'cwd' ? 'global' : settings.scope) : scopeFor(exec.agent, settings.scope))
   const call = (method, path, body, exec) => client.request(method, path, body, { signal: exec.signal })
 
@@ -55,13 +58,13 @@ export async function registerTools (ctx, client, settings) {
     description: 'Remember one durable fact, preference or procedure in long-term memory (plur), for this and later sessions. One self-contained statement per call.',
     parameters: {
       statement: { type: 'string', required: true, description: 'The statement to remember, self-contained (names, not pronouns).' },
-      type: { type: 'string', enum: TYPES, description: 'Kind of engram (default fact).' },
+      type: { type: 'string', enum: [...SCHEMA.types], description: `Kind of engram: ${SCHEMA.types.join(', ')} ('user': about the user; default ${SCHEMA.default_type}).` },
       tags: { type: 'array', items: { type: 'string' }, description: 'Optional tags.' },
       pinned: { type: 'boolean', description: 'Always show it in the memory block (default false).' },
     },
     output: text,
     async execute (args, exec) {
-      const body = { statement: args.statement, type: args.type ?? 'fact', scope: scopeOf(exec), tags: args.tags ?? [], pinned: args.pinned ?? false }
+      const body = { statement: args.statement, type: args.type ?? SCHEMA.default_type, scope: scopeOf(exec), tags: args.tags ?? [], pinned: args.pinned ?? false }
       const reply = await call('POST', '/learn', body, exec)
       return `${reply.created ? 'Learned' : 'Already known'} ${reply.engram.id} in ${reply.engram.scope}.`
     },
@@ -102,6 +105,7 @@ export async function registerTools (ctx, client, settings) {
       return statusText(await call('GET', '/status', undefined, exec), scopeOf(exec))
     },
   }))
+  return from
 }
 
 /**

@@ -1,5 +1,5 @@
 // A slow, dead, restarted or absent plur service, on the real host: the previous block stays,
-// nothing throws into the host, and a turn never waits for memory.
+// nothing throws into the host, and a turn waits for memory no longer than its bound.
 import './support/es2024.js'
 import assert from 'node:assert/strict'
 import { mkdir } from 'node:fs/promises'
@@ -12,6 +12,9 @@ import { removeHome, startPlur, tempHome, warm } from './support/plur.js'
 
 // Generous enough for a loaded 2-core machine (load average 10 seen); a stopped service always runs into it.
 const TIMEOUT_MS = 8000
+// The bounded wait for a turn's block: a healthy refresh lands well within it, a stopped service
+// never does, and the turn goes on at the bound, before the refresh itself times out.
+const WAIT_MS = 4000
 let home, service, host, agent
 
 before(async () => {
@@ -22,7 +25,7 @@ before(async () => {
   }
   await warm(service.api)
   host = await bootHost()
-  await host.root.plugin(plur, { home, timeoutMs: TIMEOUT_MS })
+  await host.root.plugin(plur, { home, timeoutMs: TIMEOUT_MS, waitMs: WAIT_MS, turnWaitMs: WAIT_MS })
   const cwd = join(home, 'work', 'gamma')
   await mkdir(cwd, { recursive: true })
   agent = (await host.createAgent('agent-gamma', cwd)).agent

@@ -10,7 +10,7 @@ import { renderSkillContent } from '@deepseek-ai/dsh-skill'
 import SkillRegistry from '@deepseek-ai/dsh-skill'
 import CommandRuntime from '@deepseek-ai/dsh-commands'
 import ToolRuntime from '@deepseek-ai/dsh-tools'
-import plur, { apply, latestUserText, resolveConfig, scopeFor } from '../src/index.js'
+import plur, { apply, latestUserText, resolveConfig, scopeFor, userText } from '../src/index.js'
 import { neutraliseTemplate } from '../src/cache.js'
 import { PlurClient } from '../src/client.js'
 import { bootHost, memorySection, nextRefresh } from './support/host.js'
@@ -27,7 +27,7 @@ before(async () => {
   await service.api.request('POST', '/learn', { statement: 'Project omega OMEGA-db: omega stores orders in DynamoDB.', scope: 'project:omega' })
   await warm(service.api)
   host = await bootHost()
-  await host.root.plugin(plur, { home, timeoutMs: 15000 })
+  await host.root.plugin(plur, { home, timeoutMs: 15000, waitMs: 15000, turnWaitMs: 15000 })
   const cwd = join(home, 'work', 'delta')
   await mkdir(cwd, { recursive: true })
   delta = (await host.createAgent('agent-delta', cwd)).agent
@@ -99,7 +99,7 @@ test('trap 4 (skills need `content` and `source`; a wrong shape only fails when 
 test('trap 5 (event payloads are objects) and trap 7 (ctx.effect disposes): agent/disposed clears the entry; disposing the plugin removes everything; a reload works', async () => {
   const other = await bootHost()
   try {
-    const fiber = await other.root.plugin(plur, { home })
+    const fiber = await other.root.plugin(plur, { home, waitMs: 15000 })
     const cwd = join(home, 'work', 'delta')
     const handle = await other.createAgent('agent-short-lived', cwd)
     const agent = handle.agent
@@ -203,14 +203,20 @@ test('neutraliseTemplate: no brace pair survives, words are kept', () => {
   for (const s of ['{{', '}}}}', '{{{{a}}}}', 'x{{y}}z{{']) assert.doesNotMatch(neutraliseTemplate(s), /\{\{|\}\}/)
 })
 
-test('latestUserText and resolveConfig: literal inputs', () => {
+test('latestUserText, userText and resolveConfig: literal inputs', () => {
   const msg = (kind, text) => ({ source: { kind }, content: [{ type: 'text', text }] })
   assert.equal(latestUserText([msg('user', 'first'), msg('user', 'second'), msg('plugin', 'notice')]), 'second')
-  assert.equal(latestUserText([msg('plugin', 'only a notice')]), 'only a notice')
+  assert.equal(latestUserText([msg('plugin', 'only a notice')]), '', 'a plugin-injected user-role message is never the query')
+  assert.equal(userText(msg('plugin', 'You are repeating the exact same tool call')), '')
+  assert.equal(userText({ role: 'user', content: [{ type: 'text', text: 'no source' }] }), '', 'no source, not the user\'s')
+  assert.equal(userText(msg('user', '  What is my dog called?  ')), 'What is my dog called?')
   assert.equal(latestUserText([{ source: { kind: 'user' }, content: [{ type: 'tool-result', toolCallId: 'x', content: [] }] }]), '')
   assert.equal(latestUserText([]), '')
   assert.equal(resolveConfig({ home: '/h' }).timeoutMs, 5000)
   assert.equal(resolveConfig({ home: '/h' }).scope, 'cwd')
+  assert.equal(resolveConfig({ home: '/h' }).waitMs, 1500)
+  assert.equal(resolveConfig({ home: '/h', turnWaitMs: 0 }).turnWaitMs, 0)
+  assert.throws(() => resolveConfig({ home: '/h', waitMs: -1 }), /config.waitMs must be a number of milliseconds >= 0, got -1/)
 })
 
 test('a DSH bundle: `dsh plugin add` activates only packages whose manifest declares dsh.bundle.patch', async () => {

@@ -54,7 +54,8 @@ before(async () => {
 
   host = await bootHost()
   root = host.root
-  await root.plugin(plur, { home, timeoutMs: 15000 }) // generous: a shared 2-core CI machine
+  // Generous bounds: a shared 2-core CI machine (the defaults are 5000 / 1500 / 250 ms).
+  await root.plugin(plur, { home, timeoutMs: 15000, waitMs: 15000, turnWaitMs: 15000 })
   const work = join(home, 'work')
   await mkdir(join(work, 'alpha'), { recursive: true })
   await mkdir(join(work, 'beta'), { recursive: true })
@@ -78,13 +79,16 @@ test(`${TURNS}-turn session, two agents, real host, real plur serve`, async (t) 
   const state = new Map([[alpha.id, { own: 'ALPHA-', other: 'BETA-', sections: [], systems: [] }], [beta.id, { own: 'BETA-', other: 'ALPHA-', sections: [], systems: [] }]])
   let maxSection = 0
   let templateSeen = 0
-  // Figures only (never asserted): ms from the accepted pre-step to the settled refresh, and the
-  // cost of one assemble() call.
+  // Figures only (never asserted): ms from the claimed user message to the settled refresh, and
+  // the cost of one assemble() call.
   const started = new Map()
   const latencies = []
   const assembleMs = []
-  root.on('agent/pre-step', async (payload, next) => { started.set(payload.agent.id, performance.now()); return next() })
+  root.on('agent/inbox/claimed', (payload) => { started.set(payload.agent.id, performance.now()) })
   root.on('plur/refresh', (payload) => { latencies.push(performance.now() - started.get(payload.agent.id)) })
+  // What the bounded wait added to each turn's first model request (plur/show), first turn apart.
+  const shows = []
+  root.on('plur/show', (payload) => { shows.push(payload) })
   let baseLength
   for (let n = 1; n <= TURNS; n++) {
     for (const agent of [alpha, beta]) {
@@ -92,6 +96,7 @@ test(`${TURNS}-turn session, two agents, real host, real plur serve`, async (t) 
       const message = messageOf(n)
       const requestsBefore = host.model.requests.length
       const refreshed = nextRefresh(root, agent.id)
+      const showsBefore = shows.length
       await host.say(agent, message)
       const refresh = await refreshed
       const requests = host.model.requests.slice(requestsBefore)
@@ -106,17 +111,18 @@ test(`${TURNS}-turn session, two agents, real host, real plur serve`, async (t) 
       transcript.push(row)
       await t.test(`turn ${n} ${agent.id}: ${refresh.outcome}, section ${section.length} chars, model prompt ${system.length} chars`, () => {
         assert.equal(refresh.error, undefined, 'the refresh reached the service')
+        const shown = shows.slice(showsBefore).filter((x) => x.agent.id === agent.id)
+        assert.equal(shown.length, 1, 'one new block shown per user turn')
+        assert.equal(shown[0].first, n === 1, 'the first show is the first turn\'s')
+        assert.equal(shown[0].settled, true, 'the refresh landed within the (generous) bound')
         assert.equal(refresh.scope, agent === alpha ? 'project:alpha' : 'project:beta', 'scope from the session cwd')
-        // Present from the second assembly on, exactly once (replaced, never appended).
-        if (n === 1) {
-          assert.equal(system.includes('<plur-memory>'), false, 'turn 1: no block yet (the documented trade)')
-          baseLength = system.length
-        } else {
-          assert.equal(system.split('<plur-memory>').length - 1, 1, 'exactly one memory block in the prompt')
-          assert.equal(system.split('</plur-memory>').length - 1, 1)
-          assert.ok(system.includes(s.sections.at(-1)), 'the model saw the block assemble() returned after the previous turn')
-          assert.ok(system.length <= baseLength + maxSection + 2, `prompt bounded: ${system.length} <= ${baseLength} + ${maxSection} + 2`)
-        }
+        // Present from the first request on, exactly once (replaced, never appended), recalled for
+        // this turn's message: the model saw the block assemble() returns after the turn.
+        assert.equal(system.split('<plur-memory>').length - 1, 1, 'exactly one memory block in the prompt')
+        assert.equal(system.split('</plur-memory>').length - 1, 1)
+        assert.ok(system.includes(section), 'the model saw this turn\'s block')
+        if (n === 1) baseLength = system.length - section.length
+        assert.ok(system.length <= baseLength + section.length + 2, `prompt bounded: ${system.length} <= ${baseLength} + ${section.length} + 2`)
         assert.ok(section.startsWith('<plur-memory>') && section.endsWith('</plur-memory>'), 'assemble() holds this turn\'s block')
         assert.ok(section.includes(s.own), 'the agent sees its own project\'s engrams')
         assert.ok(section.includes('GLOBAL-name'), 'the pinned global engram is in every scope\'s block')
@@ -142,13 +148,10 @@ test(`${TURNS}-turn session, two agents, real host, real plur serve`, async (t) 
         } else if (n > 1) {
           assert.equal(refresh.outcome, 'replaced', 'a new topic replaces the block')
         }
-        // Same previous message, same prompt: the prompt depends on the last message only, not on
-        // how many turns came before (nothing accumulates).
-        if (n > 2) {
-          const prev = messageOf(n - 1)
-          for (let m = 2; m < n; m++) {
-            if (messageOf(m - 1) === prev) assert.equal(system, s.systems[m - 1], `prompt of turn ${n} is byte-identical to turn ${m}'s`)
-          }
+        // Same message, same prompt: the prompt depends on this turn's message only, not on how
+        // many turns came before (nothing accumulates).
+        for (let m = 1; m < n; m++) {
+          if (messageOf(m) === message) assert.equal(system, s.systems[m - 1], `prompt of turn ${n} is byte-identical to turn ${m}'s`)
         }
       })
       s.sections.push(section)
@@ -161,12 +164,14 @@ test(`${TURNS}-turn session, two agents, real host, real plur serve`, async (t) 
     const longest = Math.max(...s.systems.map((x) => x.length))
     assert.ok(longest <= baseLength + maxSection + 2, `longest prompt ${longest} <= ${baseLength} + ${maxSection} + 2`)
     const late = s.systems.slice(-12).map((x) => x.length)
-    const early = s.systems.slice(1, 13).map((x) => x.length)
-    assert.deepEqual([...late].sort((a, b) => a - b), [...early].sort((a, b) => a - b), 'the last 12 prompts have the lengths of turns 2-13: no growth')
+    const early = s.systems.slice(0, 12).map((x) => x.length)
+    assert.deepEqual([...late].sort((a, b) => a - b), [...early].sort((a, b) => a - b), 'the last 12 prompts have the lengths of turns 1-12: no growth')
   }
   assert.ok(templateSeen >= 5, `the engram with template syntax was in ${templateSeen} blocks`)
   const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))].toFixed(2)
-  t.diagnostic(`pre-step -> block settled ms: p50=${pct(latencies, 0.5)} p95=${pct(latencies, 0.95)} (n=${latencies.length}); assemble() ms: p50=${pct(assembleMs, 0.5)} p95=${pct(assembleMs, 0.95)}`)
+  t.diagnostic(`user message claimed -> block settled ms: p50=${pct(latencies, 0.5)} p95=${pct(latencies, 0.95)} (n=${latencies.length}); assemble() ms: p50=${pct(assembleMs, 0.5)} p95=${pct(assembleMs, 0.95)}`)
+  const waits = (first) => shows.filter((x) => x.first === first).map((x) => x.waitedMs)
+  t.diagnostic(`wait added to a turn's first request, ms: first turn ${waits(true).map((x) => x.toFixed(1)).join(', ')}; later turns p50=${pct(waits(false), 0.5)} p95=${pct(waits(false), 0.95)} max=${Math.max(...waits(false)).toFixed(1)} (n=${waits(false).length})`)
   t.diagnostic(`turns=${TURNS} agents=2 max_section_chars=${maxSection} base_prompt_chars=${baseLength}`)
   t.diagnostic(`refresh outcomes: ${JSON.stringify(transcript.reduce((acc, r) => ({ ...acc, [r.refresh]: (acc[r.refresh] ?? 0) + 1 }), {}))}`)
 })

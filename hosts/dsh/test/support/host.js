@@ -24,19 +24,28 @@ export const PROVIDER = 'scripted'
 export class ScriptedModel extends LlmAdapter {
   constructor () {
     super()
-    /** @type {Array<{sessionId: string | undefined, system: string, messages: number}>} */
+    /**
+     * @type {Array<{sessionId: string | undefined, system: string, messages: number,
+     *   userTexts: Array<{source: string | undefined, text: string}>}>} every request, with the
+     *   text of each user-role message in it and that message's `source.kind`.
+     */
     this.requests = []
-    /** @type {Map<string, Array<{name: string, arguments: unknown}>>} tool calls to make next, by session id */
+    /** @type {Map<string, Array<{name: string, arguments: unknown}>>} tool calls to make next, one per request, by session id */
     this.toolCalls = new Map()
+    /** @type {((request: {sessionId: string | undefined}) => Promise<void>) | undefined} awaited before answering */
+    this.beforeAnswer = undefined
     this.calls = 0
   }
 
   async * stream (options) {
-    this.requests.push({ sessionId: options.sessionId, system: options.system ?? '', messages: options.messages.length })
+    const userTexts = options.messages.filter((m) => m.role === 'user').map((m) => ({
+      source: m.source?.kind,
+      text: (m.content ?? []).filter((b) => b.type === 'text').map((b) => b.text).join('\n'),
+    }))
+    this.requests.push({ sessionId: options.sessionId, system: options.system ?? '', messages: options.messages.length, userTexts })
+    if (this.beforeAnswer !== undefined) await this.beforeAnswer({ sessionId: options.sessionId })
     const queued = this.toolCalls.get(options.sessionId)
-    const last = options.messages.at(-1)
-    const afterTool = last?.content?.some((b) => b.type === 'tool-result')
-    if (queued !== undefined && queued.length > 0 && !afterTool) {
+    if (queued !== undefined && queued.length > 0) {
       const call = queued.shift()
       const id = `call-${++this.calls}`
       const args = JSON.stringify(call.arguments)
