@@ -180,6 +180,7 @@ def test_block_renders_now(service: tuple[Path, dict]) -> None:
     got = c.block("agent-1", "what does the user drink?", scope="project:b")
     assert got["agent_id"] == "agent-1" and "green tea" in got["text"] and "Rex" not in got["text"]
     assert got["hash"].startswith("sha256:") and got["tokens"] > 0 and got["engram_ids"]
+    assert isinstance(got["took_ms"], float) and got["took_ms"] >= 0
     with pytest.raises(ValidationError, match="'agent_id'"):
         c.block("", "x")
     with pytest.raises(ValidationError, match="'agent_id' is required"):

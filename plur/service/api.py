@@ -13,7 +13,7 @@ method   path                            answer
 GET      /api/v1/status                  ``{api, version, pid, home, engrams, model, served, worker}``
 GET      /api/v1/schema                  the engram types, statuses and scopes (:func:`plur.store.schema.schema`)
 POST     /api/v1/recall                  ``{hits: [{rank, score, bm25_rank, dense_rank, engram}], took_ms, quarantined}``
-POST     /api/v1/block                   ``{agent_id, text, hash, engram_ids, tokens, quarantined}`` (now)
+POST     /api/v1/block                   ``{agent_id, text, hash, engram_ids, tokens, took_ms, quarantined}`` (now)
 POST     /api/v1/agents/{id}/submit      202 ``{queued: true}`` (off-turn, RecallWorker.submit)
 GET      /api/v1/agents/{id}/block       the agent's cached block ('' text when none)
 DELETE   /api/v1/agents/{id}             ``{dropped: id}`` (RecallWorker.drop; the agent is gone)
@@ -243,7 +243,9 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
     def block(_: dict[str, str], agent_id: str, query: str, scope: str | None) -> dict[str, Any]:
         if not agent_id:
             raise ValidationError("field 'agent_id' must be a non-empty string, got ''")
-        return block_dict(agent_id, recall_block(memory, query, scope=scope, agent=agent_id))
+        t0 = time.perf_counter()
+        out = block_dict(agent_id, recall_block(memory, query, scope=scope, agent=agent_id))
+        return {**out, "took_ms": (time.perf_counter() - t0) * 1000.0}
 
     def submit(params: dict[str, str], text: str, scope: str | None) -> dict[str, Any]:
         worker.submit(params["agent_id"], text, scope)

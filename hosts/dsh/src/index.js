@@ -41,7 +41,10 @@ export const inject = ['systemPrompt']
 /** The section's name and order (tool guidance uses 100-199 in DSH's order bands). */
 export const SECTION_NAME = 'plur:memory'
 export const SECTION_ORDER = 120
-/** Event emitted after each refresh settles: `({agent, query, scope, outcome, hash, error}) => void`. */
+/**
+ * Event emitted after each refresh settles: `({agent, query, scope, outcome, hash, error,
+ * roundTripMs, serviceMs}) => void` (ms: the plugin's request, and the service's own `took_ms`).
+ */
 export const REFRESH_EVENT = 'plur/refresh'
 /**
  * Event emitted when a new block is shown (the first assembly after a user message):
@@ -113,6 +116,7 @@ export function apply (ctx, config) {
   })
 
   const refresh = (agent, query) => {
+    const t0 = performance.now()
     const ticket = cache.begin(agent.id)
     const scope = scopeFor(agent, settings.scope)
     client.request('POST', '/block', { agent_id: agent.id, query, scope }, { signal: ticket.controller.signal })
@@ -129,7 +133,8 @@ export function apply (ctx, config) {
           else logger.info('memory blocks refresh again')
           lastProblem = problem
         }
-        if (live) ctx.emit(REFRESH_EVENT, { agent, query, scope, outcome, hash: cache.latest(agent.id).hash, error })
+        const timing = { roundTripMs: performance.now() - t0, serviceMs: reply?.took_ms }
+        if (live) ctx.emit(REFRESH_EVENT, { agent, query, scope, outcome, hash: cache.latest(agent.id).hash, error, ...timing })
       })
       .catch((error) => { logger.warn('plur refresh listener failed: %o', error) })
   }

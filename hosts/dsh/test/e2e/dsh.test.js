@@ -8,12 +8,15 @@
 // manifests are unchanged). $PLUR_E2E_OUT: a folder for requests.jsonl and transcript.txt.
 // $PLUR_PYTHON: the Python with plur (default <repo>/.venv/bin/python).
 import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { startPlur, warm } from '../support/plur.js'
-import { DSH_VERSION, ensureInstalled, PKG, run } from './install.js'
+import { CACHE, DSH_VERSION, ensureInstalled, PKG, run } from './install.js'
 import { contentText, startModel, systemOf, turnOf } from './model.js'
 
 const OUT = process.env.PLUR_E2E_OUT
@@ -22,11 +25,21 @@ const Q = {
   deploy: 'When does kappa deploy? Look it up with plur_recall.',
   tarball: 'Do you remember my dog?',
 }
+// Five user turns of one `dsh web` session, each about another engram.
+const WEB = [
+  ['What is my dog called?', 'DOG-name'],
+  ['Who owns the billing of kappa?', 'OTHER-billing'],
+  ['Where are the backups runbooks?', 'OTHER-backups-note'],
+  ['Where does kappa store orders?', 'KAPPA-db'],
+  ['Who reviews the monitoring of kappa?', 'OTHER-monitoring'],
+]
+const CHROMIUM = process.env.PLUR_CHROMIUM ?? '/usr/bin/chromium'
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run']
 // One-shot answers; the deploy question makes the model call plur_recall three times with the
 // same arguments (DSH's loop guard then injects its reminder, a user-role message), then answer.
 const script = (body) => {
   if (!(body.tools?.length > 0)) return { text: 'Session title' } // DSH's session-title request
-  const { question, toolResults } = turnOf(body, Object.values(Q))
+  const { question, toolResults } = turnOf(body, [...Object.values(Q), ...WEB.map(([q]) => q)])
   if (question === Q.deploy && toolResults < 3) return { toolCall: { name: 'plur_recall', arguments: { query: 'kappa deploy day', k: 3 } } }
   return { text: question === undefined ? 'ok' : `Answer to: ${question}` }
 }
@@ -106,11 +119,12 @@ async function isolated (name) {
   }
 }
 
-/** The plur/show events the probe plugin recorded since `from` (a line count). */
-async function shows (from = 0) {
+/** The events the probe plugin recorded since `from` (a line count), all or of one kind. */
+async function probed (from = 0, event = undefined) {
   const text = await readFile(probeFile, 'utf8').catch(() => '')
-  return text.split('\n').filter(Boolean).slice(from).map((line) => JSON.parse(line))
+  return text.split('\n').filter(Boolean).slice(from).map((line) => JSON.parse(line)).filter((e) => event === undefined || e.event === event)
 }
+const shows = (from = 0) => probed(from, 'show')
 
 /** `dsh ...` with the transcript line; returns its result. */
 async function dsh (args, { cwd, env }) {
@@ -123,13 +137,14 @@ async function dsh (args, { cwd, env }) {
 /** Run one headless task; the agent's model requests it made (the title request left out). */
 async function oneShot (question, env) {
   const before = model.requests.length
-  const showsBefore = (await shows()).length
+  const showsBefore = (await probed()).length
   const result = await dsh(['--profile', 'headless', question], { cwd: projectDir, env })
   const made = model.requests.slice(before)
   const agent = made.filter((body) => body.tools?.length > 0)
   for (const [i, body] of agent.entries()) describe(i + 1, body)
   const shown = await shows(showsBefore)
   for (const show of shown) say(`  plur/show: first=${show.first} settled=${show.settled} waited ${show.waitedMs.toFixed(1)} ms before the request`)
+  for (const r of await probed(showsBefore, 'refresh')) say(`  plur/refresh: ${r.outcome}, round trip ${r.roundTripMs.toFixed(1)} ms, of which the service ${r.serviceMs?.toFixed(1)} ms`)
   return { result, agent, all: made, shown }
 }
 
@@ -216,4 +231,75 @@ test('the packed tarball: `npm pack`, then `dsh plugin --profile headless add <t
   const { agent } = await oneShot(Q.tarball, env)
   assert.equal(agent.length, 1)
   firstRequestChecks(agent[0], /Biscuit/)
+})
+
+const browserMissing = !existsSync(CHROMIUM) && process.env.PLUR_REQUIRE_BROWSER !== '1'
+test(`five user turns in one \`dsh web\` session through a real browser: block from the first request, replaced every turn, prompt bounded`, { skip: browserMissing && `no chromium at ${CHROMIUM} (set PLUR_CHROMIUM; PLUR_REQUIRE_BROWSER=1 makes this a failure)` }, async () => {
+  const env = await isolated('web')
+  await mkdir(join(env.HOME, 'kappa'))
+  assert.equal((await dsh(['plugin', '--profile', 'web', 'add', './hosts/dsh'], { cwd: clone, env })).code, 0)
+  assert.equal((await dsh(['plugin', '--profile', 'web', 'add', PROBE], { cwd: clone, env })).code, 0)
+  // The plugin's config, through the profile's own patch layer (as the README documents): bounds
+  // generous enough for a loaded CI machine, so every turn's block lands before its first request
+  // (the defaults, 1500 / 250 ms, are what the headless runs above use).
+  await writeFile(join(env.DSH_HOME, 'profiles', 'web', 'cordis.patch.yml'), '- id: plur\n  config:\n    waitMs: 20000\n    turnWaitMs: 20000\n    timeoutMs: 20000\n')
+  const { chromium } = createRequire(join(CACHE, 'tools', 'package.json'))('playwright-core')
+  const web = spawn(install.dsh, ['web', '--no-open', '--host', '127.0.0.1', '--port', '0'], { cwd: clone, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let log = ''
+  web.stderr.on('data', (d) => { log += d })
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`dsh web printed no URL within 180 s:\n${log}`)), 180000)
+    web.stdout.on('data', (d) => {
+      log += d
+      const found = /dsh web: (http:\/\/\S+)/.exec(log)
+      if (found) { clearTimeout(timer); resolve(found[1]) }
+    })
+    web.once('exit', (code) => { clearTimeout(timer); reject(new Error(`dsh web exited ${code}:\n${log}`)) })
+  })
+  say(`$ dsh web --no-open --host 127.0.0.1 --port 0   (serving ${url})`)
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
+  try {
+    const page = await browser.newPage()
+    page.setDefaultTimeout(120000)
+    await page.goto(url, { waitUntil: 'networkidle' })
+    // A fresh DSH home: the web UI opens with its one-time notice; dismiss it.
+    await page.getByRole('button', { name: 'Continue' }).click()
+    await page.getByRole('button', { name: 'Choose workspace' }).click()
+    await page.getByText('kappa', { exact: true }).click()
+    await page.getByRole('button', { name: 'Open' }).click()
+    const showsBefore = (await probed()).length
+    const firsts = []
+    for (const [n, [question, engram]] of WEB.entries()) {
+      const before = model.requests.length
+      await page.locator('textarea').fill(question)
+      await page.getByRole('button', { name: 'Send message' }).click()
+      await page.getByText(`Answer to: ${question}`, { exact: true }).waitFor()
+      const agent = model.requests.slice(before).filter((body) => body.tools?.length > 0 && turnOf(body, [question]).question === question)
+      assert.ok(agent.length >= 1, `turn ${n + 1}: a model request for ${JSON.stringify(question)}`)
+      say(`  web turn ${n + 1}: ${JSON.stringify(question)}`)
+      describe(1, agent[0])
+      const system = systemOf(agent[0])
+      assert.equal(system.split('<plur-memory>').length - 1, 1, `turn ${n + 1}: one block in the first request of the turn`)
+      const block = /<plur-memory>[\s\S]*<\/plur-memory>/.exec(system)[0]
+      assert.ok(block.includes(engram), `turn ${n + 1}: the block holds ${engram}, recalled for this turn's words`)
+      for (const body of agent) assert.equal(systemOf(body), system, `turn ${n + 1}: the same system prompt in each step`)
+      firsts.push({ system, block, messages: agent[0].messages.length })
+    }
+    const base = firsts.map((f) => f.system.length - f.block.length)
+    say(`  web session: system prompt minus block ${[...new Set(base)].join('/')} chars over ${WEB.length} turns; blocks ${firsts.map((f) => f.block.length).join(', ')} chars; messages ${firsts.map((f) => f.messages).join(', ')}`)
+    assert.equal(new Set(base).size, 1, 'the prompt around the block does not grow: bounded by base + one block')
+    for (let i = 1; i < firsts.length; i++) assert.notEqual(firsts[i].block, firsts[i - 1].block, `turn ${i + 1}: the block was replaced`)
+    assert.ok(firsts.at(-1).messages > firsts[0].messages, 'one session: the conversation grew, the system prompt did not')
+    const shown = (await shows(showsBefore)).filter((x) => x.changed || x.first)
+    assert.equal(shown.filter((x) => x.first).length, 1, 'one first show (the session\'s first request)')
+    say(`  plur/show waits: ${(await shows(showsBefore)).map((x) => `${x.first ? 'first ' : ''}${x.waitedMs.toFixed(1)} ms${x.settled ? '' : ' (bound hit)'}`).join(', ')}`)
+    say(`  plur/refresh service ms: ${(await probed(showsBefore, 'refresh')).map((r) => r.serviceMs?.toFixed(1)).join(', ')}`)
+  } finally {
+    await browser.close()
+    const exited = new Promise((resolve) => web.once('exit', resolve))
+    web.kill('SIGTERM')
+    const timer = setTimeout(() => web.kill('SIGKILL'), 15000)
+    await exited
+    clearTimeout(timer)
+  }
 })
