@@ -9,7 +9,7 @@
  * - The loop assembles the prompt right after claiming. At that first assembly after a user
  *   message (`system-prompt/assemble`), the plugin waits for the refresh, bounded: `waitMs` (1500)
  *   on the agent's first assembly (a session's first request, a headless one-shot), `turnWaitMs`
- *   (250) on later turns; a warm service answers in ~10-20 ms. Past the bound the turn goes on
+ *   (1000) on later turns; a warm service answers in ~10-20 ms. Past the bound the turn goes on
  *   with the previous block. The shown block changes only there: every model request of one turn
  *   carries the same block, so the system prompt (and the host's KV-cache prefix) stays
  *   byte-identical across a turn's steps; a refresh that lands late is shown from the next turn.
@@ -53,7 +53,7 @@ export const REFRESH_EVENT = 'plur/refresh'
  */
 export const SHOW_EVENT = 'plur/show'
 
-const DEFAULTS = Object.freeze({ home: undefined, scope: 'cwd', timeoutMs: 5000, toolTimeoutMs: 15000, waitMs: 1500, turnWaitMs: 250 })
+const DEFAULTS = Object.freeze({ home: undefined, scope: 'cwd', timeoutMs: 5000, toolTimeoutMs: 15000, waitMs: 1500, turnWaitMs: 1000 })
 
 /**
  * Validate the plugin config; unknown keys and bad values fail at load, naming the value and the fix.
@@ -64,7 +64,7 @@ const DEFAULTS = Object.freeze({ home: undefined, scope: 'cwd', timeoutMs: 5000,
  *   refresh timeout (ms, default 5000); `toolTimeoutMs` the tool/command request timeout (ms,
  *   default 15000); `waitMs` the longest wait for the block at an agent's first assembly (ms,
  *   default 1500, 0 = never wait); `turnWaitMs` the same at the first assembly of each later turn
- *   (ms, default 250, 0 = show a turn's block from the next turn on).
+ *   (ms, default 1000, 0 = show a turn's block from the next turn on).
  * @returns {{home: string, scope: string, timeoutMs: number, toolTimeoutMs: number, waitMs: number, turnWaitMs: number}} the settings.
  * @throws {Error} on an unknown key or a bad value.
  */
