@@ -211,6 +211,9 @@ def write_run(out: str | Path, manifest: Mapping[str, Any], rows: Sequence[Mappi
         from .splits import split_markdown
 
         text += "\n" + "\n".join(split_markdown(rows, manifest["granularity"])) + "\n"
+    from .blocks import summary_markdown as block_summary
+
+    text += "\n" + "\n".join(block_summary(rows, str(manifest.get("dataset")))) + "\n"
     (folder / "summary.md").write_text(text, encoding="utf-8")
     if agg:
         plot_curves(agg, folder / "summary.png",

@@ -27,6 +27,10 @@ those ids, in corpus order, at its rank: exactly how a ranker scoring the duplic
 separately would place them (tied, adjacent). Empty documents (no text to learn) stay
 in the corpus for the ideal DCG but are never ranked.
 
+The block: on the default path each row also says what the memory block would inject for the
+question (the top ``recall_k`` hits through :func:`plur.prompt.selection.select_block` at
+``budget_tokens``, with and without the relevance floor; :mod:`bench.blocks`).
+
 Embeddings: one embedder per process (resolved as plur resolves ``settings.model``),
 passed to every temporary ``Memory``, which wraps it in plur's on-disk embedding cache
 at ``cache_dir`` shared by all temporary stores: a re-run embeds nothing new.
@@ -44,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from . import metrics
+from .blocks import block_fields
 from .tasks import DocMeta, Task
 
 MODES: tuple[str, ...] = ("bm25", "dense", "hybrid")
@@ -220,9 +225,12 @@ class Engine:
                             latency_ms = (time.perf_counter() - t0) * 1000.0
                             ranked = expand(hits, docs_of)
                             ranking = with_tail(ranked, task.doc_ids)
-                            rows.append(make_row(self.config, task, query, variant, ranking, session_of,
-                                                 latency_ms=latency_ms, n_engrams=len(docs_of),
-                                                 n_ranked=len(ranked)))
+                            row = make_row(self.config, task, query, variant, ranking, session_of,
+                                           latency_ms=latency_ms, n_engrams=len(docs_of), n_ranked=len(ranked))
+                            if not variant.full:  # what the memory block injects (bench.blocks)
+                                row.update(block_fields(hits, docs_of, query.gold, recall_k=self.settings.recall_k,
+                                                        budget_tokens=self.settings.budget_tokens, now=query.now))
+                            rows.append(row)
                             if on_progress is not None:
                                 on_progress(1)
         q_pos = {q.qid: i for i, q in enumerate(task.queries)}

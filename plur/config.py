@@ -107,6 +107,10 @@ SETTINGS: tuple[Setting, ...] = (
             "fsync each engram file and its folder on write (crash safety); off only for throwaway stores (benchmarks)."),
     Setting("budget_tokens", 2000, int, "Token budget of the memory block injected into the system prompt.", range=(0, 1000000)),
     Setting("recall_k", 12, int, "Engrams recalled per turn by the recall worker.", range=(0, 10000)),
+    Setting("relevance_floor", "auto", str,
+            "Hits scoring below this hybrid score stay out of the memory block and do not count as recalled in the "
+            "statistics: auto (the floor chosen by the benchmark for the embedding model, README 'Relevance floor'), "
+            "off, or a number from 0 to 1."),
     Setting("recall_timeout_s", 5.0, float,
             "Deadline for one off-turn recall, in seconds; a late result is dropped and the previous block kept.", range=(0.001, 3600)),
     Setting("refresh_interval_s", 1.0, float,
@@ -183,6 +187,7 @@ class Settings:
     fsync: bool = True
     budget_tokens: int = 2000
     recall_k: int = 12
+    relevance_floor: str = "auto"
     recall_timeout_s: float = 5.0
     refresh_interval_s: float = 1.0
     record_stats: bool = True
@@ -212,6 +217,8 @@ def _coerce(name: str, value: Any, source: str) -> Any:
             f"setting {name}={value!r} (from {source}) is not a valid {spec.type.__name__}; "
             f"fix it to something like {spec.default!r}"
         ) from None
+    if name == "relevance_floor":
+        _check_floor(out, source)
     if spec.choices and out not in spec.choices:
         raise ConfigError(f"setting {name}={out!r} (from {source}) must be one of {', '.join(spec.choices)}")
     if spec.range is not None:
@@ -222,6 +229,20 @@ def _coerce(name: str, value: Any, source: str) -> Any:
     elif spec.type in (int, float) and out < 0:
         raise ConfigError(f"setting {name}={out!r} (from {source}) must not be negative")
     return out
+
+
+def _check_floor(value: str, source: str) -> None:
+    """``relevance_floor`` is ``auto``, ``off`` or a number in [0, 1] (:func:`plur.index.floor.parse_setting`)."""
+    text = value.strip().lower()
+    if text in ("auto", "off"):
+        return
+    try:
+        ok = 0.0 <= float(text) <= 1.0
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ConfigError(f"setting relevance_floor={value!r} (from {source}) must be auto, off or a number "
+                          "from 0 to 1 (a hybrid score), e.g. relevance_floor = 0.3")
 
 
 def _build(values: dict[str, Any], source: str) -> Settings:

@@ -8,7 +8,14 @@ Schema (times are Unix epoch seconds, UTC, ``REAL``)::
     recalls(id INTEGER PRIMARY KEY, ts REAL, agent TEXT, scope TEXT, query TEXT,
             mode TEXT, latency_ms REAL, n_hits INTEGER)
     recall_hits(recall_id INTEGER, engram_id TEXT, rank INTEGER, score REAL,
-                bm25_rank INTEGER, dense_rank INTEGER)          -- rank is 1-based
+                bm25_rank INTEGER, dense_rank INTEGER,          -- rank is 1-based
+                above_floor INTEGER)                            -- 1 cleared the relevance floor, 0 below
+                                                                -- it, NULL recorded before schema 2
+    feedback(id INTEGER PRIMARY KEY, ts REAL, engram_id TEXT, useful INTEGER, agent TEXT, query TEXT)
+
+"Recalled" means returned above the relevance floor (:mod:`plur.index.floor`): only those hits can
+enter a memory block. Hits returned below it, and recalls recorded before the floor was (schema 1,
+``above_floor`` NULL), count as "returned below the floor".
     injections(id INTEGER PRIMARY KEY, ts REAL, agent TEXT, block_hash TEXT, tokens INTEGER)
     injection_engrams(injection_id INTEGER, engram_id TEXT, position INTEGER)
 """
@@ -28,7 +35,7 @@ from .errors import StoreError
 
 log = logging.getLogger("plur.stats")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS recalls(
@@ -37,7 +44,7 @@ CREATE TABLE IF NOT EXISTS recalls(
 CREATE INDEX IF NOT EXISTS recalls_ts ON recalls(ts);
 CREATE TABLE IF NOT EXISTS recall_hits(
     recall_id INTEGER NOT NULL REFERENCES recalls(id) ON DELETE CASCADE, engram_id TEXT NOT NULL,
-    rank INTEGER NOT NULL, score REAL, bm25_rank INTEGER, dense_rank INTEGER);
+    rank INTEGER NOT NULL, score REAL, bm25_rank INTEGER, dense_rank INTEGER, above_floor INTEGER);
 CREATE INDEX IF NOT EXISTS recall_hits_engram ON recall_hits(engram_id);
 CREATE INDEX IF NOT EXISTS recall_hits_recall ON recall_hits(recall_id);
 CREATE TABLE IF NOT EXISTS injections(
@@ -59,6 +66,7 @@ class _HitLike(Protocol):
     score: float
     bm25_rank: int | None
     dense_rank: int | None
+    below_floor: str
 
     @property
     def engram(self) -> Any: ...
@@ -70,6 +78,15 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float | None:
         return None
     idx = max(0, min(len(sorted_values) - 1, int(round(q / 100.0 * (len(sorted_values) - 1)))))
     return float(sorted_values[idx])
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Schema 1 -> 2: ``recall_hits.above_floor`` (old rows stay NULL: recorded before the floor)."""
+    cols = {r[1] for r in db.execute("PRAGMA table_info(recall_hits)")}
+    if "above_floor" not in cols:
+        db.execute("ALTER TABLE recall_hits ADD COLUMN above_floor INTEGER")
+    db.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+    db.commit()
 
 
 class StatsDB:
@@ -96,6 +113,7 @@ class StatsDB:
                 try:
                     self._db.execute("PRAGMA foreign_keys=ON")
                     self._db.executescript(_SCHEMA)
+                    _migrate(self._db)
                     self._db.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)",
                                      (str(SCHEMA_VERSION),))
                 except sqlite3.OperationalError as exc:  # full disk, I/O error: keep reading
@@ -113,7 +131,7 @@ class StatsDB:
     # -- writes ---------------------------------------------------------------------------
     def record_recall(self, *, agent: str | None, scope: str | None, query: str, mode: str,
                       latency_ms: float, hits: Sequence[_HitLike], ts: float | None = None) -> int:
-        """Log one recall and its ranked hits; returns the recall id."""
+        """Log one recall and its ranked hits (each with whether it cleared the relevance floor); returns the recall id."""
         if not self.writable:
             return 0
         try:
@@ -123,8 +141,9 @@ class StatsDB:
                     (ts or time.time(), agent, scope, query, mode, float(latency_ms), len(hits)))
                 rid = int(cur.lastrowid or 0)
                 self._db.executemany(
-                    "INSERT INTO recall_hits VALUES(?,?,?,?,?,?)",
-                    [(rid, h.engram.id, h.rank, h.score, h.bm25_rank, h.dense_rank) for h in hits])
+                    "INSERT INTO recall_hits VALUES(?,?,?,?,?,?,?)",
+                    [(rid, h.engram.id, h.rank, h.score, h.bm25_rank, h.dense_rank,
+                      0 if getattr(h, "below_floor", "") else 1) for h in hits])
         except sqlite3.Error as exc:  # a full disk must not fail the recall itself
             log.warning("recall not recorded in %s (%s)", self.path, exc)
             return 0
@@ -205,20 +224,37 @@ class StatsDB:
             return [dict(r) for r in self._db.execute(sql, tuple(args)).fetchall()]
 
     def engram_counts(self) -> dict[str, dict[str, Any]]:
-        """``engram id -> {recalls, injections, last_recalled (epoch s | None)}`` in two aggregate queries."""
+        """``engram id -> {recalls, below_floor, injections, useful, not_useful, last_recalled}`` in three queries.
+
+        ``recalls``: times returned above the relevance floor (what "recalled" means); ``below_floor``:
+        times returned below it (or before the floor was recorded); ``injections``: memory blocks that
+        held it; ``useful`` / ``not_useful``: feedback events; ``last_recalled``: epoch s of the last
+        recall above the floor, or None.
+        """
         out: dict[str, dict[str, Any]] = {}
-        for r in self._rows("SELECT h.engram_id AS id, COUNT(*) AS n, MAX(r.ts) AS last FROM recall_hits h "
+
+        def entry(eid: str) -> dict[str, Any]:
+            return out.setdefault(eid, {"recalls": 0, "below_floor": 0, "injections": 0, "useful": 0,
+                                        "not_useful": 0, "last_recalled": None})
+
+        for r in self._rows("SELECT h.engram_id AS id, SUM(COALESCE(h.above_floor, 0)) AS n, COUNT(*) AS total, "
+                            "MAX(CASE WHEN h.above_floor = 1 THEN r.ts END) AS last FROM recall_hits h "
                             "JOIN recalls r ON r.id = h.recall_id GROUP BY h.engram_id"):
-            out[r["id"]] = {"recalls": r["n"], "injections": 0, "last_recalled": r["last"]}
+            e = entry(r["id"])
+            e["recalls"], e["below_floor"], e["last_recalled"] = int(r["n"]), int(r["total"] - r["n"]), r["last"]
         for r in self._rows("SELECT engram_id AS id, COUNT(*) AS n FROM injection_engrams GROUP BY engram_id"):
-            out.setdefault(r["id"], {"recalls": 0, "injections": 0, "last_recalled": None})["injections"] = r["n"]
+            entry(r["id"])["injections"] = r["n"]
+        for r in self._rows("SELECT engram_id AS id, SUM(useful) AS u, COUNT(*) AS n FROM feedback GROUP BY engram_id"):
+            e = entry(r["id"])
+            e["useful"], e["not_useful"] = int(r["u"]), int(r["n"] - r["u"])
         return out
 
     def recall_history(self, engram_id: str, limit: int = 100) -> list[dict[str, Any]]:
-        """Recalls that returned ``engram_id``, newest first: time, query, agent, scope, mode, rank, leg ranks."""
+        """Recalls that returned ``engram_id``, newest first: time, query, agent, scope, mode, rank, leg ranks,
+        ``above_floor`` (1, 0, or None before schema 2)."""
         return self._rows(
             "SELECT r.id AS recall_id, r.ts AS time, r.query, r.agent, r.scope, r.mode, h.rank, h.score, "
-            "h.bm25_rank, h.dense_rank FROM recall_hits h JOIN recalls r ON r.id = h.recall_id "
+            "h.bm25_rank, h.dense_rank, h.above_floor FROM recall_hits h JOIN recalls r ON r.id = h.recall_id "
             "WHERE h.engram_id=? ORDER BY r.ts DESC, r.id DESC LIMIT ?", (engram_id, int(limit)))
 
     def injection_history(self, engram_id: str, limit: int = 100) -> list[dict[str, Any]]:
@@ -235,16 +271,17 @@ class StatsDB:
             "WHERE ts >= ? ORDER BY ts DESC, id DESC LIMIT ?", (since or 0.0, int(limit)))
 
     def recall_hits(self, recall_id: int) -> list[dict[str, Any]]:
-        """The ranked hits of one recall: engram_id, rank, score, bm25_rank, dense_rank."""
-        return self._rows("SELECT engram_id, rank, score, bm25_rank, dense_rank FROM recall_hits "
+        """The ranked hits of one recall: engram_id, rank, score, bm25_rank, dense_rank, above_floor."""
+        return self._rows("SELECT engram_id, rank, score, bm25_rank, dense_rank, above_floor FROM recall_hits "
                           "WHERE recall_id=? ORDER BY rank", (recall_id,))
 
     def summary(self) -> dict[str, Any]:
         """Totals and distributions for the statistics page.
 
         Returns:
-            ``{recalls, injections, distinct_recalled, latency_ms: {p50, p90, p99} over all recalls,
-            per_day: [{day 'YYYY-MM-DD', recalls, p50_ms, p99_ms}], most_recalled: [{engram_id, n}],
+            ``{recalls, injections, distinct_recalled (engrams returned above the floor), hits_above_floor,
+            hits_below_floor, feedback_useful, feedback_not_useful, latency_ms: {p50, p90, p99} over all recalls,
+            per_day: [{day 'YYYY-MM-DD', recalls, p50_ms, p99_ms}], most_recalled: [{engram_id, n}] (above the floor),
             by_agent: [{agent, n}]}``.
         """
         lat = [r["latency_ms"] for r in self._rows("SELECT latency_ms FROM recalls ORDER BY latency_ms")]
@@ -254,12 +291,18 @@ class StatsDB:
         per_day = [{"day": d, "recalls": len(v), "p50_ms": _percentile(v, 50), "p99_ms": _percentile(v, 99)}
                    for d, v in sorted(days.items())]
         n_inj = self._rows("SELECT COUNT(*) AS n FROM injections")[0]["n"]
-        distinct = self._rows("SELECT COUNT(DISTINCT engram_id) AS n FROM recall_hits")[0]["n"]
-        most = self._rows("SELECT engram_id, COUNT(*) AS n FROM recall_hits GROUP BY engram_id "
+        distinct = self._rows("SELECT COUNT(DISTINCT engram_id) AS n FROM recall_hits WHERE above_floor = 1")[0]["n"]
+        most = self._rows("SELECT engram_id, COUNT(*) AS n FROM recall_hits WHERE above_floor = 1 GROUP BY engram_id "
                           "ORDER BY n DESC, engram_id LIMIT 20")
+        floor = self._rows("SELECT SUM(CASE WHEN above_floor = 1 THEN 1 ELSE 0 END) AS above, COUNT(*) AS n "
+                           "FROM recall_hits")[0]
+        useful = self._rows("SELECT COALESCE(SUM(useful), 0) AS u, COUNT(*) AS n FROM feedback")[0]
         agents = self._rows("SELECT COALESCE(agent, '') AS agent, COUNT(*) AS n FROM recalls GROUP BY agent "
                             "ORDER BY n DESC")
+        above = int(floor["above"] or 0)
         return {"recalls": len(lat), "injections": n_inj, "distinct_recalled": distinct,
+                "hits_above_floor": above, "hits_below_floor": int(floor["n"] or 0) - above,
+                "feedback_useful": int(useful["u"]), "feedback_not_useful": int(useful["n"]) - int(useful["u"]),
                 "latency_ms": {"p50": _percentile(lat, 50), "p90": _percentile(lat, 90),
                                "p99": _percentile(lat, 99)},
                 "per_day": per_day, "most_recalled": most, "by_agent": agents}

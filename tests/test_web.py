@@ -202,7 +202,8 @@ def test_stats_page(client: TestClient, memory: Memory) -> None:
     assert data["recalled_active"] == 2 and data["never_recalled_active"] == 2
     assert data["most_recalled"][0] == {"id": ids["vault"], "recalls": 2, "injections": 0,
                                         "statement": "The deploy key lives in the vault.",
-                                        "scope": "project:shop"}
+                                        "scope": "project:shop", "below_floor": 0, "useful": 0,
+                                        "not_useful": 0}
     assert data["by_scope"] == [["global", 2], ["project:archive", 1], ["project:shop", 2]]
     assert data["per_day"][0]["recalls"] == 3 and data["latency_ms"]["p50"] is not None
     html = client.get("/stats").text
@@ -210,7 +211,7 @@ def test_stats_page(client: TestClient, memory: Memory) -> None:
 
 
 def test_playground_shows_three_rankings_and_the_exact_block(client: TestClient, memory: Memory) -> None:
-    from plur.prompt.block import build_block
+    from plur.prompt.selection import select_block
 
     ids = seed(memory)
     memory.update(ids["dog"], pinned=True)
@@ -228,7 +229,7 @@ def test_playground_shows_three_rankings_and_the_exact_block(client: TestClient,
     legs = memory.recall_legs("deploy key", 5, scope="project:shop", record=False)
     pinned = memory.pinned("project:shop")
     assert [e.id for e in pinned] == [ids["dog"]]
-    expected = build_block(legs["hybrid"], memory.settings.budget_tokens, pinned=pinned)
+    expected = select_block(legs["hybrid"], memory.settings.budget_tokens, pinned=pinned).block  # floor applied
     assert data["block"]["text"] == expected.text and data["block"]["tokens"] == expected.tokens
     assert data["block"]["engram_ids"][0] == ids["dog"]                      # pinned goes first
     assert memory.stats.summary()["recalls"] == before                       # playground is not recorded

@@ -22,7 +22,8 @@ MODES = ("hybrid", "bm25", "dense")
               help="Drop hits scoring below this (scores are in [0, 1], higher is better).")
 @click.option("--include-expired", is_flag=True, help="Also show retired (superseded) and expired engrams.")
 @click.option("--agent", default=None, help="Who is asking (recorded in stats.db).")
-@click.option("--explain", is_flag=True, help="Show the fused score and each leg's rank and score.")
+@click.option("--explain", is_flag=True,
+              help="Show the fused score, each leg's rank and score, and the hits the relevance floor keeps out.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tuple[str, ...],
@@ -56,6 +57,8 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
                 click.echo(f"{'':>36}  via neighbouring turn {neighbour}: {', '.join(terms)}")
             if h.date_match:
                 click.echo(f"{'':>36}  date named in the query matches ({h.engram.created.date().isoformat()})")
+            if h.below_floor:
+                click.echo(f"{'':>36}  kept out of the memory block: {h.below_floor}")
         else:
             echo(f"{h.rank:>3}. {h.engram.id}{flag}  {summary(h.engram.statement)}")
     if not hits:
@@ -77,4 +80,4 @@ def section(app: App, message: str, agent: str, scope: str | None) -> None:
 
         app.memory.catch_up(progress=True)
         block = recall_block(app.memory, message, scope=scope, agent=agent).text
-    echo(block if block else "(empty memory block: nothing recalled)")
+    echo(block if block else "(empty memory block: nothing recalled above the relevance floor)")

@@ -46,6 +46,8 @@ class Hit:
             matched the BM25 document only through a neighbouring conversation turn (filled when
             recall is asked to explain; see :mod:`plur.index.context`).
         date_match: the engram's date falls in a date the query names (it got the date boost).
+        below_floor: why the relevance floor keeps this hit out of the memory block ('' = it clears the
+            floor, or no floor applies; :mod:`plur.index.floor`).
     """
 
     engram: Engram
@@ -57,13 +59,15 @@ class Hit:
     dense_score: float | None = None
     context_matches: tuple[tuple[str, tuple[str, ...]], ...] = ()
     date_match: bool = False
+    below_floor: str = ""
 
     def to_dict(self) -> dict[str, object]:
         """JSON-safe form: the engram's dict plus the scores and ranks."""
         return {"rank": self.rank, "score": self.score, "bm25_rank": self.bm25_rank,
                 "bm25_score": self.bm25_score, "dense_rank": self.dense_rank,
                 "dense_score": self.dense_score, "engram": self.engram.to_dict(),
-                "context_matches": {i: list(t) for i, t in self.context_matches}, "date_match": self.date_match}
+                "context_matches": {i: list(t) for i, t in self.context_matches}, "date_match": self.date_match,
+                "below_floor": self.below_floor}
 
 
 def check_mode(mode: str) -> str:

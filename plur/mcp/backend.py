@@ -11,11 +11,10 @@ start``) instead; nothing above this module changes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from ..memory import Memory
-from ..prompt.block import build_block
+from ..prompt.selection import recall_block
 
 
 class Backend(Protocol):
@@ -75,10 +74,9 @@ class LocalBackend:
                  "engram": h.engram.to_dict()} for h in hits]
 
     def block(self, query: str, *, scope: str | None, agent: str | None) -> dict[str, Any]:
-        """The memory block for ``query`` now (the recall worker's selection: pinned first, then hits)."""
-        s = self.memory.settings
-        hits = self.memory.recall(query, s.recall_k, scope=scope, agent=agent) if query.strip() else []
-        block = build_block(hits, s.budget_tokens, datetime.now(timezone.utc), pinned=self.memory.pinned(scope))
+        """The memory block for ``query`` now (the recall worker's selection: pinned first, then the hits
+        above the relevance floor; :func:`plur.prompt.selection.recall_block`)."""
+        block = recall_block(self.memory, query, scope=scope, agent=agent)
         return {"text": block.text, "hash": block.hash, "engram_ids": list(block.engram_ids), "tokens": block.tokens}
 
     def get(self, engram_id: str) -> dict[str, Any]:

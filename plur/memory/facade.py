@@ -126,6 +126,7 @@ class Memory:
     # -- recall (plur.memory.recall, .legs, .filters) --------------------------------------
     recall = _recall.recall
     recall_legs = _recall.recall_legs
+    relevance_floor = _recall.relevance_floor
     _legs = _two_legs.legs
     _not_current = _filters.not_current
     _allowed = _filters.allowed

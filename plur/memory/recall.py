@@ -1,6 +1,6 @@
 """The recall pipeline of a :class:`~plur.memory.Memory`: checks, the two legs
 (:mod:`plur.memory.legs`), fusion (:func:`plur.index.recall.combine`), the second stage (date boost,
-reranker, context explanations), the cut to k, and the stats.db record.
+relevance floor marks, reranker, context explanations), the cut to k, and the stats.db record.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
 
     Returns:
         At most ``k`` :class:`~plur.index.recall.Hit` objects, ``rank`` 1..n, scores in [0, 1]
-        non-increasing.
+        non-increasing; each hit's ``below_floor`` says why the relevance floor keeps it out of the
+        memory block ('' when it clears it; :meth:`Memory.relevance_floor`, setting ``relevance_floor``).
 
     Raises:
         ValidationError: bad query type, k, scope, mode, min_score or ``now``.
@@ -79,7 +80,7 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
         mode_used = "bm25" if mode == "dense" and mem._index(mode != "bm25").dense is None else mode
         bm25, dense, top, fills = mem._legs(query, k, scope, types, tags, mode_used != "dense",
                                              mode_used != "bm25", include_expired)
-        hits = second_stage(mem, query, k, now, explain, lambda n: combine(
+        hits = second_stage(mem, query, k, now, explain, mode_used, lambda n: combine(
             bm25, dense, mode=mode_used, k=n, lookup=mem._get_or_none, fusion_method=s.fusion,
             rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top, fills=fills))
     if min_score is not None:
@@ -91,22 +92,34 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
     return hits
 
 
-def second_stage(mem: Any, query: str, k: int, now: Any, explain: bool, fused: Any) -> list[Hit]:
-    """Date boost and reranker over the fused candidates (``fused(n)`` -> top n hits), then the cut to k."""
+def second_stage(mem: Any, query: str, k: int, now: Any, explain: bool, mode: str, fused: Any) -> list[Hit]:
+    """Date boost, relevance floor marks and reranker over the fused candidates (``fused(n)`` -> top n
+    hits), then the cut to k. The floor judges the fused (and date-boosted) score, before any reranker."""
     from ..index import stages
     from ..index.dates import resolve
+    from ..index.floor import mark
 
     s = mem.settings
     ranges = resolve(query, parse_time(now, "now") if now is not None else utcnow()) if s.date_boost else []
     reranker = mem.reranker()
     if not ranges and reranker is None:
-        hits = fused(k)
+        hits = mark(fused(k), relevance_floor(mem, mode))
     else:
         hits = stages.boost_dates(fused(max(k, s.candidates)), ranges, s.date_boost, mentions=s.date_mentions)
+        hits = mark(hits, relevance_floor(mem, mode))
         if reranker is not None:
             hits = stages.rerank(hits, query, reranker, max(k, s.rerank_top_n))
         hits = hits[:k]
     return stages.explain_context(hits, query, mem._index(need_dense=False)) if explain else hits
+
+
+def relevance_floor(mem: Any, mode: str = "hybrid") -> Any:
+    """The :class:`~plur.index.floor.Floor` recalls in ``mode`` apply (setting ``relevance_floor``, per model)."""
+    from ..index.floor import resolve_floor
+
+    idx = mem._indexes
+    identity = getattr(idx.embedder, "identity", None) if idx is not None and idx.dense is not None else None
+    return resolve_floor(mem.settings.relevance_floor, identity, mode)
 
 
 def recall_legs(mem: Any, query: str, k: int = 10, *, scope: str | None = None, agent: str | None = None,
@@ -125,7 +138,7 @@ def recall_legs(mem: Any, query: str, k: int = 10, *, scope: str | None = None, 
     s = mem.settings
     with mem._lock:
         bm25, dense, top, fills = mem._legs(query, k, scope, None, None, True, True)
-        out = {m: second_stage(mem, query, k, None, True, lambda n, m=m: combine(
+        out = {m: second_stage(mem, query, k, None, True, m, lambda n, m=m: combine(
             bm25, dense, mode=m, k=n, lookup=mem._get_or_none, fusion_method=s.fusion, rrf_k=s.rrf_k,
             dense_weight=s.dense_weight, bm25_full=top, fills=fills)) for m in ("hybrid", "bm25", "dense")}
     if record and s.record_stats:

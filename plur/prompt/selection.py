@@ -1,15 +1,69 @@
 """The one selection every host path makes: recall for a message, then render the memory block.
 
-The recall worker, the service's ``/api/v1/block`` and ``plur section`` all call :func:`recall_block`,
-so a block is the same whichever way a host asks for it.
+The recall worker, the service's ``/api/v1/block``, ``plur section``, the MCP server and the web
+playground all go through :func:`select_block` (the first three via :func:`recall_block`), so a
+block is the same whichever way a host asks for it. Hits the relevance floor marks
+(:attr:`plur.index.recall.Hit.below_floor`, :mod:`plur.index.floor`) never enter the block: when
+nothing clears the floor the block is empty (``''``, what a host takes for "no memory") unless
+pinned engrams fill it. Pinned engrams are always-on by the user's choice and are shown whatever
+the query (within half the budget), as before the floor.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from ..store.engram import Engram
 from .block import Block, build_block
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A memory block and the recalled hits the relevance floor kept out of it.
+
+    Attributes:
+        block: the rendered :class:`~plur.prompt.block.Block`.
+        kept_out: hits below the floor, best first (each hit's ``below_floor`` says why).
+    """
+
+    block: Block
+    kept_out: tuple[Any, ...] = ()
+
+
+def select_block(hits: Sequence[Any], budget_tokens: int, now: datetime | None = None, *,
+                 pinned: Iterable[Engram] = ()) -> Selection:
+    """The block for recalled ``hits``: those above the relevance floor, plus ``pinned``, within the budget.
+
+    Args:
+        hits: recalled hits (:class:`plur.index.recall.Hit`, floor already marked by ``Memory.recall``).
+        budget_tokens: block budget (tokens, fences included).
+        now: validity-window time (default now, UTC).
+        pinned: always-on engrams (shown whatever the floor says).
+
+    Returns:
+        A :class:`Selection`.
+    """
+    kept = [h for h in hits if not getattr(h, "below_floor", "")]
+    out = tuple(h for h in hits if getattr(h, "below_floor", "") and not h.engram.pinned)
+    # a pinned hit below the floor is still pinned: build_block shows it with the other pinned engrams
+    kept += [h for h in hits if getattr(h, "below_floor", "") and h.engram.pinned]
+    return Selection(build_block(kept, budget_tokens, now or datetime.now(timezone.utc), pinned=pinned), out)
+
+
+def recall_selection(memory: Any, text: str, *, scope: str | None = None, agent: str | None = None,
+                     k: int | None = None, budget_tokens: int | None = None, pinned: Any = None,
+                     now: datetime | None = None) -> Selection:
+    """Recall for ``text`` and select the memory block now; see :func:`recall_block` for the arguments."""
+    s = memory.settings
+    hits = memory.recall(text, s.recall_k if k is None else k, scope=scope, agent=agent) if text.strip() else []
+    if scope is not None:
+        hits = [h for h in hits if h.engram.scope in (scope, "global")]
+    return select_block(hits, s.budget_tokens if budget_tokens is None else budget_tokens,
+                        now or datetime.now(timezone.utc),
+                        pinned=memory.pinned(scope) if pinned is None else pinned)
 
 
 def recall_block(memory: Any, text: str, *, scope: str | None = None, agent: str | None = None,
@@ -31,12 +85,8 @@ def recall_block(memory: Any, text: str, *, scope: str | None = None, agent: str
             ``memory.pinned(scope)``). now: validity-window time (default now, UTC).
 
     Returns:
-        A :class:`~plur.prompt.block.Block` (``EMPTY_BLOCK`` when nothing is recalled or fits).
+        A :class:`~plur.prompt.block.Block` (``EMPTY_BLOCK`` when nothing clears the relevance floor
+        and nothing is pinned, or nothing fits).
     """
-    s = memory.settings
-    hits = memory.recall(text, s.recall_k if k is None else k, scope=scope, agent=agent)
-    if scope is not None:
-        hits = [h for h in hits if h.engram.scope in (scope, "global")]
-    return build_block(hits, s.budget_tokens if budget_tokens is None else budget_tokens,
-                       now or datetime.now(timezone.utc),
-                       pinned=memory.pinned(scope) if pinned is None else pinned)
+    return recall_selection(memory, text, scope=scope, agent=agent, k=k, budget_tokens=budget_tokens,
+                            pinned=pinned, now=now).block

@@ -1,7 +1,7 @@
 """Usage counts for the web page, read from ``<home>/stats.db`` and cached until the database changes.
 
-The engrams table needs every engram's recall count, injection count and last recall time on
-every page load. :meth:`plur.stats.StatsDB.engram_counts` computes them with two aggregate
+The engrams table needs every engram's recall count (above the relevance floor), below-floor count,
+injection count, feedback counts and last recall time on every page load. :meth:`plur.stats.StatsDB.engram_counts` computes them with three aggregate
 queries; at 10,000 engrams and 20,000 recorded hits that is tens of ms, paid again on every
 click although the numbers rarely change between clicks. :class:`UsageCounts` keeps the result
 and re-reads it only when SQLite's ``PRAGMA data_version`` says another connection committed
@@ -16,16 +16,27 @@ import threading
 from pathlib import Path
 from typing import Any
 
-_COUNTS_RECALLS = ("SELECT h.engram_id, COUNT(*), MAX(r.ts) FROM recall_hits h "
+_COUNTS_RECALLS = ("SELECT h.engram_id, SUM(COALESCE(h.above_floor, 0)), COUNT(*), "
+                   "MAX(CASE WHEN h.above_floor = 1 THEN r.ts END) FROM recall_hits h "
                    "JOIN recalls r ON r.id = h.recall_id GROUP BY h.engram_id")
 _COUNTS_INJECTIONS = "SELECT engram_id, COUNT(*) FROM injection_engrams GROUP BY engram_id"
-_ONE_RECALLS = ("SELECT COUNT(*), MAX(r.ts) FROM recall_hits h JOIN recalls r ON r.id = h.recall_id "
-                "WHERE h.engram_id = ?")
+_COUNTS_FEEDBACK = "SELECT engram_id, SUM(useful), COUNT(*) FROM feedback GROUP BY engram_id"
+_ONE_RECALLS = ("SELECT SUM(COALESCE(h.above_floor, 0)), COUNT(*), MAX(CASE WHEN h.above_floor = 1 THEN r.ts END) "
+                "FROM recall_hits h JOIN recalls r ON r.id = h.recall_id WHERE h.engram_id = ?")
 _ONE_INJECTIONS = "SELECT COUNT(*) FROM injection_engrams WHERE engram_id = ?"
+_ONE_FEEDBACK = "SELECT SUM(useful), COUNT(*) FROM feedback WHERE engram_id = ?"
+
+
+def _empty() -> dict[str, Any]:
+    return {"recalls": 0, "below_floor": 0, "injections": 0, "useful": 0, "not_useful": 0, "last_recalled": None}
 
 
 class UsageCounts:
     """Per-engram usage counts from stats.db, cached per database version.
+
+    The counts are those of :meth:`plur.stats.StatsDB.engram_counts`: ``recalls`` = returned above the
+    relevance floor, ``below_floor`` = returned below it, ``injections``, ``useful`` / ``not_useful``
+    (feedback) and ``last_recalled`` (above the floor).
 
     Args:
         path: the stats database (``<home>/stats.db``); it must already exist (open
@@ -42,27 +53,33 @@ class UsageCounts:
         self._counts: dict[str, dict[str, Any]] = {}
 
     def all(self) -> dict[str, dict[str, Any]]:
-        """``engram id -> {recalls, injections, last_recalled (epoch s | None)}`` for every engram used.
+        """``engram id -> {recalls, below_floor, injections, useful, not_useful, last_recalled}`` for every engram used.
 
-        Engrams never recalled nor injected are absent. The returned dict is shared: do not mutate it.
+        Engrams never returned, injected nor given feedback are absent. The returned dict is shared: do not mutate it.
         """
         with self._lock:
             version = self._db.execute("PRAGMA data_version").fetchone()[0]
             if version != self._version:
                 out: dict[str, dict[str, Any]] = {}
-                for eid, n, last in self._db.execute(_COUNTS_RECALLS):
-                    out[eid] = {"recalls": n, "injections": 0, "last_recalled": last}
+                for eid, n, total, last in self._db.execute(_COUNTS_RECALLS):
+                    out[eid] = {**_empty(), "recalls": int(n or 0), "below_floor": int(total - (n or 0)),
+                                "last_recalled": last}
                 for eid, n in self._db.execute(_COUNTS_INJECTIONS):
-                    out.setdefault(eid, {"recalls": 0, "injections": 0, "last_recalled": None})["injections"] = n
+                    out.setdefault(eid, _empty())["injections"] = n
+                for eid, u, n in self._db.execute(_COUNTS_FEEDBACK):
+                    e = out.setdefault(eid, _empty())
+                    e["useful"], e["not_useful"] = int(u or 0), int(n - (u or 0))
                 self._counts, self._version = out, version
             return self._counts
 
     def one(self, engram_id: str) -> dict[str, Any]:
-        """``{recalls, injections, last_recalled}`` of one engram (two indexed queries, no cache)."""
+        """The counts of one engram (three indexed queries, no cache); see :meth:`all`."""
         with self._lock:
-            recalls, last = self._db.execute(_ONE_RECALLS, (engram_id,)).fetchone()
+            n, total, last = self._db.execute(_ONE_RECALLS, (engram_id,)).fetchone()
             (injections,) = self._db.execute(_ONE_INJECTIONS, (engram_id,)).fetchone()
-        return {"recalls": int(recalls or 0), "injections": int(injections or 0), "last_recalled": last}
+            u, nf = self._db.execute(_ONE_FEEDBACK, (engram_id,)).fetchone()
+        return {"recalls": int(n or 0), "below_floor": int((total or 0) - (n or 0)), "injections": int(injections or 0),
+                "useful": int(u or 0), "not_useful": int((nf or 0) - (u or 0)), "last_recalled": last}
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

@@ -59,15 +59,15 @@ class Caches:
     facets: table.FacetCache = field(default_factory=table.FacetCache)
 
     def counts(self, memory: "Memory") -> Mapping[str, Mapping[str, Any]]:
-        """Every engram's ``{recalls, injections, last_recalled}``."""
+        """Every engram's ``{recalls, below_floor, injections, useful, not_useful, last_recalled}``."""
         return self.usage.all() if self.usage is not None else memory.stats.engram_counts()
 
     def count(self, memory: "Memory", engram_id: str) -> Mapping[str, Any]:
-        """One engram's ``{recalls, injections, last_recalled}``."""
+        """One engram's ``{recalls, below_floor, injections, useful, not_useful, last_recalled}``."""
         if self.usage is not None:
             return self.usage.one(engram_id)
-        return memory.stats.engram_counts().get(engram_id) or {"recalls": 0, "injections": 0,
-                                                              "last_recalled": None}
+        return memory.stats.engram_counts().get(engram_id) or {"recalls": 0, "below_floor": 0, "injections": 0,
+                                                              "useful": 0, "not_useful": 0, "last_recalled": None}
 
 
 _NO_CACHE = Caches()
@@ -130,7 +130,9 @@ def engram_page(memory: "Memory", engram_id: str, *, error: str | None = None,
         "current": e.is_current(), "expired": e.is_expired(),
         "yaml": e.to_yaml(),
         "path": str(memory.store.path_for(e.id)),
-        "counts": {"recalls": int(counts["recalls"] or 0), "injections": int(counts["injections"] or 0),
+        "counts": {"recalls": int(counts["recalls"] or 0), "below_floor": int(counts.get("below_floor") or 0),
+                   "injections": int(counts["injections"] or 0), "useful": int(counts.get("useful") or 0),
+                   "not_useful": int(counts.get("not_useful") or 0),
                    "last_recalled": table.iso(counts["last_recalled"])},
         "recalls": _time_rows(memory.stats.recall_history(e.id)),
         "injections": _time_rows(memory.stats.injection_history(e.id)),
@@ -146,6 +148,10 @@ def stats_page(memory: "Memory", caches: Caches = _NO_CACHE) -> Page:
     """Statistics: totals, recalled vs never recalled, most recalled, latency per day, recalls per day,
     engrams by scope and type, recalls by agent.
 
+    "Recalled" means returned above the relevance floor (only those can enter a memory block); the
+    page and its JSON also give how often hits were returned below it and how often engrams were
+    marked useful or not (``Memory.feedback``), per engram in ``most_recalled``.
+
     Latencies are recall wall times in ms as recorded by ``Memory.recall``; percentiles are nearest-rank
     (see :meth:`plur.stats.StatsDB.summary`).
     """
@@ -156,20 +162,30 @@ def stats_page(memory: "Memory", caches: Caches = _NO_CACHE) -> Page:
     active = [e for e in engrams if e.status == "active"]
     recalled = sum(1 for e in active if (counts.get(e.id) or {}).get("recalls"))
     injected = sum(1 for e in active if (counts.get(e.id) or {}).get("injections"))
+    below_only = sum(1 for e in active if not (counts.get(e.id) or {}).get("recalls")
+                     and (counts.get(e.id) or {}).get("below_floor"))
+    useful = sum(1 for e in active if (counts.get(e.id) or {}).get("useful"))
     most = []
     for r in summary.get("most_recalled", [])[:10]:
         e = by_id.get(r["engram_id"])
+        c = counts.get(r["engram_id"]) or {}
         most.append({"id": r["engram_id"], "recalls": r["n"],
                      "statement": e.statement if e else None, "scope": e.scope if e else None,
-                     "injections": int((counts.get(r["engram_id"]) or {}).get("injections") or 0)})
+                     "injections": int(c.get("injections") or 0), "below_floor": int(c.get("below_floor") or 0),
+                     "useful": int(c.get("useful") or 0), "not_useful": int(c.get("not_useful") or 0)})
     facets = caches.facets.get(engrams)
     data = {
         "totals": {
             "engrams": len(engrams), "active": len(active), "retired": len(engrams) - len(active),
             "pinned": sum(1 for e in engrams if e.pinned), "recalls": summary.get("recalls", 0),
             "injections": summary.get("injections", 0), "distinct_recalled": summary.get("distinct_recalled", 0),
+            "hits_above_floor": summary.get("hits_above_floor", 0),
+            "hits_below_floor": summary.get("hits_below_floor", 0),
+            "feedback_useful": summary.get("feedback_useful", 0),
+            "feedback_not_useful": summary.get("feedback_not_useful", 0),
         },
         "recalled_active": recalled, "never_recalled_active": len(active) - recalled,
+        "below_floor_only_active": below_only, "useful_active": useful,
         "injected_active": injected,
         "latency_ms": summary.get("latency_ms", {}),
         "per_day": summary.get("per_day", []),
@@ -185,11 +201,11 @@ def _hit(h: "Hit") -> dict[str, Any]:
     e = h.engram
     return {"rank": h.rank, "id": e.id, "statement": e.statement, "scope": e.scope, "type": e.type,
             "pinned": e.pinned, "score": h.score, "bm25_rank": h.bm25_rank, "bm25_score": h.bm25_score,
-            "dense_rank": h.dense_rank, "dense_score": h.dense_score}
+            "dense_rank": h.dense_rank, "dense_score": h.dense_score, "below_floor": h.below_floor}
 
 
 def memory_block(memory: "Memory", hits: list["Hit"], pinned: list[Engram]) -> dict[str, Any]:
-    """The block the prompt section would inject for ``hits``: :func:`plur.prompt.block.build_block`, called as
+    """The block the prompt section would inject for ``hits``: :func:`plur.prompt.selection.select_block`, called as
     the recall worker calls it (``settings.budget_tokens``, pinned engrams of the scope).
 
     Args:
@@ -198,19 +214,22 @@ def memory_block(memory: "Memory", hits: list["Hit"], pinned: list[Engram]) -> d
         pinned: always-on pinned engrams (``Memory.pinned(scope)``, as the recall worker passes them).
 
     Returns:
-        ``{text, tokens, budget_tokens, engram_ids, available, note}``; ``available`` is False
+        ``{text, tokens, budget_tokens, engram_ids, kept_out: [{id, reason}], available, note}``
+        (``kept_out``: hits the relevance floor keeps out of the block); ``available`` is False
         (with a note) when :mod:`plur.prompt.block` cannot be imported.
     """
     budget = int(memory.settings.budget_tokens)
     try:
-        from ..prompt.block import build_block  # lazy: keeps the page importable without it
+        from ..prompt.selection import select_block  # lazy: keeps the page importable without it
     except ImportError as exc:
         return {"text": "", "tokens": None, "budget_tokens": budget, "engram_ids": [], "available": False,
-                "note": f"plur.prompt.block is unavailable ({exc})"}
-    block = build_block(hits, budget, pinned=pinned)
+                "kept_out": [], "note": f"plur.prompt.selection is unavailable ({exc})"}
+    sel = select_block(hits, budget, pinned=pinned)
+    block = sel.block
     return {"text": block.text, "tokens": block.tokens, "budget_tokens": budget,
             "engram_ids": list(block.engram_ids), "available": True,
-            "note": None if block.text else "Nothing to inject: no active engram fits."}
+            "kept_out": [{"id": h.engram.id, "reason": h.below_floor} for h in sel.kept_out],
+            "note": None if block.text else "Nothing to inject: no recalled engram clears the relevance floor."}
 
 
 def playground_page(memory: "Memory", params: Mapping[str, str], caches: Caches = _NO_CACHE) -> Page:
