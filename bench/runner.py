@@ -210,11 +210,16 @@ class Engine:
         fusions = list(dict.fromkeys(fusions)) or [self.settings.fusion]
         session_of = SESSION_OF[task.session_of] if task.session_of else None
         rows: list[dict[str, Any]] = []
-        with tempfile.TemporaryDirectory(prefix="plur-bench-") as home:
+        from .pg_task import task_store
+
+        overrides = self.config.settings_overrides()
+        with tempfile.TemporaryDirectory(prefix="plur-bench-") as home, task_store(overrides.get("store")) as uri:
+            if uri:  # PostgreSQL: a schema per task, as a temporary home per task on the folder store
+                overrides["store"] = uri
             docs_of: dict[str, list[str]] = {}
             for i, fusion in enumerate(fusions):
                 todo = [v for v in variants if v.fusion == fusion or (i == 0 and v.fusion is None)]
-                with Memory(home, embedder=self.embedder, fusion=fusion, **self.config.settings_overrides()) as mem:
+                with Memory(home, embedder=self.embedder, fusion=fusion, **overrides) as mem:
                     if i == 0:
                         docs_of = self._learn(mem, docs, meta)
                     for query in task.queries:

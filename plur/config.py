@@ -117,6 +117,10 @@ SETTINGS: tuple[Setting, ...] = (
             "A long-lived Memory stats every engram file this often, in seconds, to catch hand edits (stretched to 50x the scan cost on big stores; 0 = every call); "
             "other plur processes' writes and files added or removed by hand are seen at the next recall regardless (writer journal + name listing).", range=(0, 86400)),
     Setting("record_stats", True, bool, "Record recall and injection events in <home>/stats.db."),
+    Setting("store", "", str,
+            "Where engrams live: '' = the YAML folder <home>/engrams; 'postgresql://user@host/db' = a PostgreSQL "
+            "database with pgvector shared by several machines or a team (extra 'postgres'; README 'Memory on "
+            "PostgreSQL'). Indexes, caches and stats.db stay in <home> on each machine."),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -191,6 +195,7 @@ class Settings:
     recall_timeout_s: float = 5.0
     refresh_interval_s: float = 1.0
     record_stats: bool = True
+    store: str = ""
 
     def replace(self, **changes: Any) -> "Settings":
         """Return a copy with ``changes`` applied and validated."""
@@ -219,6 +224,9 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         ) from None
     if name == "relevance_floor":
         _check_floor(out, source)
+    if name == "store" and out and not out.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(f"setting store={out!r} (from {source}) is not a PostgreSQL URI: use '' for the "
+                          "engram folder or postgresql://user@host/dbname")
     if spec.choices and out not in spec.choices:
         raise ConfigError(f"setting {name}={out!r} (from {source}) must be one of {', '.join(spec.choices)}")
     if spec.range is not None:

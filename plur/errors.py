@@ -43,6 +43,15 @@ class StoreError(PlurError):
     exit_code = 4
 
 
+class DatabaseUnavailableError(StoreError):
+    """The PostgreSQL store (setting ``store``) cannot be reached: server down, restarting, refused.
+
+    Nothing is half-written: every write is one transaction. Exit code 9; the service answers 503.
+    """
+
+    exit_code = 9
+
+
 class ConfigError(ValidationError):
     """A setting in config.toml, a PLUR_* variable or an argument is invalid."""
 

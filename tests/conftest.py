@@ -81,6 +81,24 @@ def learn_id(run, statement: str, *args: str) -> str:
     return json.loads(r.stdout)["engram"]["id"]
 
 
+@pytest.fixture(scope="session")
+def pg_base():
+    """A real PostgreSQL 16 + pgvector server for the whole session (see tests/pg_server.py); its base URI."""
+    from pg_server import start_server
+
+    server, uri = start_server()
+    yield uri
+    server.cleanup()
+
+
+@pytest.fixture
+def pg_uri(pg_base: str) -> str:
+    """A fresh, empty schema on the session's server (its own per test), as a URI."""
+    from pg_server import fresh_database
+
+    return fresh_database(pg_base)
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Fail at once, with the fix, when the shared benchmark data is not where the tests expect it."""
     if not (SHARED / "locomo" / "locomo10.json").is_file():

@@ -9,6 +9,7 @@ One module per command group, each imported only when one of its commands runs
 :mod:`.edit`         edit, update, supersede, pin, unpin
 :mod:`.forget`       forget
 :mod:`.transfer`     import, export, ingest
+:mod:`.migrate`      migrate (folder <-> PostgreSQL)
 :mod:`.recall`       recall, section
 :mod:`.health`       init, doctor, reindex
 :mod:`.serve`        serve, mcp
@@ -53,6 +54,7 @@ COMMANDS = {
     "import": "plur.cli.transfer.import_",
     "export": "plur.cli.transfer.export",
     "ingest": "plur.cli.transfer.ingest",
+    "migrate": "plur.cli.migrate.migrate",
     "recall": "plur.cli.recall.recall",
     "section": "plur.cli.recall.section",
     "init": "plur.cli.health.init",

@@ -34,4 +34,13 @@ def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
             "engrams": {"total": len(engrams), "by_scope": count("scope"),
                                                 "by_type": count("type"), "by_status": count("status")},
             "quarantined": mem.store.quarantined(), "lock": mem.store.lock_state(), "model": model,
-            "settings": {k: str(v) for k, v in vars(mem.settings).items()}}
+            "settings": {k: _shown(k, v) for k, v in vars(mem.settings).items()}}
+
+
+def _shown(name: str, value: Any) -> str:
+    """A setting as ``plur doctor`` shows it: the store URI without its password."""
+    if name == "store" and value:
+        from ..store.pg.connect import redact
+
+        return redact(str(value))
+    return str(value)

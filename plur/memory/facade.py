@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import Settings, load_settings
 from ..index.catchup import DenseCatchUp
 from ..store.engram import Engram
-from ..store.store import EngramStore
+from ..store.open import open_store
 from . import doctor as _doctor, filters as _filters, forget as _forget, freshness as _freshness
 from . import indexing as _indexing, ingest as _ingest, legs as _two_legs, lifecycle as _lifecycle
 from . import models as _models, reads as _reads, recall as _recall, writes as _writes
@@ -58,8 +58,7 @@ class Memory:
             settings = settings.replace(**overrides)
         self.settings = settings
         self.home = settings.home
-        self.store = EngramStore(self.home, max_statement_bytes=settings.max_statement_bytes,
-                                 fsync=settings.fsync)
+        self.store = open_store(settings)  # the engram folder, or PostgreSQL (setting store)
         self._explicit_embedder = embedder
         self._resolution: Any | None = None
         self._indexes: Any | None = None

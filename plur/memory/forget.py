@@ -27,7 +27,10 @@ def forget(mem: Any, engram_id: str) -> Engram:
     from ..index.purge import compact_dense, purge_saved
 
     with mem._lock:
-        removed = mem.store.delete(engram_id)
+        if getattr(mem.store, "remote", False):  # the feed tells every machine which cached vectors to erase
+            removed = mem.store.delete(engram_id, erase_keys=vector_keys(mem, mem.store.get(engram_id)))
+        else:
+            removed = mem.store.delete(engram_id)
         mem.store.save_manifest()
         if mem._indexes is not None:
             mem._indexes.remove([removed.id])
@@ -45,13 +48,17 @@ def forget(mem: Any, engram_id: str) -> Engram:
 
 def forget_cached_vectors(mem: Any, engram: Engram) -> None:
     """Delete the embedding cache rows of the engram's text and of each of its chunks."""
-    from ..embed.cache import EmbeddingCache, text_key
+    if (mem.cache_dir / "embeddings.sqlite").exists() or getattr(mem.store, "remote", False):
+        forget_keys(mem, vector_keys(mem, engram))
 
-    path = mem.cache_dir / "embeddings.sqlite"
-    if not path.exists():
-        return
+
+def vector_keys(mem: Any, engram: Engram) -> list[bytes]:
+    """Cache keys (:func:`~plur.embed.cache.text_key`) of the engram's text and of every chunk embedded for it."""
+    from ..embed.cache import text_key
+
     texts = {engram.statement}
-    if len(engram.statement) > 100 or mem._resolution is not None:  # may be chunked: ask the model's tokenizer
+    shared = getattr(mem.store, "remote", False)  # the database's vectors: every chunk any machine embedded
+    if len(engram.statement) > 100 or mem._resolution is not None or shared:  # chunked? ask the tokenizer
         embedder = mem.model_resolution().embedder
         if embedder is not None:
             texts.update(embedder.chunk_texts([engram.statement])[0])
@@ -60,13 +67,24 @@ def forget_cached_vectors(mem: Any, engram: Engram) -> None:
 
                 tokens, header = layout(engram, mem.settings)
                 texts.update(embedder.document_chunks([engram.statement], [tokens], [header])[0])
+    return [text_key(t) for t in sorted(texts)]
+
+
+def forget_keys(mem: Any, keys: list[bytes]) -> None:
+    """Delete these cache keys' vectors: through the open cache (both levels with PostgreSQL), else the file."""
+    from ..embed.cache import EmbeddingCache
+
+    if not keys:
+        return
     embedder = mem._resolution.embedder if mem._resolution is not None else None
     cache = getattr(embedder, "cache", None)
     if cache is not None:
-        cache.forget([text_key(t) for t in texts])
+        cache.forget(keys)
         return
-    with EmbeddingCache(path) as standalone:
-        standalone.forget([text_key(t) for t in texts])
+    path = mem.cache_dir / "embeddings.sqlite"
+    if path.exists():
+        with EmbeddingCache(path) as standalone:
+            standalone.forget(keys)
 
 
 def forget_quarantined(mem: Any, engram_id: str) -> None:

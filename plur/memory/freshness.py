@@ -45,10 +45,7 @@ def scan(mem: Any, force: bool = False, use: bool = True) -> None:
         force: a full stat scan even when none is due.
         use: count this call as use (see :meth:`refresh_ahead`).
     """
-    try:
-        mtime = mem.store.root.stat().st_mtime_ns
-    except FileNotFoundError:
-        mtime = None
+    mtime = mem.store.change_token()  # folder: its mtime; PostgreSQL: the LISTEN token (or new each call)
     now = time.monotonic()
     if use:
         mem._last_use = now
@@ -72,15 +69,16 @@ def scan(mem: Any, force: bool = False, use: bool = True) -> None:
             mem._indexes.remove(changes.removed)
         changed = [mem._get_or_none(i) for i in (changes.added | changes.updated)]
         mem._indexes.add([e for e in changed if e is not None])
+    if getattr(mem.store, "remote", False):
+        from .shared import erase_forgotten_elsewhere
+
+        erase_forgotten_elsewhere(mem, mem.store.take_forgotten())
 
 
 def note_own_write(mem: Any) -> None:
     """Our own writes change the folder's mtime; remember it so the next recall does not re-scan."""
     mem._generation += 1
-    try:
-        mem._folder_mtime = mem.store.root.stat().st_mtime_ns
-    except FileNotFoundError:
-        pass
+    mem._folder_mtime = mem.store.change_token()
 
 
 def get_or_none(mem: Any, engram_id: str) -> Engram | None:

@@ -45,6 +45,11 @@ def model_resolution(mem: Any) -> Any:
                 res = embed.resolve_embedder(mem.settings)
             if res.embedder is not None:
                 cache = embed_cache.EmbeddingCache(mem.cache_dir / "embeddings.sqlite")
+                if getattr(mem.store, "remote", False):  # embeddings computed once for every machine
+                    from ..embed.tiered import TieredCache
+                    from ..store.pg.vectors import PgVectorCache
+
+                    cache = TieredCache(cache, PgVectorCache(mem.settings.store))
                 cached = embed_cache.CachedEmbedder(res.embedder, cache)
                 cached.max_chunks = mem.settings.max_embed_chunks  # bounded indexing cost per engram
                 cached.chunk_tokens = mem.settings.embed_chunk_tokens or None

@@ -39,7 +39,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AuthError, ConflictError, InvalidIdError, NotFoundError, PlurError, ValidationError
+from ..errors import (AuthError, ConflictError, DatabaseUnavailableError, InvalidIdError, NotFoundError, PlurError,
+                      ValidationError)
 from ..store.schema import DEFAULT_TYPE, schema
 from .files import API_VERSION
 
@@ -63,7 +64,10 @@ _REQUIRED = object()
 
 
 def status_of(exc: BaseException) -> int:
-    """HTTP status for an error: 400 bad input, 401 auth, 404 not found, 409 conflict, 500 anything else."""
+    """HTTP status for an error: 400 bad input, 401 auth, 404 not found, 409 conflict, 503 the engram database
+    is unreachable, 500 anything else."""
+    if isinstance(exc, DatabaseUnavailableError):
+        return 503
     if isinstance(exc, AuthError):
         return 401
     if isinstance(exc, ConflictError):

@@ -71,6 +71,14 @@ class FolderMirror:
         self._saved_at = 0.0  # time.monotonic() of the last manifest save (0: never)
         self._recent: dict[str, float] = {}  # journal names -> time.monotonic() first seen (quick refresh)
 
+    def change_token(self) -> int | None:
+        """The engram folder's mtime in ns (None when missing): it changes when files are added or removed,
+        so a caller can skip :meth:`refresh` while it holds (in-place edits need a full refresh)."""
+        try:
+            return self.root.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+
     # -- internals: cache -----------------------------------------------------------------
     def _index_add(self, e: Engram) -> None:
         self._by_id[e.id] = e

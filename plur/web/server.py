@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ..display import safe_text
-from ..errors import ConflictError, InvalidIdError, NotFoundError, PlurError, ValidationError, require
+from ..errors import (ConflictError, DatabaseUnavailableError, InvalidIdError, NotFoundError, PlurError,
+                      ValidationError, require)
 from . import charts, security, views
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,6 +147,8 @@ def wants_json(request: "Request") -> bool:
 
 
 def _status_for(exc: PlurError) -> int:
+    if isinstance(exc, DatabaseUnavailableError):
+        return 503
     if isinstance(exc, NotFoundError):
         return 404
     if isinstance(exc, ConflictError):

@@ -1,0 +1,48 @@
+"""Two real `plur service` processes (two homes) on one PostgreSQL database: A's writes reach B's answers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+from plur.service.client import Client
+from test_service import plur, short_home
+
+
+def _wait(cond, what: str, deadline_s: float = 60.0):
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.005)
+    raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
+
+
+def _ids(answer: dict) -> list[str]:
+    return [h["engram"]["id"] for h in answer["hits"]]
+
+
+def test_two_services_on_one_database(pg_uri: str) -> None:
+    env = {"PLUR_STORE": pg_uri, "PLUR_MODEL": "none"}  # BM25: this test is about propagation, not the model
+    homes = [short_home(), short_home()]
+    infos = []
+    try:
+        for home in homes:
+            started = plur("service", "start", "--port", "0", home=home, env=env)
+            assert started.returncode == 0, started.stderr + started.stdout
+            infos.append(json.loads((home / "service.json").read_text()))
+        a, b = Client(infos[0]), Client(infos[1])
+        b.recall("warm up", mode="bm25")
+        t0 = time.perf_counter()
+        e = a.learn("The coffee machine on floor three is descaled on Fridays.")["engram"]
+        _wait(lambda: e["id"] in _ids(b.recall("coffee machine descaled", mode="bm25")), "B to recall A's learn")
+        print(f"\nservice A learn -> service B recall: {(time.perf_counter() - t0) * 1000:.0f} ms")
+        assert not (homes[0] / "engrams").exists() and not (homes[1] / "engrams").exists()
+        a.forget(e["id"])
+        _wait(lambda: e["id"] not in _ids(b.recall("coffee machine descaled", mode="bm25")), "B to drop it")
+    finally:
+        for home in homes:
+            plur("service", "stop", home=home)
+            shutil.rmtree(home.parent, ignore_errors=True)
