@@ -112,7 +112,7 @@ SETTINGS: tuple[Setting, ...] = (
             "statistics: auto (the floor chosen by the benchmark for the embedding model, README 'Relevance floor'), "
             "off, or a number from 0 to 1."),
     Setting("recall_timeout_s", 5.0, float,
-            "Deadline for one off-turn recall, in seconds; a late result is dropped and the previous block kept.", range=(0.001, 3600)),
+            "How long RecallWorker.warm waits for a recall, in seconds; a slower recall is still published (counted in the worker's timeouts).", range=(0.001, 3600)),
     Setting("refresh_interval_s", 1.0, float,
             "A long-lived Memory stats every engram file this often, in seconds, to catch hand edits (stretched to 50x the scan cost on big stores; 0 = every call); "
             "other plur processes' writes and files added or removed by hand are seen at the next recall regardless (writer journal + name listing).", range=(0, 86400)),
@@ -121,6 +121,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Where engrams live: '' = the YAML folder <home>/engrams; 'postgresql://user@host/db' = a PostgreSQL "
             "database with pgvector shared by several machines or a team (extra 'postgres'; README 'Memory on "
             "PostgreSQL'). Indexes, caches and stats.db stay in <home> on each machine."),
+    Setting("autostart_service", True, bool,
+            "When no service runs, `plur recall`/`section`, `plur mcp` and `plur hook` start one in the background "
+            "(like Gradle's daemon) and answer the current call with keyword (BM25) recall; off = they work in-process."),
+    Setting("service_idle_exit_s", 10800.0, float,
+            "An auto-started service exits after this many seconds without a request (0 = never; a service started "
+            "with `plur service start` or `plur serve` never exits on its own).", range=(0, 31536000)),
 )
 
 _BY_NAME = {s.name: s for s in SETTINGS}
@@ -196,6 +202,8 @@ class Settings:
     refresh_interval_s: float = 1.0
     record_stats: bool = True
     store: str = ""
+    autostart_service: bool = True
+    service_idle_exit_s: float = 10800.0
 
     def replace(self, **changes: Any) -> "Settings":
         """Return a copy with ``changes`` applied and validated."""

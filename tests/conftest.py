@@ -26,6 +26,8 @@ def plur_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in list(os.environ):
         if name.startswith("PLUR_") and name != "PLUR_HOME" and name != "PLUR_MODELS_LOCK":
             monkeypatch.delenv(name, raising=False)
+    # No test leaves a background service behind: a test of auto-start turns it back on and stops it.
+    monkeypatch.setenv("PLUR_AUTOSTART_SERVICE", "0")
     return home
 
 

@@ -17,7 +17,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 #: Layer of each top-level unit of ``plur`` (a subpackage or a module). A unit may import only units
 #: of a lower layer, or itself. ``store`` < ``index``/``embed`` < ``memory`` < ``prompt`` < ``hosts`` <
-#: ``service``/``web``/``mcp`` < ``cli``. ``errors``/``config`` are the floor every layer may use.
+#: ``service``/``web`` < ``mcp``/``hooks`` < ``cli`` < ``launch``. ``errors``/``config`` are the floor every layer may use.
 LAYERS: dict[str, int] = {
     "errors": 0, "config": 1, "net": 1, "display": 1, "jsonio": 1,
     "store": 2,
@@ -25,8 +25,9 @@ LAYERS: dict[str, int] = {
     "memory": 4,
     "prompt": 5,
     "hosts": 6,
-    "service": 7, "web": 7, "mcp": 7,
-    "cli": 8, "__main__": 9, "__init__": 9,
+    "service": 7, "web": 7,
+    "mcp": 8, "hooks": 8,          # thin clients of the service (issue 26)
+    "cli": 9, "launch": 10, "__main__": 11, "__init__": 11,
 }
 #: Pairs on the same layer that must still not know each other.
 SIBLINGS_APART = {("index", "embed"), ("embed", "index"), ("index", "stats"), ("embed", "stats"),

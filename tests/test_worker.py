@@ -85,7 +85,7 @@ def test_text_serves_previous_block_while_a_recall_is_stuck(mem: SlowMemory, fac
         first = worker.warm("A", "what is my dog called", scope="project:a")
         assert facts.dog.id in ids_in(first)
         gen = worker.submit("A", "slow: and the cat?", scope="project:a")  # returns while the recall waits
-        assert gen == 2 and mem.entered.wait(WAIT_S) and not mem.gate.is_set()
+        assert gen >= 2 and mem.entered.wait(WAIT_S) and not mem.gate.is_set()
         # The worker thread is inside recall and stays there until the gate opens: any wait on
         # the worker here would deadlock the test, so returning at all proves text() never waits.
         assert section.text("A") == first
@@ -136,17 +136,19 @@ def test_a_failed_recall_keeps_the_previous_block_and_is_logged(
         assert facts.cat.id in ids_in(worker.read("A"))
 
 
-def test_a_recall_past_the_deadline_keeps_the_previous_block(
+def test_a_recall_past_the_deadline_is_kept_not_thrown_away(
         mem: SlowMemory, facts: SimpleNamespace, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 26: the deadline bounds waiting, not usefulness; a slow (cold) recall's block is published late."""
     mem.late_s = 0.6
     with RecallWorker(mem, timeout_s=0.15) as worker:
         before = worker.warm("A", "dog", scope="project:a")
-        with caplog.at_level(logging.WARNING, logger="plur.prompt.worker"):
+        with caplog.at_level(logging.INFO, logger="plur.prompt.worker"):
             worker.submit("A", "late: cat", scope="project:a")
             assert worker.wait_idle(WAIT_S)
-        assert worker.read("A") == before and facts.dog.id in ids_in(before)
-        assert worker.stats()["timeouts"] == 1
-        assert any("deadline" in r.getMessage() for r in caplog.records)
+        after = worker.read("A")
+        assert after != before and facts.cat.id in ids_in(after)
+        assert worker.stats()["timeouts"] >= 1 and worker.stats()["published"] == 2
+        assert all(r.levelno < logging.WARNING for r in caplog.records if "deadline" in r.getMessage())
 
 
 def test_deadline_defaults_to_the_setting(plur_home: Path) -> None:
@@ -305,3 +307,55 @@ def test_hybrid_recall_with_the_real_model_reaches_the_block(memory: Memory) -> 
     with RecallWorker(memory) as worker:
         block = worker.warm("A", "Which pet do I own?", scope="project:a")  # no word in common with the dog
     assert dog.id in ids_in(block)
+
+
+def test_closing_the_memory_with_the_worker_busy_is_quiet_and_loses_no_recall(
+        plur_home: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 26: Memory.close() with a recall in flight waits for it; its stats.db row is written, no warning."""
+    import sqlite3
+
+    m = SlowMemory(plur_home, model="none", fsync=False)
+    m.learn("The user's dog is called Rex.", scope="project:a")
+    worker = RecallWorker(m)
+    worker.submit("A", "slow: dog", scope="project:a")
+    assert m.entered.wait(WAIT_S)
+    with caplog.at_level(logging.INFO):
+        closing = threading.Thread(target=m.close)
+        closing.start()
+        deadline = time.monotonic() + WAIT_S
+        while not worker._closed and time.monotonic() < deadline:   # close() has reached the worker
+            time.sleep(0.01)
+        assert worker._closed
+        m.gate.set()                                                # the busy recall may finish now
+        closing.join(WAIT_S)
+        assert not closing.is_alive()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    with sqlite3.connect(plur_home / "stats.db") as db:
+        queries = [q for (q,) in db.execute("SELECT query FROM recalls")]
+    assert "slow: dog" in queries
+
+
+class ColdModelMemory(SlowMemory):
+    """The real Memory whose warm-up recall (the model load of a cold process) waits on ``gate``."""
+
+    def recall(self, query: str, k: int = 10, **kwargs: Any):  # type: ignore[override]
+        if query == "warm up":
+            assert self.gate.wait(WAIT_S), "test never opened the gate"
+        return super().recall(query, k, **kwargs)
+
+
+def test_a_cold_worker_recalls_by_keyword_until_the_model_is_warm(plur_home: Path) -> None:
+    """Issue 26: the first block is there for the second turn even while the model still loads."""
+    m = ColdModelMemory(plur_home, model="none", fsync=False)
+    dog = m.learn("The user's dog is called Rex.", scope="project:a")
+    try:
+        with RecallWorker(m) as worker:
+            worker.submit("A", "what is my dog called", scope="project:a")   # turn 1
+            assert worker.wait_idle(WAIT_S)          # answered while the warm-up is still held
+            assert dog.id in ids_in(MemorySection(worker).text("A"))          # turn 2 has memory
+            assert worker.stats()["keyword"] == 1
+            m.gate.set()
+            assert dog.id in ids_in(worker.warm("A", "what is my dog called", scope="project:a"))
+    finally:
+        m.gate.set()
+        m.close()

@@ -62,6 +62,7 @@ COMMANDS = {
     "reindex": "plur.cli.health.reindex",
     "serve": "plur.cli.serve.serve",
     "mcp": "plur.cli.serve.mcp",
+    "hook": "plur.cli.serve.hook",
     "service": "plur.service.commands.service",
 }
 

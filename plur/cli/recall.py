@@ -30,7 +30,7 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
            tags: tuple[str, ...], min_score: float | None, include_expired: bool, agent: str | None,
            explain: bool, as_json: bool) -> None:
     """Recall the engrams most relevant to QUERY, best first."""
-    client = app.service("recall")
+    client = app.service("recall", start=mode == "hybrid")
     if client is not None:
         from ..index.recall import Hit
 
@@ -39,6 +39,7 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
         hits = [Hit(**{**h, "engram": Engram.from_dict(h["engram"])}) for h in got]
     else:
         mem = app.memory
+        mode = "bm25" if app.keyword_only else mode  # a service is starting: no model load here (issue 26)
         mem.catch_up(progress=True, need_dense=mode != "bm25")  # index catch-up, progress on stderr
         hits = mem.recall(query, k, scope=scope, mode=mode, agent=agent, types=types or None, tags=tags or None,
                           min_score=min_score, include_expired=include_expired, explain=explain)
@@ -72,12 +73,13 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
 @click.pass_obj
 def section(app: App, message: str, agent: str, scope: str | None) -> None:
     """Print the memory block that would be injected for MESSAGE."""
-    client = app.service("section")
+    client = app.service("section", start=True)
     if client is not None:
         block = client.block(agent, message, scope)["text"]
     else:  # the same selection the recall worker makes: pinned engrams of the scope first, then the hits
         from ..prompt.selection import recall_block
 
-        app.memory.catch_up(progress=True)
-        block = recall_block(app.memory, message, scope=scope, agent=agent).text
+        mode = "bm25" if app.keyword_only else "hybrid"  # a service is starting: no model load here
+        app.memory.catch_up(progress=True, need_dense=mode != "bm25")
+        block = recall_block(app.memory, message, scope=scope, agent=agent, mode=mode).text
     echo(block if block else "(empty memory block: nothing recalled above the relevance floor)")

@@ -1,4 +1,4 @@
-"""Long-lived doors: ``plur serve`` (web page + JSON API) and ``plur mcp`` (MCP server)."""
+"""Doors: ``plur serve`` (web page + JSON API), ``plur mcp`` (MCP server), ``plur hook`` (prompt hooks)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ from ..service.session import Session as App
 @click.option("--allow-host", "allow_hosts", multiple=True, help="Another Host name the pages answer to.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default browser.")
 @click.option("--daemon", is_flag=True, help="Run in the background (same as `plur service start`).")
+@click.option("--idle-exit-s", "idle_exit_s", type=click.FloatRange(min=0), default=0.0,
+              help="Stop after this many seconds without a request (0: never; auto-started services use it).")
 @click.pass_obj
-def serve(app: App, host: str, port: int, allow_hosts: tuple[str, ...], open_browser: bool, daemon: bool) -> None:
+def serve(app: App, host: str, port: int, allow_hosts: tuple[str, ...], open_browser: bool, daemon: bool,
+          idle_exit_s: float) -> None:
     """Serve the web page and the JSON API for hosts (loopback + <home>/plur.sock) until stopped."""
     from ..service import commands
 
@@ -24,7 +27,8 @@ def serve(app: App, host: str, port: int, allow_hosts: tuple[str, ...], open_bro
     from ..service.runner import run
     from ..web.server import create_app
 
-    run(app.home, host, port, web_factory=create_app, allow_hosts=allow_hosts, open_browser=open_browser)
+    run(app.home, host, port, web_factory=create_app, allow_hosts=allow_hosts, open_browser=open_browser,
+        idle_exit_s=idle_exit_s)
 
 
 @click.command()
@@ -36,9 +40,23 @@ def serve(app: App, host: str, port: int, allow_hosts: tuple[str, ...], open_bro
 @click.pass_obj
 def mcp(app: App, scope: str | None, transport: str, host: str, port: int) -> None:
     """Serve memory over MCP (Claude Desktop / Code, Cursor, ...): tools, engram resource, memory prompt."""
-    from ..mcp.backend import LocalBackend
     from ..mcp.scope import ScopePin
     from ..mcp.server import serve as run_mcp
+    from ..mcp.service_backend import ServiceBackend
 
     ScopePin(scope)  # a bad --scope fails here, before the client sees a server
-    run_mcp(LocalBackend(app.memory), scope=scope, transport=transport, host=host, port=port)
+    # a thin client of the home's service, started on first need (issue 26); no model in this process
+    run_mcp(ServiceBackend(app.home), scope=scope, transport=transport, host=host, port=port)
+
+
+@click.command(context_settings={"ignore_unknown_options": True})
+@click.argument("host", type=click.Choice(["claude-code"]))
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_obj
+def hook(app: App, host: str, args: tuple[str, ...]) -> None:
+    """Answer a host's prompt hook (its JSON on stdin), e.g. Claude Code's: see the README."""
+    import sys
+
+    from ..hooks.claude_code import main as hook_main
+
+    sys.exit(hook_main([*(["--home", str(app.home)] if app.home else []), *args]))

@@ -73,10 +73,10 @@ class LocalBackend:
         return [{"rank": h.rank, "score": round(h.score, 6), "bm25_rank": h.bm25_rank, "dense_rank": h.dense_rank,
                  "engram": h.engram.to_dict()} for h in hits]
 
-    def block(self, query: str, *, scope: str | None, agent: str | None) -> dict[str, Any]:
+    def block(self, query: str, *, scope: str | None, agent: str | None, mode: str = "hybrid") -> dict[str, Any]:
         """The memory block for ``query`` now (the recall worker's selection: pinned first, then the hits
         above the relevance floor; :func:`plur.prompt.selection.recall_block`)."""
-        block = recall_block(self.memory, query, scope=scope, agent=agent)
+        block = recall_block(self.memory, query, scope=scope, agent=agent, mode=mode)
         return {"text": block.text, "hash": block.hash, "engram_ids": list(block.engram_ids), "tokens": block.tokens}
 
     def get(self, engram_id: str) -> dict[str, Any]:

@@ -19,8 +19,8 @@ import logging
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
-from ..errors import NotFoundError, PlurError, ValidationError, require
-from ..store.engram import TYPES
+from ..errors import InvalidIdError, NotFoundError, PlurError, ValidationError, require
+from ..store.engram import STATUSES, TYPES
 from .backend import Backend
 from .scope import ScopePin
 
@@ -35,6 +35,14 @@ def _version() -> str:
     except PackageNotFoundError:  # pragma: no cover - a source tree without an install
         return "0+unknown"
 
+def _process() -> dict[str, Any]:
+    """This server process: pid and whether an ML runtime got loaded in it (it should not: the service holds the model)."""
+    import os
+    import sys
+
+    return {"pid": os.getpid(), "torch_loaded": "torch" in sys.modules}
+
+
 T = TypeVar("T")
 
 INSTRUCTIONS = """plur is the user's long-term memory, stored on their machine. Recall before answering
@@ -47,6 +55,7 @@ SCOPE_DOC = ("Scope of the memory: 'global' (shared by all projects), 'project:<
              "Recall in a project scope sees that project plus global. Omit it to use the server's scope.")
 #: The store's engram types (plur.store.engram.TYPES): the one list every door advertises.
 Types = Literal[TYPES]  # type: ignore[valid-type]
+Statuses = Literal[STATUSES]  # type: ignore[valid-type]
 
 
 def _field(description: str, **kw: Any) -> Any:
@@ -74,6 +83,11 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
+    from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+
+    from .logs import quiet_logging
+
+    quiet_logging()  # before MCPServer: its basicConfig then keeps our one-line handler
     policy = ScopePin(scope)  # not `pin`: the pin tool below takes that name
     server = MCPServer("plur", instructions=INSTRUCTIONS + (f"\nThis server is pinned to scope {scope!r}."
                                                             if scope else ""), version=_version(),
@@ -91,10 +105,20 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
                 raise ToolError(f"{type(exc).__name__}: {exc}") from exc
         return call
 
+    def absent(engram_id: str) -> NotFoundError:
+        """The one answer for an id that is absent or outside the pin: the two are indistinguishable."""
+        where = f" in this server's scope {policy.scope!r}" if policy.scope else ""
+        return NotFoundError(f"no engram {engram_id!r}{where}; find ids with the recall or list tools")
+
     def readable(engram_id: str) -> dict[str, Any]:
-        engram = backend.get(engram_id)
+        try:
+            engram = backend.get(engram_id)
+        except InvalidIdError:
+            raise
+        except NotFoundError:
+            raise absent(engram_id) from None
         if not policy.visible(engram["scope"]):  # outside the pin: indistinguishable from absent
-            raise NotFoundError(f"no engram {engram_id!r} in this server's scope {policy.scope!r}")
+            raise absent(engram_id)
         return engram
 
     def writable(engram_id: str) -> dict[str, Any]:
@@ -118,6 +142,9 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
                    "hybrid (default) fuses keyword (BM25) and semantic search.")] = "hybrid") -> dict[str, Any]:
         hits = backend.recall(query, k, scope=policy.read(scope), types=types, tags=tags, mode=mode, agent=agent)
         out: dict[str, Any] = {"hits": hits}
+        note = getattr(backend, "note", lambda: None)()
+        if note:  # keyword-only while the service starts: say so, the model may recall again later
+            out["note"] = note
         bad = backend.quarantined()
         if bad:  # as the CLI warns: memory the user has is not being searched
             out["warning"] = (f"{bad} memory file(s) could not be loaded and are not searched; "
@@ -150,7 +177,7 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
     def update(engram_id: Annotated[str, _field("Engram id.")],
                statement: Annotated[str | None, _field("The corrected statement.")] = None,
                tags: Annotated[list[str] | None, _field("Replace the tags.")] = None,
-               status: Annotated[Literal["active", "retired"] | None, _field("active or retired.")] = None,
+               status: Annotated[Statuses | None, _field("active or retired.")] = None,
                type: Annotated[Types | None, _field("New type.")] = None) -> dict[str, Any]:
         changes = {k: v for k, v in {"statement": statement, "tags": tags, "status": status, "type": type}.items()
                    if v is not None}
@@ -201,13 +228,17 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
         if policy.scope is not None:
             report["by_scope"] = {k: v for k, v in report["by_scope"].items() if policy.visible(k)}
             report["engrams"] = sum(report["by_scope"].values())
-        return {**report, "scope": policy.scope, "version": _version()}
+        return {**report, "scope": policy.scope, "version": _version(), "process": _process()}
 
     @server.resource("plur://engram/{engram_id}", name="engram", mime_type="application/json",
                      description="One memory (engram) by id, as JSON.")
-    @guarded
     def engram_resource(engram_id: str) -> str:
-        return json.dumps(readable(engram_id), ensure_ascii=False, indent=2)
+        try:
+            return json.dumps(readable(engram_id), ensure_ascii=False, indent=2)
+        except NotFoundError as exc:  # an expected refusal: the client's error, no log line, no traceback
+            raise ResourceNotFoundError(f"{type(exc).__name__}: {exc}") from None
+        except PlurError as exc:
+            raise ResourceError(f"{type(exc).__name__}: {exc}") from None
 
     @server.prompt(name="memory", description="The memory block plur would put in a system prompt for a "
                                               "question: pinned memories plus the best recalled ones.")

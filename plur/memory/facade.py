@@ -64,6 +64,7 @@ class Memory:
         self._indexes: Any | None = None
         self._stats: StatsDB | None = None
         self._lock = threading.RLock()
+        self._resolve_lock = threading.Lock()  # model_resolution: the model loads outside _lock
         self._folder_mtime: int | None = None
         self._last_scan = 0.0
         self._scan_cost_s = 0.0
@@ -140,6 +141,7 @@ class Memory:
     # -- health and lifetime (plur.memory.doctor, .lifecycle) ------------------------------
     doctor = _doctor.doctor
     close = _lifecycle.close
+    on_close = _lifecycle.on_close
 
     def __enter__(self) -> "Memory":
         return self

@@ -20,10 +20,18 @@ def register(mem: Any) -> None:
     _OPEN.add(mem)
 
 
+def on_close(mem: Any, callback: Any) -> None:
+    """Run ``callback()`` first thing in :func:`close` (a RecallWorker registers its own close, so a
+    busy worker finishes and records before stats.db closes)."""
+    mem.__dict__.setdefault("_on_close", []).append(callback)
+
+
 def close(mem: Any) -> None:
     """Save indexes and close stats.db. Idempotent."""
     if mem._closed:
         return
+    for callback in mem.__dict__.pop("_on_close", []):
+        callback()
     mem.catchup.stop()
     try:
         mem.save()

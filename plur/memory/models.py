@@ -34,7 +34,11 @@ def model_resolution(mem: Any) -> Any:
         A :class:`plur.embed.resolve.Resolution` whose ``embedder`` is wrapped in the embedding cache,
         or has ``embedder=None`` (BM25 only) with ``source`` and ``reason`` saying why.
     """
-    with mem._lock:
+    if mem._resolution is not None:
+        return mem._resolution
+    # the model loads under a lock of its own, not the recall lock, so a BM25 recall on another thread
+    # goes on meanwhile (the recall worker's keyword answers while it warms up, issue 26)
+    with mem._resolve_lock:
         if mem._resolution is None:
             from ..embed import cache as embed_cache, resolve as embed
 

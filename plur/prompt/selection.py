@@ -55,10 +55,11 @@ def select_block(hits: Sequence[Any], budget_tokens: int, now: datetime | None =
 
 def recall_selection(memory: Any, text: str, *, scope: str | None = None, agent: str | None = None,
                      k: int | None = None, budget_tokens: int | None = None, pinned: Any = None,
-                     now: datetime | None = None) -> Selection:
+                     now: datetime | None = None, mode: str = "hybrid") -> Selection:
     """Recall for ``text`` and select the memory block now; see :func:`recall_block` for the arguments."""
     s = memory.settings
-    hits = memory.recall(text, s.recall_k if k is None else k, scope=scope, agent=agent) if text.strip() else []
+    hits = (memory.recall(text, s.recall_k if k is None else k, scope=scope, agent=agent, mode=mode)
+            if text.strip() else [])
     if scope is not None:
         hits = [h for h in hits if h.engram.scope in (scope, "global")]
     return select_block(hits, s.budget_tokens if budget_tokens is None else budget_tokens,
@@ -68,7 +69,7 @@ def recall_selection(memory: Any, text: str, *, scope: str | None = None, agent:
 
 def recall_block(memory: Any, text: str, *, scope: str | None = None, agent: str | None = None,
                  k: int | None = None, budget_tokens: int | None = None, pinned: Any = None,
-                 now: datetime | None = None) -> Block:
+                 now: datetime | None = None, mode: str = "hybrid") -> Block:
     """Recall for ``text`` and render the memory block now: the one selection every host path uses.
 
     The worker, the service's ``/api/v1/block`` and ``plur section`` all call this, so a block
@@ -83,10 +84,11 @@ def recall_block(memory: Any, text: str, *, scope: str | None = None, agent: str
         k: top-k hits (default ``settings.recall_k``). budget_tokens: block budget (default
             ``settings.budget_tokens``). pinned: pinned engrams to put first (default
             ``memory.pinned(scope)``). now: validity-window time (default now, UTC).
+        mode: recall mode (``hybrid``; ``bm25`` while a service loads the model, :mod:`plur.service.autostart`).
 
     Returns:
         A :class:`~plur.prompt.block.Block` (``EMPTY_BLOCK`` when nothing clears the relevance floor
         and nothing is pinned, or nothing fits).
     """
     return recall_selection(memory, text, scope=scope, agent=agent, k=k, budget_tokens=budget_tokens,
-                            pinned=pinned, now=now).block
+                            pinned=pinned, now=now, mode=mode).block

@@ -48,6 +48,8 @@ from .capture import Capture, own_scope
 from .exit import shutting_down, track, untrack
 
 log = logging.getLogger("plur.prompt.worker")
+#: Seconds :meth:`RecallWorker.close` waits by default for the recall in flight (a cold one loads the model).
+CLOSE_WAIT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -94,15 +96,18 @@ class RecallWorker:
         k: engrams recalled per submission (default ``memory.settings.recall_k``).
         budget_tokens: token budget of each block (default ``memory.settings.budget_tokens``).
         timeout_s: deadline of one recall in seconds (default ``memory.settings.recall_timeout_s``;
-            ``<= 0`` disables it). A recall that takes longer is logged and its result dropped; the
-            agent keeps its previous block. Python cannot interrupt a thread, so a late recall still
-            occupies its thread until it returns; use ``threads > 1`` if agents must not queue behind it.
+            ``<= 0`` disables it). It bounds how long :meth:`warm` waits, not usefulness: a recall
+            that takes longer (a cold first one) is counted in ``timeouts`` and still published, unless
+            a newer submission superseded it, so the first block lands on the second turn even in a
+            cold process. Python cannot interrupt a thread, so a slow recall occupies its thread until
+            it returns; use ``threads > 1`` if agents must not queue behind it.
         threads: number of worker threads (>= 1).
         capture: also learn each submitted message (opt-in, off by default; provenance, scope and the
             privacy note: :mod:`plur.prompt.capture`).
 
-    On start, the first thread runs one unrecorded recall to open the memory's indexes and load its
-    embedding model; submissions wait for it, and the deadline then measures steady-state recalls.
+    On start, a warm-up thread runs one unrecorded recall to open the memory's indexes and load its
+    embedding model. Submissions do not wait for it: until it is done they are recalled by keyword
+    (BM25, counted in ``keyword``), so even a cold process has a block for the second turn; then hybrid.
 
     Raises:
         ValidationError: ``threads < 1`` or a negative ``k`` / ``budget_tokens``.
@@ -132,10 +137,14 @@ class RecallWorker:
         self._ready = threading.Event()              # set when the warm-up recall has finished
         self._counters = {"submitted": 0, "recalls": 0, "published": 0, "unchanged": 0,
                           "dropped_stale": 0, "timeouts": 0, "errors": 0, "injections": 0,
-                          "captured": 0, "capture_errors": 0}
+                          "captured": 0, "capture_errors": 0, "keyword": 0}
         track(self)
-        self._threads = [threading.Thread(target=self._run, args=(i == 0,), name=f"plur-recall-{i}",
+        getattr(memory, "on_close", lambda _: None)(self.close)  # Memory.close() closes this worker first
+        # the warm-up (index open, model load) runs beside the recall threads, which use BM25 until it is done
+        self._warmer = threading.Thread(target=self._warm_up, name="plur-recall-warmup", daemon=True)
+        self._threads = [threading.Thread(target=self._run, name=f"plur-recall-{i}",
                                           daemon=True) for i in range(threads)]
+        self._warmer.start()
         for t in self._threads:
             t.start()
 
@@ -229,9 +238,12 @@ class RecallWorker:
             The agent's block after the wait: the new one, or the previous one ('' if none) if the
             recall failed or the wait timed out. Not counted as an injection (no prompt was assembled).
         """
+        warmed = self._ready.is_set()
         gen = self.submit(agent_id, text, scope)
         t0 = time.monotonic()
         self._ready.wait(timeout_s)  # a cold start (index open, model load) is waited for in full
+        if not warmed and self._ready.is_set():  # that recall may have been keyword-only: once more, hybrid
+            gen = self.submit(agent_id, text, scope)
         if timeout_s is not None:
             limit: float | None = max(0.0, timeout_s - (time.monotonic() - t0))
         else:
@@ -272,7 +284,8 @@ class RecallWorker:
 
     def stats(self) -> dict[str, int]:
         """Counters: submitted, recalls, published, unchanged (hash gate), dropped_stale, timeouts,
-        errors, injections, captured, capture_errors; plus agents (known) and cached (agents with a block)."""
+        errors, injections, captured, capture_errors, keyword (recalled by BM25 while the model warmed up);
+        plus agents (known) and cached (agents with a block)."""
         with self._lock:
             return dict(self._counters, agents=len(self._agents), cached=len(self._cache))
 
@@ -282,7 +295,8 @@ class RecallWorker:
         Idempotent. Blocks are still readable after close; :meth:`submit` raises.
 
         Args:
-            timeout_s: longest wait for each thread, seconds (default: the recall deadline + 1 s).
+            timeout_s: longest wait for each thread, seconds (default :data:`CLOSE_WAIT_S`: the recall
+                in flight, even a cold one loading the model, finishes and is recorded).
         """
         with self._cond:
             if self._closed:
@@ -292,8 +306,9 @@ class RecallWorker:
         untrack(self)
         for _ in self._threads:
             self._inbox.put(_STOP)
-        wait = timeout_s if timeout_s is not None else (self.timeout_s + 1.0 if self.timeout_s > 0 else None)
-        for t in self._threads:
+        # the recall in flight finishes and records its stats (nothing promised is lost); pending ones are skipped
+        wait = timeout_s if timeout_s is not None else max(CLOSE_WAIT_S, self.timeout_s + 1.0)
+        for t in [*self._threads, self._warmer]:
             t.join(wait)
             if t.is_alive():
                 log.log(logging.DEBUG if shutting_down() else logging.WARNING,
@@ -322,6 +337,7 @@ class RecallWorker:
         is not charged to the first agent's deadline."""
         t0 = time.monotonic()
         try:
+            getattr(self.memory, "model_resolution", lambda: None)()  # the model loads outside the recall lock
             self.memory.recall("warm up", 1, record=False)
             log.debug("recall worker warmed up in %.2f s", time.monotonic() - t0)
         except Exception as exc:  # noqa: BLE001 - the real recalls will report it
@@ -330,11 +346,7 @@ class RecallWorker:
         finally:
             self._ready.set()
 
-    def _run(self, warm_up: bool) -> None:
-        if warm_up:
-            self._warm_up()
-        else:
-            self._ready.wait()
+    def _run(self) -> None:
         while True:
             item = self._inbox.get()
             if item is _STOP:
@@ -370,22 +382,25 @@ class RecallWorker:
         t0 = time.monotonic()
         block: Block | None = None
         outcome = "ok"
+        mode = "hybrid" if self._ready.is_set() else "bm25"   # keyword only while the model warms up
         try:
             block = recall_block(self.memory, req.text, scope=req.scope, agent=agent_id, k=self.k,
-                                 budget_tokens=self.budget_tokens, pinned=self._pinned(req.scope))
+                                 budget_tokens=self.budget_tokens, pinned=self._pinned(req.scope), mode=mode)
         except Exception as exc:  # noqa: BLE001 - keep the previous block, log, carry on
             outcome = "errors"
             log.log(logging.DEBUG if self._closed or shutting_down() else logging.WARNING,
                     "recall for agent %r failed (%s: %s); keeping its previous memory block",
                         agent_id, type(exc).__name__, exc)
         elapsed = time.monotonic() - t0
-        if block is not None and self.timeout_s > 0 and elapsed > self.timeout_s:
-            outcome = "timeouts"
-            log.warning("recall for agent %r took %.2f s, over the %.2f s deadline (recall_timeout_s); "
-                        "keeping its previous memory block", agent_id, elapsed, self.timeout_s)
+        late = block is not None and self.timeout_s > 0 and elapsed > self.timeout_s
+        if late:  # the deadline bounds waiting (warm), not usefulness: a slow recall is still published
+            log.info("recall for agent %r took %.2f s, over the %.2f s deadline (recall_timeout_s); "
+                     "its block is published late", agent_id, elapsed, self.timeout_s)
         with self._cond:
             if self._agents.get(agent_id) is not st:  # dropped (and maybe re-created) meanwhile
                 st = None
+            self._counters["timeouts"] += late
+            self._counters["keyword"] += mode == "bm25"
             if outcome != "ok":
                 self._counters[outcome] += 1
             elif st is None or req.gen <= st.published_gen or req.scope != st.scope:

@@ -22,6 +22,7 @@ GET      /api/v1/engrams/{id}            ``{engram}``
 POST     /api/v1/forget                  ``{forgotten: id, quarantined}``
 POST     /api/v1/feedback                ``{id, useful, not_useful}``
 GET      /api/v1/doctor                  ``Memory.doctor()`` with the model the service holds
+POST     /api/v1/list, /update, /inject  see :mod:`plur.service.api_hosts`
 =======  ==============================  ==========================================================
 
 Memory calls run in a worker thread, one at a time (the ``lock`` shared with the web page).
@@ -59,7 +60,7 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 #: Largest ``k`` a recall may ask for.
 MAX_K = 1000
 #: Answers that carry ``quarantined`` (files of the store that could not be loaded), so a client can warn.
-QUARANTINE_NOTED = frozenset(("recall", "block", "learn", "forget", "agent_block"))
+QUARANTINE_NOTED = frozenset(("recall", "block", "learn", "forget", "agent_block", "inject"))
 _REQUIRED = object()
 
 
@@ -224,6 +225,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
             model["query_runtime"] = getattr(resolution.embedder, "query_runtime", "eager")
         return {"api": API_VERSION, "version": extra.get("version"), "pid": os.getpid(),
                 "home": str(memory.home), "engrams": len(memory.list()),
+                "by_scope": dict(Counter(e.scope for e in memory.list())),
                 "quarantined": memory.store.quarantined_count(), "index": memory.index_state(), "model": model, "served": dict(served),
                 "worker": worker.stats(), **extra}
 
@@ -318,6 +320,9 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
             "query": (text_or_none, None)}), methods=["POST"]),
         Route(PREFIX + "/doctor", endpoint("doctor", doctor), methods=["GET"]),
     ]
+    from .api_hosts import host_routes  # list, update, inject: what MCP and the hooks need (issue 26)
+
+    routes += host_routes(memory, endpoint, R, PREFIX)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         code = getattr(exc, "status_code", 500)

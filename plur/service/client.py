@@ -207,6 +207,18 @@ class Client:
         return self.request("POST", "/feedback", {"id": engram_id, "useful": useful, "agent_id": agent_id,
                                                   "query": query})
 
+    def list_engrams(self, **filters: Any) -> dict[str, Any]:
+        """``POST /list`` -> ``{"engrams": [...]}`` newest first (scope, type, tag, status, text, limit)."""
+        return self.request("POST", "/list", filters)
+
+    def update(self, engram_id: str, **changes: Any) -> dict[str, Any]:
+        """``POST /update`` -> ``{"engram": {...}}`` (statement, tags, status, type, pinned)."""
+        return self.request("POST", "/update", {"id": engram_id, **changes})
+
+    def inject(self, query: str, **fields: Any) -> dict[str, Any]:
+        """``POST /inject`` -> ``{"text", "engram_ids", "tokens"}``: engrams not in ``exclude`` only."""
+        return self.request("POST", "/inject", {"query": query, **fields})
+
     def doctor(self) -> dict[str, Any]:
         """``GET /doctor``: the service's ``Memory.doctor()`` report (model already loaded)."""
         return self.request("GET", "/doctor")

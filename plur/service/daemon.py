@@ -73,16 +73,8 @@ def start(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts:
     now = status(home)
     if now["running"]:
         return {**now, "already": True}
-    private_dirs(home)
-    cmd = [sys.executable, "-m", "plur", "--home", str(home), "serve", "--host", host, "--port", str(port)]
-    for name in allow_hosts:
-        cmd += ["--allow-host", name]
+    proc = spawn(home, host, port, allow_hosts=allow_hosts)
     log_path = home / files.LOG_FILE
-    with open(log_path, "ab") as log:
-        log.write(f"\n== plur service start {time.strftime('%Y-%m-%dT%H:%M:%S%z')}: {' '.join(cmd)}\n".encode())
-        log.flush()
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         code = proc.poll()
@@ -100,6 +92,27 @@ def start(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts:
         time.sleep(0.05)
     raise ServiceError(f"the service (pid {proc.pid}) did not answer within {timeout_s:.0f} s; it keeps "
                        f"starting in the background: see {log_path} and `plur service status`")
+
+
+def spawn(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts: Sequence[str] = (),
+          idle_exit_s: float = 0.0) -> subprocess.Popen[bytes]:
+    """Start ``python -m plur --home H serve ...`` in its own session and return at once (no wait).
+
+    stdout and stderr are appended to ``<home>/service.log``. ``idle_exit_s`` > 0: the service exits
+    after that many seconds without a request (auto-started services, :mod:`plur.service.autostart`).
+    """
+    private_dirs(home)
+    cmd = [sys.executable, "-m", "plur", "--home", str(home), "serve", "--host", host, "--port", str(port)]
+    for name in allow_hosts:
+        cmd += ["--allow-host", name]
+    if idle_exit_s > 0:
+        cmd += ["--idle-exit-s", repr(float(idle_exit_s))]
+    log_path = home / files.LOG_FILE
+    with open(log_path, "ab") as log:
+        log.write(f"\n== plur service start {time.strftime('%Y-%m-%dT%H:%M:%S%z')}: {' '.join(cmd)}\n".encode())
+        log.flush()
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True)
 
 
 def stop(home: Path, *, timeout_s: float = STOP_TIMEOUT_S) -> dict[str, Any]:

@@ -46,7 +46,7 @@ def _raise_exit(signum: int, frame: Any) -> None:
 
 def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int = 7777, *,
         web_factory: WebFactory | None = None, allow_hosts: Sequence[str] = (), open_browser: bool = False,
-        ready: Callable[[dict[str, Any]], None] | None = None) -> None:
+        ready: Callable[[dict[str, Any]], None] | None = None, idle_exit_s: float = 0.0) -> None:
     """Serve the page and the API until SIGTERM / Ctrl-C.
 
     Args:
@@ -57,6 +57,8 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         allow_hosts: extra ``Host`` header names for the pages (e.g. a DNS name of this machine).
         open_browser: open the page once listening.
         ready: called with the ``service.json`` data once it is written (tests, embedding).
+        idle_exit_s: > 0: stop after that many seconds without a request (auto-started services,
+            :mod:`plur.service.idle`); 0 = serve until stopped.
 
     Raises:
         ServiceError: another service holds this home, the port is in use, the address is wrong.
@@ -110,6 +112,11 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
                          info={k: info[k] for k in ("version", "url", "socket", "started")})
         web = web_factory(memory, bound_host=host, allow_hosts=names, lock=lock) if web_factory else None
         app = PathDispatch(api, web if web is not None else api)
+        idle = None
+        if idle_exit_s > 0:
+            from .idle import IdleWatch
+
+            app = idle = IdleWatch(app, idle_exit_s)
         files.write_private_json(home_path / files.SERVICE_FILE, info)
         _say(f"plur: serving {n} engrams from {home_path} (pid {os.getpid()}; Ctrl-C or `plur service stop` "
              "to stop)")
@@ -126,6 +133,8 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False,
                                                timeout_graceful_shutdown=3, lifespan="off"))
         started = True
+        if idle is not None:
+            idle.start(server)
         server.run(sockets=sockets)
     except KeyboardInterrupt:
         pass

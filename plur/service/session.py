@@ -31,21 +31,39 @@ class Session:
         self._memory: Memory | None = None
         self._clients: list[Client] = []
         self.json_output = False  # set by the CLI's JSON output: its quarantine warning is then JSON too
+        #: set by :meth:`service` with ``start``: a service is starting, answer by keyword (BM25) meanwhile
+        self.keyword_only = False
 
     def say(self, message: str) -> None:
         """A ``--verbose`` note on stderr (``plur: <message>``)."""
         if self.verbose:
             print(f"plur: {message}", file=sys.stderr, flush=True)
 
-    def service(self, what: str) -> "Client | None":
+    def service(self, what: str, *, start: bool = False) -> "Client | None":
         """A connected client of the home's running service, or ``None`` (the command works in-process).
 
         Args:
             what: the command's name, for the ``--verbose`` note.
+            start: when none runs, start one in the background (:mod:`plur.service.autostart`; off
+                with ``autostart_service = false``); :attr:`keyword_only` then tells the command to
+                answer by BM25 now instead of loading the model in this process.
         """
         from .files import SERVICE_FILE, home_of, no_service
 
         home = home_of(self.home)
+        if start:
+            from .autostart import KEYWORD_NOTE, door
+
+            found = door(home)
+            if found.client is not None:
+                self.say(f"{what}: {found.note}")
+                self._clients.append(found.client)
+                return found.client
+            self.keyword_only = found.keyword_only
+            self.say(f"{what}: in-process ({found.note})")
+            if self.keyword_only:
+                print(f"plur: {KEYWORD_NOTE}", file=sys.stderr, flush=True)
+            return None
         if not (home / SERVICE_FILE).exists():  # no service: skip importing the client (http.client, ~20 ms)
             self.say(f"{what}: in-process ({no_service(home)})")
             return None

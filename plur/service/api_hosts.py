@@ -1,0 +1,73 @@
+"""API v1 routes the MCP server and the hook commands need beyond the core ones (:mod:`plur.service.api`).
+
+=======  ==============================  ==========================================================
+method   path                            answer
+=======  ==============================  ==========================================================
+POST     /api/v1/list                    ``{engrams: [...]}`` newest first (scope, type, tag, text, limit)
+POST     /api/v1/update                  ``{engram}`` (id + statement, tags, status, type, pinned)
+POST     /api/v1/inject                  ``{text, engram_ids, tokens}``: engrams not in ``exclude`` only
+                                         (:func:`plur.prompt.increment.new_engrams_block`)
+=======  ==============================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import ValidationError
+
+#: Most engrams one ``/list`` answers; most ids an ``/inject`` may exclude.
+MAX_LIST = 5000
+MAX_EXCLUDE = 100000
+_UPDATABLE = ("statement", "tags", "status", "type", "pinned")
+
+
+def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, prefix: str) -> list[Any]:
+    """The routes above under ``prefix`` (``/api/v1``), built with :func:`plur.service.api.create_api`'s
+    ``endpoint`` (locking, errors)."""
+    from starlette.routing import Route
+
+    from ..prompt.increment import HOOK_BUDGET_TOKENS, HOOK_MAX_ENGRAMS, new_engrams_block
+    PREFIX = prefix
+
+    text_or_none = (str, type(None))
+
+    def list_(_: dict[str, str], scope: str | None, type: str | None, tag: str | None, status: str | None,
+              text: str | None, limit: int) -> dict[str, Any]:
+        if not 1 <= limit <= MAX_LIST:
+            raise ValidationError(f"limit={limit} must be from 1 to {MAX_LIST}")
+        rows = memory.list(scope=scope, type=type, tag=tag, status=status, text=text)[:limit]
+        return {"engrams": [e.to_dict() for e in rows]}
+
+    def update(_: dict[str, str], id: str, **changes: Any) -> dict[str, Any]:
+        given = {k: v for k, v in changes.items() if v is not None}
+        if not given:
+            raise ValidationError(f"update needs at least one of {', '.join(_UPDATABLE)}")
+        return {"engram": memory.update(id, **given).to_dict()}
+
+    def inject(_: dict[str, str], query: str, scope: str | None, agent_id: str | None, exclude: list[Any],
+               max_engrams: int, budget_tokens: int, include_pinned: bool) -> dict[str, Any]:
+        if len(exclude) > MAX_EXCLUDE or not all(isinstance(x, str) for x in exclude):
+            raise ValidationError(f"field 'exclude' must be a list of at most {MAX_EXCLUDE} engram ids")
+        if not 0 <= max_engrams <= 100 or not 0 <= budget_tokens <= 100000:
+            raise ValidationError("max_engrams must be 0..100 and budget_tokens 0..100000")
+        block = new_engrams_block(memory, query, exclude=exclude, scope=scope, agent=agent_id,
+                                  max_engrams=max_engrams, budget_tokens=budget_tokens,
+                                  include_pinned=include_pinned)
+        return {"text": block.text, "engram_ids": list(block.engram_ids), "tokens": block.tokens, "mode": "hybrid"}
+
+    R = required
+    return [
+        Route(PREFIX + "/list", endpoint("list", list_, {
+            "scope": (text_or_none, None), "type": (text_or_none, None), "tag": (text_or_none, None),
+            "status": (text_or_none, None), "text": (text_or_none, None), "limit": ((int,), 50)}), methods=["POST"]),
+        Route(PREFIX + "/update", endpoint("update", update, {
+            "id": ((str,), R), "statement": (text_or_none, None), "tags": ((list, type(None)), None),
+            "status": (text_or_none, None), "type": (text_or_none, None), "pinned": ((bool, type(None)), None)}),
+            methods=["POST"]),
+        Route(PREFIX + "/inject", endpoint("inject", inject, {
+            "query": ((str,), R), "scope": (text_or_none, None), "agent_id": (text_or_none, None),
+            "exclude": ((list,), []), "max_engrams": ((int,), HOOK_MAX_ENGRAMS),
+            "budget_tokens": ((int,), HOOK_BUDGET_TOKENS), "include_pinned": ((bool,), True)}), methods=["POST"]),
+    ]
