@@ -50,6 +50,8 @@ from .exit import shutting_down, track, untrack
 log = logging.getLogger("plur.prompt.worker")
 #: Seconds :meth:`RecallWorker.close` waits by default for the recall in flight (a cold one loads the model).
 CLOSE_WAIT_S = 120.0
+#: Seconds a recall waits for the warm-up before it answers by keyword (BM25) instead.
+KEYWORD_AFTER_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -106,8 +108,8 @@ class RecallWorker:
             privacy note: :mod:`plur.prompt.capture`).
 
     On start, a warm-up thread runs one unrecorded recall to open the memory's indexes and load its
-    embedding model. Submissions do not wait for it: until it is done they are recalled by keyword
-    (BM25, counted in ``keyword``), so even a cold process has a block for the second turn; then hybrid.
+    embedding model. A submission waits for it at most :data:`KEYWORD_AFTER_S`, then is recalled by
+    keyword (BM25, counted in ``keyword``), so even a cold process has a block for the second turn.
 
     Raises:
         ValidationError: ``threads < 1`` or a negative ``k`` / ``budget_tokens``.
@@ -382,7 +384,7 @@ class RecallWorker:
         t0 = time.monotonic()
         block: Block | None = None
         outcome = "ok"
-        mode = "hybrid" if self._ready.is_set() else "bm25"   # keyword only while the model warms up
+        mode = "hybrid" if self._ready.wait(KEYWORD_AFTER_S) else "bm25"  # a cold model: keyword meanwhile
         try:
             block = recall_block(self.memory, req.text, scope=req.scope, agent=agent_id, k=self.k,
                                  budget_tokens=self.budget_tokens, pinned=self._pinned(req.scope), mode=mode)
