@@ -237,8 +237,10 @@ def test_hash_gate_and_one_injection_per_block_read(mem: SlowMemory, facts: Simp
         block = worker.peek("A")
         assert block is not None and facts.dog.id in block.engram_ids
         assert mem.stats.injection_history(facts.dog.id) == []     # rendered, not yet in any prompt
+        # the first warm of a cold worker may recall twice (keyword while it warms, then hybrid): count from here
+        unchanged = worker.stats()["unchanged"]
         worker.warm("A", "what is my dog called", scope="project:a")   # same text -> entry kept
-        assert worker.peek("A") is block and worker.stats()["unchanged"] == 1
+        assert worker.peek("A") is block and worker.stats()["unchanged"] == unchanged + 1
         for _ in range(5):
             assert section.text("A") == block.text
         assert worker.wait_idle(WAIT_S)
