@@ -26,19 +26,17 @@ Human output by default; ``--json`` where offered prints one JSON document on st
 ``recall``, ``section``, ``learn``, ``forget`` and ``doctor`` go through a running local service
 (:mod:`plur.service.client`) when the home has one, and work in-process otherwise; ``--verbose``
 says which (:meth:`plur.service.session.Session.service`).
+
+``plur recall`` and ``plur section`` in their common forms are first tried by the thin client
+:mod:`plur.cli.fast` (no click import; through a running service only); any other form, or no
+service, runs the click group :data:`cli` (defined in :mod:`plur.cli.root`, imported on first use).
 """
 
 from __future__ import annotations
 
 import sys
 import warnings
-from pathlib import Path
-
-import click
-
-from .. import __version__
-from ..service.session import Session
-from .group import PlurGroup
+from typing import Any
 
 #: command name -> where it lives (imported when the command runs).
 COMMANDS = {
@@ -67,18 +65,12 @@ COMMANDS = {
 }
 
 
-@click.group(cls=PlurGroup, lazy_subcommands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", type=click.Path(path_type=Path), default=None,  # a file: the store's own one-line error, exit 4
-              help="plur home folder (default: $PLUR_HOME, else ~/.plur).")
-@click.option("-v", "--verbose", is_flag=True,
-              help="Say on stderr whether a command used the running service or worked in-process.")
-@click.version_option(__version__, prog_name="plur")
-@click.pass_context
-def cli(ctx: click.Context, home: Path | None, verbose: bool) -> None:
-    """plur: long-term memory for LLM agents, kept as YAML files on this machine."""
-    app = Session(home, verbose)
-    ctx.obj = app
-    ctx.call_on_close(app.close)
+def __getattr__(name: str) -> Any:
+    if name == "cli":  # the click group: imported only when the thin client does not answer
+        from .root import cli
+
+        return cli
+    raise AttributeError(f"module 'plur.cli' has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     # A model fallback is logged once on stderr (plur.embed); don't repeat it as a Python warning.
     warnings.filterwarnings("ignore", message="plur: embedding model")
     try:
+        from .fast import run
+
+        code = run(sys.argv[1:] if argv is None else list(argv))
+        if code is not None:
+            return code
+        from .root import cli
+
         cli.main(args=argv, prog_name="plur", standalone_mode=True)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -95,4 +94,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]

@@ -1,0 +1,233 @@
+"""The thin client: ``plur recall`` and ``plur section`` answered through a running service without click.
+
+A hook runs ``plur recall QUERY`` cold, once per prompt; importing click and rebuilding
+:class:`~plur.store.engram.Engram` objects from the service's JSON was most of that process's own
+work. :func:`run` recognises only the common, fully valid forms of those two commands (the pattern of
+Gradle's and Bazel's thin clients), sends them over the kept-alive socket of
+:mod:`plur.service.client` and prints what the click command would print, byte for byte. Anything
+else returns ``None`` *before anything is printed or sent*, and :func:`plur.cli.main` runs the full
+click CLI, which then gives the usual help, value errors and in-process work:
+
+* an option or form not listed in :data:`RECALL` / :data:`SECTION` (``--help``, ``--explain``,
+  ``--``, ``-k5``, a repeated single-valued option, a second positional, a value starting with ``-``);
+* a value click would check and might refuse (``-k`` not a plain number, ``--min-score`` outside
+  ``[0, 1]``, an unknown ``--mode`` or ``--type``, an empty value, an argument that is not UTF-8);
+* no service for the home, or one that does not accept a connection (nothing was sent).
+
+Once a request was sent, its outcome is printed here: a :class:`~plur.errors.PlurError` becomes
+``plur: error: <message>`` and its exit code, as :class:`plur.cli.group.PlurGroup` does, followed by the
+quarantine warning. ``tests/test_cli_fast.py`` runs a matrix of argument forms both ways and fails on
+any difference in stdout, stderr or exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from ..display import safe_text
+from ..errors import PlurError
+from ..service.session import Session
+
+#: The recall modes and engram types click accepts (``plur.index.recall.MODES``, ``plur.store.engram.TYPES``;
+#: a test checks they are the same).
+MODES = ("hybrid", "bm25", "dense")
+TYPES = ("user", "project", "feedback", "reference", "fact", "procedure")
+
+#: option -> (keyword, kind): "value" (single), "many" (repeatable), "flag"
+RECALL = {"-k": ("k", "value"), "--scope": ("scope", "value"), "--mode": ("mode", "value"),
+          "--type": ("types", "many"), "--tag": ("tags", "many"), "--min-score": ("min_score", "value"),
+          "--include-expired": ("include_expired", "flag"), "--agent": ("agent", "value"),
+          "--json": ("as_json", "flag")}
+SECTION = {"--agent": ("agent", "value"), "--scope": ("scope", "value")}
+
+
+def _parse(args: list[str], spec: dict[str, tuple[str, str]]) -> tuple[str, dict[str, Any]] | None:
+    """The one positional and the options of ``args``, or ``None`` for any form outside ``spec``."""
+    positional: list[str] = []
+    opts: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if not a.startswith("-") or a == "-":
+            positional.append(a)
+            i += 1
+            continue
+        name, eq, attached = a.partition("=")
+        if name not in spec or (eq and not name.startswith("--")):
+            return None
+        key, kind = spec[name]
+        if kind == "flag":
+            if eq or key in opts:
+                return None
+            opts[key] = True
+            i += 1
+            continue
+        if eq:
+            value, i = attached, i + 1
+        elif i + 1 < len(args):
+            value, i = args[i + 1], i + 2
+        else:
+            return None
+        if not value or value.startswith("-"):
+            return None
+        if kind == "many":
+            opts.setdefault(key, []).append(value)
+        elif key in opts:
+            return None
+        else:
+            opts[key] = value
+    if len(positional) != 1:
+        return None
+    return positional[0], opts
+
+
+def _recall_values(opts: dict[str, Any]) -> dict[str, Any] | None:
+    """Checked values of a recall (``None``: let click check and say)."""
+    k = opts.get("k", "10")
+    if not (k.isascii() and k.isdigit()):
+        return None
+    min_score = opts.get("min_score")
+    if min_score is not None:
+        try:
+            min_score = float(min_score)
+        except ValueError:
+            return None
+        if not 0.0 <= min_score <= 1.0:  # also refuses nan
+            return None
+    mode = opts.get("mode", "hybrid")
+    types = opts.get("types") or []
+    if mode not in MODES or any(t not in TYPES for t in types):
+        return None
+    return {"k": int(k), "scope": opts.get("scope"), "mode": mode, "agent": opts.get("agent"),
+            "types": types or None, "tags": opts.get("tags") or None, "min_score": min_score,
+            "include_expired": bool(opts.get("include_expired"))}
+
+
+def _split(argv: list[str]) -> tuple[str | None, bool, str, list[str]] | None:
+    """``--home``, ``-v`` and the command before it, or ``None``."""
+    home: str | None = None
+    verbose = False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("-v", "--verbose") and not verbose:
+            verbose, i = True, i + 1
+        elif a == "--home" and home is None and i + 1 < len(argv) and argv[i + 1] and not argv[i + 1].startswith("-"):
+            home, i = argv[i + 1], i + 2
+        elif a.startswith("--home=") and home is None and len(a) > 7 and a[7] != "-":
+            home, i = a[7:], i + 1
+        elif a in ("recall", "section"):
+            return home, verbose, a, argv[i + 1:]
+        else:
+            return None
+    return None
+
+
+def _out(text: str, err: bool = False) -> None:
+    """What ``plur.cli.output.echo`` writes: the text made safe, a newline, flushed."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(safe_text(text) + "\n")
+    stream.flush()
+
+
+def _summary(text: str, width: int = 90) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _flag(engram: dict[str, Any]) -> str:
+    """`` [retired]`` / `` [expired]`` / ``""``: :meth:`Engram.is_current` on the JSON form."""
+    status = engram.get("status", "active")
+    if status != "active":
+        return " [retired]"
+    if "valid_from" in engram or "valid_until" in engram:
+        from ..store.times import parse_time, utcnow
+
+        now = utcnow()
+        start, end = engram.get("valid_from"), engram.get("valid_until")
+        if (start is not None and parse_time(start) > now) or (end is not None and parse_time(end) <= now):
+            return " [expired]"
+    return ""
+
+
+def _warn_quarantined(app: Session, as_json: bool) -> None:
+    """The quarantine warning of ``plur.cli.output.warn_quarantined``."""
+    try:
+        n = app.quarantined()
+    except Exception:  # noqa: BLE001 - a warning must never turn into an error
+        return
+    if not n:
+        return
+    if as_json:
+        _out(json.dumps({"warning": "quarantined", "quarantined": n, "see": "plur doctor"}), err=True)
+    else:
+        _out(f"plur: warning: {n} file{'s are' if n != 1 else ' is'} quarantined (could not be loaded); "
+             "see `plur doctor`, fix the file, then `plur doctor --restore NAME`", err=True)
+
+
+def _connect(app: Session, what: str):  # noqa: ANN202 - Client | None
+    """``app.service(what)`` when it connects, saying what it says then; ``None`` (silently) otherwise."""
+    verbose, app.verbose = app.verbose, False
+    try:
+        client = app.service(what)
+    finally:
+        app.verbose = verbose
+    if client is not None and verbose:
+        client.request("GET", "/status")  # what Session.service checks with --verbose
+        app.say(f"{what}: via the service (service pid {client.info.get('pid')}, {client.via})")
+    return client
+
+
+def run(argv: list[str]) -> int | None:
+    """Answer ``argv`` (without the program name) through the service; its exit code, or ``None`` to use click."""
+    for a in argv:
+        try:
+            a.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    split = _split(argv)
+    if split is None:
+        return None
+    home, verbose, command, rest = split
+    parsed = _parse(rest, RECALL if command == "recall" else SECTION)
+    if parsed is None:
+        return None
+    text, opts = parsed
+    values = _recall_values(opts) if command == "recall" else opts
+    if values is None or (command == "section" and "agent" not in values):
+        return None
+    from pathlib import Path
+
+    app = Session(Path(home) if home is not None else None, verbose)
+    as_json = bool(opts.get("as_json"))
+    try:
+        try:
+            client = _connect(app, command)
+            if client is None:
+                return None
+            if command == "section":
+                block = client.block(values["agent"], text, values.get("scope"))["text"]
+                _out(block if block else "(empty memory block: nothing recalled)")
+                return 0
+            hits = client.recall(text, **values)["hits"]
+            if as_json:
+                app.json_output = True
+                sys.stdout.write(json.dumps(hits, ensure_ascii=False, indent=2, default=str) + "\n")
+                sys.stdout.flush()
+                return 0
+            for h in hits:
+                e = h["engram"]
+                _out(f"{h['rank']:>3}. {e['id']}{_flag(e)}  {_summary(e['statement'])}")
+            if not hits:
+                _out("no engrams recalled", err=True)
+            return 0
+        except PlurError as exc:
+            one_line = str(exc).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
+            _out(f"plur: error: {one_line}", err=True)
+            return exc.exit_code
+    finally:
+        if app._clients:
+            _warn_quarantined(app, as_json)
+        app.close()
