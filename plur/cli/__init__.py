@@ -78,11 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     # A model fallback is logged once on stderr (plur.embed); don't repeat it as a Python warning.
     warnings.filterwarnings("ignore", message="plur: embedding model")
     try:
-        from .fast import run
+        args = sys.argv[1:] if argv is None else list(argv)
+        if "recall" in args or "section" in args:  # the thin client's commands; others go straight to click
+            from .fast import run
 
-        code = run(sys.argv[1:] if argv is None else list(argv))
-        if code is not None:
-            return code
+            code = run(args)
+            if code is not None:
+                return code
         from .root import cli
 
         cli.main(args=argv, prog_name="plur", standalone_mode=True)
