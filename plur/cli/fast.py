@@ -12,7 +12,8 @@ click CLI, which then gives the usual help, value errors and in-process work:
   ``--``, ``-k5``, a repeated single-valued option, a second positional, a value starting with ``-``);
 * a value click would check and might refuse (``-k`` not a plain number, ``--min-score`` outside
   ``[0, 1]``, an unknown ``--mode`` or ``--type``, an empty value, an argument that is not UTF-8);
-* no service for the home, or one that does not accept a connection (nothing was sent).
+* no service for the home, or one that does not accept a connection (nothing was sent);
+* stdout or stderr not UTF-8 (click's echo re-wraps such a stream; ``print`` would fail on ``…``).
 
 Once a request was sent, its outcome is printed here: a :class:`~plur.errors.PlurError` becomes
 ``plur: error: <message>`` and its exit code, as :class:`plur.cli.group.PlurGroup` does, followed by the
@@ -182,6 +183,10 @@ def _connect(app: Session, what: str):  # noqa: ANN202 - Client | None
 
 def run(argv: list[str]) -> int | None:
     """Answer ``argv`` (without the program name) through the service; its exit code, or ``None`` to use click."""
+    for stream in (sys.stdout, sys.stderr):  # click.echo re-wraps a misconfigured (e.g. ASCII) stream: leave it that
+        encoding = getattr(stream, "encoding", None)
+        if encoding is not None and encoding.lower().replace("-", "").replace("_", "") != "utf8":
+            return None
     for a in argv:
         try:
             a.encode("utf-8")
