@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import sys
 import warnings
-from typing import Any
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is ~2 ms of a cold CLI recall
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
 #: command name -> where it lives (imported when the command runs).
 COMMANDS = {
