@@ -45,6 +45,8 @@ RECALL = {"-k": ("k", "value"), "--scope": ("scope", "value"), "--mode": ("mode"
           "--json": ("as_json", "flag")}
 SECTION = {"--agent": ("agent", "value"), "--scope": ("scope", "value")}
 
+#: What ``plur section`` prints for an empty block (both paths; the click one imports it from here).
+EMPTY_SECTION = "(empty memory block: nothing recalled above the relevance floor)"
 
 def _parse(args: list[str], spec: dict[str, tuple[str, str]]) -> tuple[str, dict[str, Any]] | None:
     """The one positional and the options of ``args``, or ``None`` for any form outside ``spec``."""
@@ -216,7 +218,7 @@ def run(argv: list[str]) -> int | None:
                 return None
             if command == "section":
                 block = client.block(values["agent"], text, values.get("scope"))["text"]
-                _out(block if block else "(empty memory block: nothing recalled)")
+                _out(block if block else EMPTY_SECTION)
                 return 0
             hits = client.recall(text, **values)["hits"]
             if as_json:

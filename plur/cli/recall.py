@@ -6,6 +6,7 @@ import click
 
 from ..service.session import Session as App
 from ..store.engram import TYPES, Engram
+from .fast import EMPTY_SECTION
 from .output import echo, emit_json, fmt_number, summary
 
 MODES = ("hybrid", "bm25", "dense")
@@ -82,4 +83,4 @@ def section(app: App, message: str, agent: str, scope: str | None) -> None:
         mode = "bm25" if app.keyword_only else "hybrid"  # a service is starting: no model load here
         app.memory.catch_up(progress=True, need_dense=mode != "bm25")
         block = recall_block(app.memory, message, scope=scope, agent=agent, mode=mode).text
-    echo(block if block else "(empty memory block: nothing recalled above the relevance floor)")
+    echo(block if block else EMPTY_SECTION)
