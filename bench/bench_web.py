@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     mem = Memory(home, model="none")
     mem.list()  # what serve() does before listening: read every engram file once
     open_ms = (time.perf_counter() - t_open) * 1000.0
-    server, thread, base = serve_in_thread(create_app(mem))
+    app = create_app(mem)
+    server, thread, base = serve_in_thread(app)
     urls = {
         "first page": "/",
         "first page JSON": "/?format=json",
@@ -152,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {}
     try:
         with httpx.Client(base_url=base, timeout=60) as client:
+            # Log in as the owner does (the URL `plur service url` prints): the cookie rides along after.
+            login = client.get("/?token=" + app.state.login_token)
+            if login.status_code != 303:
+                raise RuntimeError(f"login -> {login.status_code}: {login.text[:200]}")
             cold = timed_get(client, "/")
             for name, url in urls.items():
                 timed_get(client, url)  # warm-up

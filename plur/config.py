@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .values import parse_value
 
 
 @dataclass(frozen=True)
@@ -211,39 +212,19 @@ class Settings:
 
 
 def _coerce(name: str, value: Any, source: str) -> Any:
+    """``value`` for setting ``name`` through the one strict parser (:mod:`plur.values`), for every source."""
     spec = _BY_NAME.get(name)
     if spec is None:
         known = ", ".join(sorted(_BY_NAME))
         raise ConfigError(f"unknown setting {name!r} (from {source}); known settings: {known}")
-    try:
-        if spec.type is bool and isinstance(value, str):
-            low = value.strip().lower()
-            if low not in {"1", "0", "true", "false", "yes", "no", "on", "off"}:
-                raise ValueError(value)
-            out: Any = low in {"1", "true", "yes", "on"}
-        elif spec.type is bool:
-            out = bool(value)
-        else:
-            out = spec.type(value)
-    except (TypeError, ValueError):
-        raise ConfigError(
-            f"setting {name}={value!r} (from {source}) is not a valid {spec.type.__name__}; "
-            f"fix it to something like {spec.default!r}"
-        ) from None
+    lo, hi = spec.range if spec.range is not None else ((0, None) if spec.type in (int, float) else (None, None))
+    out = parse_value(spec.type, value, "setting " + name, source=source, lo=lo, hi=hi, choices=spec.choices,
+                       error=ConfigError)
     if name == "relevance_floor":
         _check_floor(out, source)
     if name == "store" and out and not out.startswith(("postgresql://", "postgres://")):
         raise ConfigError(f"setting store={out!r} (from {source}) is not a PostgreSQL URI: use '' for the "
                           "engram folder or postgresql://user@host/dbname")
-    if spec.choices and out not in spec.choices:
-        raise ConfigError(f"setting {name}={out!r} (from {source}) must be one of {', '.join(spec.choices)}")
-    if spec.range is not None:
-        lo, hi = spec.range
-        if not lo <= out <= hi:  # also refuses NaN
-            raise ConfigError(f"setting {name}={value!r} (from {source}) is out of range: "
-                              f"use a value from {_num(lo)} to {_num(hi)}")
-    elif spec.type in (int, float) and out < 0:
-        raise ConfigError(f"setting {name}={out!r} (from {source}) must not be negative")
     return out
 
 

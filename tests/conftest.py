@@ -107,3 +107,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError(
             f"benchmark data not found at {SHARED}: the tests read LongMemEval and LoCoMo from "
             "<repo>/../shared/data (set PLUR_SHARED_DATA=/path/to/shared/data to point elsewhere)")
+
+
+def web_login(client):
+    """Log a Starlette ``TestClient`` in to the pages as the owner does: open the ``?token=`` URL.
+
+    Returns the client (its cookie jar now holds the ``plur_auth_<port>`` cookie).
+    """
+    r = client.get("/?token=" + client.app.state.login_token, follow_redirects=False)
+    assert r.status_code == 303 and "plur_auth_" in r.headers.get("set-cookie", ""), (r.status_code, r.text)
+    return client

@@ -18,8 +18,8 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 #: Layer of each top-level unit of ``plur`` (a subpackage or a module). A unit may import only units
 #: of a lower layer, or itself. ``store`` < ``index``/``embed`` < ``memory`` < ``prompt`` < ``hosts`` <
 #: ``service``/``web`` < ``mcp``/``hooks`` < ``cli`` < ``launch``. ``errors``/``config`` are the floor every layer may use.
-LAYERS: dict[str, int] = {
-    "errors": 0, "config": 1, "net": 1, "display": 1, "jsonio": 1,
+LAYERS: dict[str, float] = {
+    "errors": 0, "values": 0.5, "config": 1, "net": 1, "display": 1, "jsonio": 1,
     "store": 2,
     "index": 3, "embed": 3, "stats": 3,
     "memory": 4,

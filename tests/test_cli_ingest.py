@@ -109,3 +109,68 @@ def test_big_ingest_and_the_first_recall_show_progress_on_stderr(plur_home: Path
                            catch_exceptions=False)
     assert "BM25 index" in r.stderr                  # the index catch-up of a fresh process is visible
     assert "trail number 42 " in r.stdout
+
+
+def test_one_malformed_chatgpt_conversation_leaves_the_others_ingested_and_is_reported(run, tmp_path: Path) -> None:
+    convs = json.loads((FIX / "chatgpt_conversations.json").read_text(encoding="utf-8"))
+    broken = dict(convs[0], id="broken", current_node="no-such-node")                   # a branch that is not there
+    shapeless = {"id": "shapeless", "mapping": {"a": {"id": "a", "message": "not an object", "parent": None,
+                                                      "children": []}}, "current_node": "a"}
+    src = tmp_path / "conversations.json"
+    src.write_text(json.dumps([broken, *convs, 7, shapeless]), encoding="utf-8")
+    r = run("ingest", str(src), "--json")
+    out = json.loads(r.stdout)
+    assert r.exit_code == 2 and len(out["added"]) == 3, r.output                         # the good ones are in
+    places = [p["where"] for p in out["problems"]]
+    assert places == [f"{src}: conversation 0", f"{src}: conversation {len(convs) + 1}"], out["problems"]
+    assert "no-such-node" in out["problems"][0]["reason"]
+    assert f"plur: skipped {src}: conversation 0:" in r.stderr and "could not be ingested" in r.stderr
+    again = run("ingest", str(src), "--json")                                             # nothing twice
+    assert json.loads(again.stdout)["added"] == [] and again.exit_code == 2
+
+
+def test_one_bad_line_or_a_huge_turn_in_a_claude_code_transcript_is_skipped_not_fatal(run, tmp_path: Path,
+                                                                                     plur_home: Path) -> None:
+    def event(i: int, text: str) -> str:
+        return json.dumps({"type": "user", "sessionId": "s1", "timestamp": f"2025-03-01T10:00:{i:02d}Z",
+                           "message": {"role": "user", "content": text}})
+
+    lines = [event(0, "My cat is called Tom."), "{not json", event(2, "x" * (5 * 1024 * 1024)),
+             json.dumps(["an", "array"]), event(4, "I live in Lisbon.")]
+    src = tmp_path / "session.jsonl"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = run("ingest", str(src), "--json")
+    out = json.loads(r.stdout)
+    assert r.exit_code == 2 and len(out["added"]) == 2, r.output
+    reasons = " | ".join(f"{p['where']}: {p['reason']}" for p in out["problems"])
+    assert len(out["problems"]) == 3, reasons
+    assert f"{src}:2: not JSON" in reasons and "5242880 bytes" in reasons and f"{src}:4: expected a JSON object" in reasons
+    with Memory(plur_home, model="none") as m:
+        assert sorted(e.statement for e in m.list()) == ["I live in Lisbon.", "My cat is called Tom."]
+
+
+def test_re_ingest_after_an_edit_supersedes_the_changed_turn_and_keeps_the_others_single(run, tmp_path: Path,
+                                                                                         plur_home: Path) -> None:
+    src = tmp_path / "chat.json"
+
+    def write(*texts: str) -> None:
+        src.write_text(json.dumps([{"role": "user", "content": t} for t in texts]), encoding="utf-8")
+
+    write("My cat is Tom.", "I live in Lisbon.", "I work as a nurse.")
+    assert "ingested 3 new turns (0 already ingested)" in run("ingest", str(src)).stdout
+    write("My cat is Tim.", "I live in Lisbon.", "I work as a nurse.")               # the first turn edited
+    r = run("ingest", str(src))
+    assert r.exit_code == 0 and "ingested 0 new turns, 1 changed (each supersedes its old version) " \
+                                "(2 already ingested)" in r.stdout, r.stdout
+    write("My cat is Tim.", "I live in Porto.", "I work as a nurse.", "I drink tea.")  # a middle one, and one more
+    out = json.loads(run("ingest", str(src), "--json").stdout)
+    assert len(out["added"]) == 1 and len(out["changed"]) == 1 and out["skipped"] == 2
+    with Memory(plur_home, model="none") as m:
+        active = sorted(e.statement for e in m.list() if e.status == "active")
+        assert active == ["I drink tea.", "I live in Porto.", "I work as a nurse.", "My cat is Tim."]
+        retired = {e.statement: e for e in m.list() if e.status == "retired"}
+        assert set(retired) == {"My cat is Tom.", "I live in Lisbon."}                  # history kept, not current
+        new = next(e for e in m.list() if e.statement == "I live in Porto.")
+        assert new.supersedes == retired["I live in Lisbon."].id and new.source["turn"] == 1
+    again = json.loads(run("ingest", str(src), "--json").stdout)
+    assert again["added"] == [] and again["changed"] == [] and again["skipped"] == 4

@@ -214,11 +214,13 @@ def test_bad_roles_and_format_are_refused(memory: Memory) -> None:
         memory.ingest([{"role": "user", "content": "x"}], format="whatsapp")
 
 
-def test_an_oversized_turn_names_its_place_and_nothing_is_written(plur_home: Path) -> None:
-    msgs = [{"role": "user", "content": "short"}, {"role": "user", "content": "x" * 2000}]
+def test_an_oversized_turn_is_left_out_and_named_and_the_rest_is_ingested(plur_home: Path) -> None:
+    msgs = [{"role": "user", "content": "short"}, {"role": "user", "content": "x" * 2000},
+            {"role": "user", "content": "after"}]
     with Memory(plur_home, model="none", max_statement_bytes=1000) as mem:
-        with pytest.raises(ValidationError, match=r"turn 1: statement is 2000 bytes.*nothing was ingested"):
-            mem.ingest(msgs, session="big")
-        assert mem.list() == []
+        out = mem.ingest(msgs, session="big")
+        assert [e.statement for e in out.added] == ["short", "after"]
+        assert len(out.problems) == 1 and out.problems[0][0] == "messages: session 'big' turn 1"
+        assert "2000 bytes" in out.problems[0][1]
         with pytest.raises(ValidationError, match="pathlib.Path"):
             mem.ingest("chat.json")

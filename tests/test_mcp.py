@@ -13,6 +13,7 @@ import os
 import re
 import socket
 import sqlite3
+import stat
 import subprocess
 import sys
 import time
@@ -238,7 +239,24 @@ def test_streamable_http_on_loopback(plur_home: Path) -> None:
             except OSError:
                 assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
                 await asyncio.sleep(0.2)
-        async with Client(f"http://127.0.0.1:{port}/mcp") as c:
+        import httpx2
+        from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+
+        url = f"http://127.0.0.1:{port}/mcp"
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "nobody", "version": "0"}}}
+        accept = {"Accept": "application/json, text/event-stream"}
+        async with httpx2.AsyncClient(timeout=30) as raw:                # another local account: no token
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic " + "x" * 43}):
+                r = await raw.post(url, json=init, headers={**accept, **headers})
+                assert r.status_code == 401 and "mcp.token" in r.json()["error"]["message"], r.text
+                assert r.headers["www-authenticate"].startswith("Bearer")
+        token_file = plur_home / "mcp.token"
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        token = token_file.read_text().strip()
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+        async with Client(streamable_http_client(url, http_client=http)) as c:
             assert {t.name for t in (await c.list_tools()).tools} == TOOLS
             eid = _data(await c.call_tool("learn", {"statement": "Served over HTTP."}))["engram"]["id"]
             assert _data(await c.call_tool("recall", {"query": "served http"}))["hits"][0]["engram"]["id"] == eid

@@ -133,7 +133,25 @@ def test_in_place_hand_edit_seen_after_refresh_interval(plur_home: Path, embedde
     mem.close()
 
 
-def test_refresh_ahead_catches_a_hand_edit_between_calls_and_rests_when_idle(plur_home: Path, embedder) -> None:
+class _Clock:
+    """``plur.memory``'s view of ``time``, with a ``monotonic`` the test moves (no verdict waits on the machine)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+
+def test_refresh_ahead_catches_a_hand_edit_between_calls_and_rests_when_idle(plur_home: Path, embedder,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import plur.memory
+
+    clock = _Clock()
+    monkeypatch.setattr(plur.memory, "time", clock)   # elapsed time is what the test says, at any load
     mem = Memory(plur_home, embedder=embedder, refresh_interval_s=0.5)
     e = mem.learn("The spare key is under the blue pot.")
     assert mem.refresh_ahead() is False                     # indexes not open yet: nothing to keep fresh
@@ -145,14 +163,17 @@ def test_refresh_ahead_catches_a_hand_edit_between_calls_and_rests_when_idle(plu
         fh.seek(0)
         fh.write(text)
         fh.truncate()
-    time.sleep(0.45)
+    clock.now += 0.3
+    assert mem.refresh_ahead() is False                     # 60% of the interval: not yet
+    clock.now += 0.15
     assert mem.refresh_ahead() is True                      # 80% of the interval passed: it scans now
     assert mem.store.get(e.id).statement == "The spare key is under the red doormat."
     before = mem._last_scan
     hits = mem.recall("red doormat", k=1, mode="bm25")       # indexed by the background scan already
     assert hits and hits[0].engram.id == e.id and mem._last_scan == before   # the call itself did not scan
-    time.sleep(0.2)
-    assert mem.refresh_ahead(idle_after_s=0.1) is False     # nobody called for 0.2 s: an idle process rests
+    clock.now += 0.45
+    assert mem.refresh_ahead(idle_after_s=0.1) is False     # nobody called for 0.45 s: an idle process rests
+    assert mem.refresh_ahead(idle_after_s=600) is True      # (it would have scanned: 90% of the interval)
     mem.close()
 
 

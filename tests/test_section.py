@@ -92,6 +92,20 @@ def test_neutralise_makes_one_line_without_markup() -> None:
     assert neutralise("family 👩\u200d👩\u200d👧") == "family 👩\u200d👩\u200d👧"  # ZWJ kept
 
 
+def test_the_header_and_readme_say_what_neutralise_does_with_backticks() -> None:
+    """The header is what a model reads to decode notes: it must describe the escaping exactly."""
+    from pathlib import Path
+
+    from plur.prompt.block import HEADER
+
+    note = neutralise("Run `make release` from ```main``` & <not> elsewhere")
+    assert note == "Run `make release` from &#96;&#96;&#96;main&#96;&#96;&#96; &amp; &lt;not&gt; elsewhere"
+    assert "&lt; &gt; &amp; stand for < > &" in HEADER
+    assert "&#96;&#96;&#96; for a run of backticks (single backticks are as written)" in HEADER
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert HEADER in readme and "`&` and backticks)" not in readme
+
+
 def test_injection_attempt_renders_inside_the_fence_harmlessly() -> None:
     bad = engram(INJECTION)
     good = engram("The user's dog is called Rex.")
@@ -131,8 +145,13 @@ def test_fifty_long_engrams_stay_within_budget_by_dropping_whole_engrams(budget:
     by_id = {e.id: e for e in engrams}
     shown = lines(block.text)
     assert [ln.split(" | ")[0][3:] for ln in shown] == list(block.engram_ids)
-    for ln, eid in zip(shown, block.engram_ids):  # whole engrams, never cut
-        assert ln.endswith("] " + neutralise(by_id[eid].statement))
+    for ln, eid in zip(shown, block.engram_ids):  # whole engrams, or a long one's excerpt with a pointer
+        whole = neutralise(by_id[eid].statement)
+        if not ln.endswith("] " + whole):
+            head, _, rest = ln.partition("] ")
+            excerpt, _, pointer = rest.partition(" … (clipped: ")
+            assert whole.startswith(excerpt) and pointer.endswith(f"the whole note: plur show {eid})"), ln
+            assert estimate_tokens(head + "] " + whole + "\n") > max(40, budget // 4)
     ranks = [next(i for i, e in enumerate(engrams) if e.id == eid) for eid in block.engram_ids]
     assert ranks == sorted(ranks)  # highest score first
     if budget >= 2000:
@@ -150,12 +169,33 @@ def test_budget_holds_against_real_tokenizers_for_a_full_block() -> None:
             assert len(bpe.get_encoding(name).encode(block)) <= budget
 
 
-def test_one_huge_engram_is_skipped_not_cut_and_smaller_ones_still_fit() -> None:
-    huge = engram("word " * 50_000)
+def test_a_huge_best_match_is_clipped_with_its_id_and_a_pointer_and_smaller_ones_still_fit() -> None:
+    """A 30,000-character engram that best matches is shown as an excerpt, never silently dropped."""
+    huge = engram("The migration runbook: " + "step and check and verify " * 1200)
+    assert len(huge.statement) > 30_000
     small = [engram(f"Small fact number {i}.") for i in range(3)]
-    block = build_block(hits_of([huge, *small]), 500, NOW)
-    assert huge.id not in block.engram_ids
-    assert block.engram_ids == tuple(e.id for e in small)
+    for budget in (400, 1000, 2000):
+        block = build_block(hits_of([huge, *small]), budget, NOW)
+        assert block.engram_ids == (huge.id, *(e.id for e in small)) and block.tokens <= budget
+        first = lines(block.text)[0]
+        assert first.startswith(f"- [{huge.id} | fact | global | ") and "] The migration runbook: step" in first
+        assert first.endswith(f"more characters; the whole note: plur show {huge.id})")
+        assert estimate_tokens(first + "\n") <= max(40, budget // 4)
+    assert build_block(hits_of([huge]), 60, NOW).text == ""     # no room for any excerpt: nothing, not a stub
+
+
+def test_plur_section_shows_a_long_best_match_clipped(plur_home, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from plur.cli import cli
+    from plur.memory import Memory
+
+    monkeypatch.setenv("PLUR_MODEL", "none")
+    with Memory(plur_home, model="none") as mem:
+        long_id = mem.learn("The zebra protocol: " + "rotate the keys, audit the logs, " * 1000).id
+        mem.learn("The user's dog is called Rex.")
+    r = CliRunner().invoke(cli, ["--home", str(plur_home), "section", "what is the zebra protocol", "--agent", "a"])
+    assert r.exit_code == 0 and long_id in r.stdout and f"plur show {long_id}" in r.stdout, r.stdout
 
 
 def test_pinned_first_and_at_most_half_the_budget() -> None:

@@ -21,6 +21,7 @@ import pytest
 
 from plur.errors import NotFoundError, ValidationError
 from plur.service.client import Client
+from plur.service.files import pid_alive
 
 PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 ROUTES = [("GET", "/api/v1/status"), ("GET", "/api/v1/schema"), ("POST", "/api/v1/recall"), ("POST", "/api/v1/block"),
@@ -56,6 +57,7 @@ def service() -> Iterator[tuple[Path, dict]]:
     yield home, info
     stopped = plur("service", "stop", home=home)
     assert stopped.returncode == 0 and f"stopped pid {info['pid']}" in stopped.stdout, stopped.stderr
+    assert not pid_alive(info["pid"]), "`plur service stop` returned while the process still ran"
     left = sorted(p.name for p in home.iterdir())
     assert not {"service.json", "plur.sock", "service.pid"} & set(left), left
     shutil.rmtree(home.parent, ignore_errors=True)
@@ -86,7 +88,8 @@ def raw(info: dict, method: str, path: str, body: object = None, token: str | No
 
 def test_service_json_and_socket_are_private(service: tuple[Path, dict]) -> None:
     home, info = service
-    assert set(info) == {"api", "version", "pid", "url", "socket", "token", "started"}
+    assert set(info) == {"api", "version", "pid", "url", "socket", "token", "login", "started"}
+    assert info["login"] != info["token"] and len(info["login"]) >= 43
     assert info["api"] == 1 and info["socket"] == str(home / "plur.sock") and info["url"].startswith("http://127.0.0.1:")
     assert stat.S_IMODE((home / "service.json").stat().st_mode) == 0o600
     st = (home / "plur.sock").stat()
@@ -114,6 +117,21 @@ def test_browser_pages_keep_their_own_guards(service: tuple[Path, dict]) -> None
     conn.close()
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
     conn.request("GET", "/?format=json")
+    resp = conn.getresponse()                                      # not logged in: 401 naming the command
+    assert resp.status == 401 and "plur service url" in json.loads(resp.read())["error"]
+    conn.close()
+    home = service[0]
+    got = plur("service", "url", home=home)
+    assert got.returncode == 0 and got.stdout.strip() == f"{info['url']}/?token={info['login']}", got.stderr
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    conn.request("GET", urlsplit(got.stdout.strip()).path + "?" + urlsplit(got.stdout.strip()).query)
+    resp = conn.getresponse()                                      # the login URL: a cookie, then the page
+    cookie = resp.getheader("set-cookie") or ""
+    assert resp.status == 303 and resp.getheader("location") == "/", resp.read()
+    assert cookie.startswith(f"plur_auth_{u.port}=") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    conn.close()
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    conn.request("GET", "/?format=json", headers={"Cookie": cookie.split(";")[0]})
     resp = conn.getresponse()
     assert resp.status == 200 and "plur_session=" in (resp.getheader("set-cookie") or "")
     assert len(json.loads(resp.read())["rows"]) >= 3
@@ -206,8 +224,12 @@ def test_submit_then_block_refreshes_and_keeps_scopes_apart(service: tuple[Path,
     assert code == 202 and out == {"queued": True}
     first = _wait_block(c, "a-1", lambda b: "Rex" in b["text"])
     assert "Rex" in first["text"] and "Tuesdays" not in first["text"]
+    unchanged = c.status()["worker"]["unchanged"]
     c.submit("a-1", "the dog and the beach", scope="project:a")       # same block: hash-gated, unchanged
-    time.sleep(0.5)
+    deadline = time.monotonic() + 60                                  # wait for the event, not for 0.5 s
+    while c.status()["worker"]["unchanged"] == unchanged:
+        assert time.monotonic() < deadline, "the worker never ran the second recall"
+        time.sleep(0.05)
     assert c.agent_block("a-1")["hash"] == first["hash"]
     c.submit("b-1", "when are deploys", scope="project:b")
     second = _wait_block(c, "b-1", lambda b: "Tuesdays" in b["text"])
@@ -316,9 +338,15 @@ def test_daemon_start_status_stop_and_one_service_per_home() -> None:
     home = short_home()
     env = {"PLUR_MODEL": "none"}
     try:
-        started = plur("serve", "--daemon", "--port", "0", home=home, env=env)
+        opened = home.parent / "opened.txt"   # a stand-in browser ($BROWSER, as webbrowser reads it)
+        browser = home.parent / "browser.py"
+        browser.write_text(f"import sys\nopen({str(opened)!r}, 'w').write(sys.argv[1])\n")
+        started = plur("serve", "--daemon", "--open", "--port", "0", home=home,
+                       env={**env, "BROWSER": f"{sys.executable} {browser} %s"})
         assert started.returncode == 0 and "started" in started.stderr, started.stderr
         info = json.loads((home / "service.json").read_text())
+        assert opened.read_text() == f"{info['url']}/?token={info['login']}"          # opened logged in
+        assert plur("service", "url", home=home).stdout.strip() == opened.read_text()
         again = plur("service", "start", "--port", "0", home=home, env=env)
         assert again.returncode == 0 and "already running" in again.stderr
         st = plur("service", "status", "--json", home=home)
@@ -329,8 +357,11 @@ def test_daemon_start_status_stop_and_one_service_per_home() -> None:
         assert "plur: serving" in (home / "service.log").read_text()
         stop = plur("service", "stop", home=home)
         assert stop.returncode == 0 and stop.stdout.strip() == f"stopped pid {info['pid']}"
+        assert not pid_alive(info["pid"]), "`plur service stop` returned while the process still ran"
         assert not any((home / n).exists() for n in ("service.json", "service.pid", "plur.sock"))
         assert plur("service", "status", home=home).returncode == 7
+        url = plur("service", "url", home=home)
+        assert url.returncode == 7 and "no plur service running" in url.stderr and not url.stdout
     finally:
         plur("service", "stop", home=home)
         shutil.rmtree(home.parent, ignore_errors=True)
@@ -372,6 +403,18 @@ def test_wildcard_bind_answers_on_the_addresses_it_prints() -> None:
         assert f"http://{lan[0]}:{port}/" in text and lan[0] in text.split("Host header", 1)[1]
         conn = http.client.HTTPConnection(lan[0], int(port), timeout=30)
         conn.request("GET", "/")  # Host: <lan address>:<port>, as a browser on the LAN sends it
+        resp = conn.getresponse()
+        assert resp.status == 401 and b"plur service url" in resp.read()   # anyone on the LAN: no
+        conn.close()
+        login = json.loads((home / "service.json").read_text())["login"]
+        conn = http.client.HTTPConnection(lan[0], int(port), timeout=30)
+        conn.request("GET", "/?token=" + login)
+        resp = conn.getresponse()
+        cookie = resp.getheader("set-cookie").split(";")[0]
+        assert resp.status == 303
+        conn.close()
+        conn = http.client.HTTPConnection(lan[0], int(port), timeout=30)
+        conn.request("GET", "/", headers={"Cookie": cookie})
         assert conn.getresponse().status == 200
         conn.close()
     finally:

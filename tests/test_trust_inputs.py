@@ -8,7 +8,6 @@ the command line and stdin.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -58,7 +57,8 @@ def _bomb(levels: int = 7, width: int = 9, indent: str = "") -> str:
 def test_safe_loader_refuses_an_alias_bomb_fast() -> None:
     text = _bomb(levels=3, width=9)  # 27 aliases: fine for a person's file
     assert len(load_yaml(text)["a3"]) == 9
-    t0 = time.perf_counter()
+    # The refusals are structural (aliases and nodes are counted before anything is expanded), so the
+    # verdict never depends on the machine's speed; a real expansion of these would not finish at all.
     with pytest.raises(ValidationError, match="alias"):
         load_yaml(_bomb(levels=12, width=9))
     with pytest.raises(ValidationError, match="alias bomb"):
@@ -67,7 +67,6 @@ def test_safe_loader_refuses_an_alias_bomb_fast() -> None:
         load_yaml("a: &a [*a]\n")
     with pytest.raises(ValidationError, match="over plur's limit"):
         load_yaml("x: " + "y" * 2000 + "\n", max_bytes=1000)
-    assert time.perf_counter() - t0 < 2.0
 
 
 def test_plur_yaml_import_refuses_an_alias_bomb(tmp_path: Path) -> None:

@@ -291,10 +291,11 @@ def test_doctor_warns_about_a_home_others_can_read(run, plur_home: Path) -> None
     learn_id(run, "The locker code is 7731.")
     plur_home.chmod(0o755)
     r = run("doctor", "--no-model")
-    assert r.exit_code == 0 and "other users can read it (mode 0755)" in r.stdout and "chmod 700" in r.stdout
+    assert r.exit_code == 0 and "other users can read 1 entry" in r.stdout and "0755" in r.stdout
+    assert "plur doctor --fix" in r.stdout
     report = json.loads(run("doctor", "--no-model", "--json").stdout)
     assert report["home_mode"] == "0755" and report["home_private"] is False
     plur_home.chmod(0o700)
     r = run("doctor", "--no-model")
-    assert "other users can read it" not in r.stdout
+    assert "other users can read" not in r.stdout
     assert json.loads(run("doctor", "--no-model", "--json").stdout)["home_private"] is True

@@ -11,6 +11,7 @@ import pytest
 pytest.importorskip("starlette")
 from starlette.testclient import TestClient  # noqa: E402
 
+from conftest import web_login  # noqa: E402
 from plur.memory import Memory  # noqa: E402
 from plur.web.server import create_app  # noqa: E402
 
@@ -21,6 +22,7 @@ ORIGIN = "http://127.0.0.1:7777"
 def client(plur_home: Path):
     mem = Memory(plur_home, model="none")
     with TestClient(create_app(mem), base_url=ORIGIN) as c:
+        web_login(c)
         c.memory = mem  # type: ignore[attr-defined]
         yield c
     mem.close()

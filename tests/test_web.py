@@ -18,6 +18,7 @@ import pytest
 import starlette  # noqa: F401  (the web extra)
 from starlette.testclient import TestClient  # noqa: E402
 
+from conftest import web_login  # noqa: E402
 from plur.memory import Memory  # noqa: E402
 from plur.web import charts, security  # noqa: E402
 from plur.web.server import create_app  # noqa: E402
@@ -29,7 +30,7 @@ XSS = "<script>alert(1)</script> remember the <b>bold</b> & brave"
 @pytest.fixture
 def client(memory: Memory):
     with TestClient(create_app(memory), base_url=ORIGIN) as c:
-        yield c
+        yield web_login(c)
 
 
 def token_of(client: TestClient, path: str = "/") -> str:
@@ -300,11 +301,14 @@ def test_mutations_without_a_valid_csrf_token_are_refused(client: TestClient, me
     assert post(client, url, None, statement="x").status_code == 403                     # no token
     assert post(client, url, "0" * 64, statement="x").status_code == 403                 # forged token
     with TestClient(client.app, base_url=ORIGIN) as other:                               # another session's
+        web_login(other)
         assert post(other, url, tok, statement="x").status_code == 403
-    client.cookies.clear()                                                                # token, no cookie
+    client.cookies.delete(security.COOKIE_NAME)                                           # token, no cookie
     assert post(client, url, tok, statement="x").status_code == 403
+    client.cookies.clear()                                                                # nor logged in
+    assert post(client, url, tok, statement="x").status_code == 401
     assert path.read_bytes() == before
-    assert client.get(url).status_code == 405                                            # never via GET
+    assert web_login(client).get(url).status_code == 405                                 # never via GET
 
 
 @pytest.mark.parametrize("origin, referer", [
@@ -335,6 +339,7 @@ def test_mutations_need_a_same_origin_origin(client: TestClient, memory: Memory,
 def test_foreign_host_header_is_refused(memory: Memory, host: str, allowed: bool) -> None:
     app = create_app(memory)
     with TestClient(app, base_url=ORIGIN) as c:
+        c.get("/?token=" + app.state.login_token, headers={"Host": host})  # logged in under that name
         r = c.get("/", headers={"Host": host})
         assert (r.status_code == 200) is allowed, (host, r.status_code, r.text[:200])
         if not allowed:
@@ -345,6 +350,7 @@ def test_foreign_host_header_is_refused(memory: Memory, host: str, allowed: bool
 def test_bound_and_extra_hosts_are_accepted(memory: Memory) -> None:
     app = create_app(memory, bound_host="10.0.0.5", allow_hosts=["box.lan"])
     with TestClient(app, base_url=ORIGIN) as c:
+        web_login(c)
         assert c.get("/", headers={"Host": "10.0.0.5:7777"}).status_code == 200
         assert c.get("/", headers={"Host": "box.lan:7777"}).status_code == 200
         assert c.get("/", headers={"Host": "evil.example"}).status_code == 400
@@ -393,6 +399,49 @@ def test_engram_text_is_escaped_everywhere(client: TestClient, memory: Memory) -
         assert "<script>alert" not in html and "<img src=x" not in html and "<b>bold</b>" not in html, url
         assert escaped in html, url
     assert client.get("/?q=%3Cscript%3E&format=json").json()["rows"][0]["statement"] == XSS
+
+
+def test_every_page_and_json_twin_needs_the_owner_login(memory: Memory) -> None:
+    """Another local account reaches loopback too: without the login cookie every route is 401."""
+    ids = seed(memory)
+    app = create_app(memory)
+    pages = ["/", f"/engrams/{ids['dog']}", "/stats", "/playground?q=dog", "/no/such/page"]
+    with TestClient(app, base_url=ORIGIN) as stranger:
+        for url in pages:
+            for twin in ("", ("&" if "?" in url else "?") + "format=json"):
+                r = stranger.get(url + twin, follow_redirects=False)
+                assert r.status_code == 401, (url + twin, r.status_code)
+                text = r.json()["error"] if twin else r.text
+                assert "plur service url" in text and "\n" not in text.strip() and "Rex" not in r.text, text
+                assert "set-cookie" not in r.headers
+        r = stranger.post(f"/engrams/{ids['dog']}/forget", data={}, headers={"Origin": ORIGIN})
+        assert r.status_code == 401 and memory.get(ids["dog"]).status == "active"
+        assert stranger.get("/static/style.css").status_code == 200             # no data in it
+        for bad in ("wrong", app.state.login_token[:-1], ""):                    # a guessed token
+            r = stranger.get("/?token=" + bad, follow_redirects=False)
+            assert r.status_code == 401 and "plur service url" in r.text and "set-cookie" not in r.headers
+        stranger.cookies.set("plur_auth_7777", "x" * 32 + "." + "0" * 64)       # a forged cookie
+        assert stranger.get("/", follow_redirects=False).status_code == 401
+    other = create_app(memory)                                                   # signed by another server
+    with TestClient(other, base_url=ORIGIN) as c:
+        web_login(c)
+        forged = c.cookies.get("plur_auth_7777")
+    with TestClient(app, base_url=ORIGIN) as stranger:
+        stranger.cookies.set("plur_auth_7777", forged)
+        assert stranger.get("/", follow_redirects=False).status_code == 401
+
+
+def test_the_login_url_sets_a_strict_httponly_cookie_and_drops_the_token(memory: Memory) -> None:
+    ids = seed(memory)
+    app = create_app(memory, login_token="t" * 43)
+    assert app.state.login_token == "t" * 43
+    with TestClient(app, base_url=ORIGIN) as c:
+        r = c.get(f"/engrams/{ids['dog']}?format=json&token=" + "t" * 43, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == f"/engrams/{ids['dog']}?format=json"
+        cookie = r.headers["set-cookie"]
+        assert cookie.startswith("plur_auth_7777=") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert c.get(r.headers["location"]).json()["engram"]["id"] == ids["dog"]
+        assert c.get("/stats").status_code == 200
 
 
 def test_security_headers_and_cookie(client: TestClient) -> None:

@@ -31,8 +31,13 @@ pytestmark = [
 
 
 @pytest.fixture
-def base_url(memory: Memory):
-    """Serve ``create_app(memory)`` with uvicorn in a thread on a free loopback port."""
+def served(memory: Memory):
+    """Serve ``create_app(memory)`` with uvicorn in a thread on a free loopback port.
+
+    Yields ``(base_url, login_url)``: the login URL is what ``plur service url`` prints for a service.
+    """
+    from plur.web.login import login_url
+
     import uvicorn
     from plur.web.server import create_app
 
@@ -42,14 +47,16 @@ def base_url(memory: Memory):
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(memory, bound_host="127.0.0.1"), log_level="warning"))
+    app = create_app(memory, bound_host="127.0.0.1")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
     assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
+    base = f"http://127.0.0.1:{port}"
+    yield base, login_url(base, app.state.login_token)
     server.should_exit = True
     thread.join(timeout=15)
     sock.close()
@@ -91,10 +98,22 @@ def seed(memory: Memory) -> dict[str, str]:
     return ids
 
 
-def test_browse_filter_inspect_recall_and_forget(base_url: str, browser_page, memory: Memory,
+def test_browse_filter_inspect_recall_and_forget(served: tuple[str, str], browser_page, memory: Memory,
                                                  tmp_path: Path) -> None:
+    base_url, login = served
     page = browser_page
     ids = seed(memory)
+
+    # Not logged in: the page says how to get in, and shows no engram.
+    response = page.goto(base_url + "/")
+    assert response.status == 401 and "plur service url" in page.content() and "Rex" not in page.content()
+    # The owner opens the login URL (as `plur serve --open` does): the token leaves the address bar.
+    page.goto(login)
+    assert page.url == base_url + "/"
+    cookie = [c for c in page.context.cookies() if c["name"].startswith("plur_auth_")]
+    assert len(cookie) == 1 and cookie[0]["httpOnly"] and cookie[0]["sameSite"] == "Strict"
+    assert page.evaluate("document.cookie").find("plur_auth") < 0          # HttpOnly: no script reads it
+    page.console_errors.clear()                                             # the 401 above logged one
 
     # The table: 58 engrams, first page of 50, newest first, markup shown as text.
     page.goto(base_url + "/")
@@ -181,11 +200,13 @@ def test_browse_filter_inspect_recall_and_forget(base_url: str, browser_page, me
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
 
 
-def test_cross_site_form_post_is_refused(base_url: str, browser_page, memory: Memory) -> None:
+def test_cross_site_form_post_is_refused(served: tuple[str, str], browser_page, memory: Memory) -> None:
     """A page on another origin (another local port) auto-submits a form at the server: refused."""
+    base_url, login = served
     e = memory.learn("Do not forget me.")
     page = browser_page
-    page.goto(base_url + "/")                       # the victim has a session cookie
+    page.goto(login)                                # the victim is logged in and has a session cookie
+    page.goto(base_url + "/")
     hostile = (f'<form id="f" method="post" action="{base_url}/engrams/{e.id}/forget">'
                '<input name="csrf_token" value="' + "0" * 64 + '"></form>')
     with socket.socket() as s:                      # an origin other than the server's: an unused port

@@ -140,8 +140,9 @@ def test_a_recall_past_the_deadline_is_kept_not_thrown_away(
         mem: SlowMemory, facts: SimpleNamespace, caplog: pytest.LogCaptureFixture) -> None:
     """Issue 26: the deadline bounds waiting, not usefulness; a slow (cold) recall's block is published late."""
     mem.late_s = 0.6
-    with RecallWorker(mem, timeout_s=0.15) as worker:
-        before = worker.warm("A", "dog", scope="project:a")
+    with RecallWorker(mem, timeout_s=WAIT_S) as worker:
+        before = worker.warm("A", "dog", scope="project:a")   # within a generous deadline, at any load
+        worker.timeout_s = 0.15                               # then one the 'late' recall (>= 0.6 s) misses
         with caplog.at_level(logging.INFO, logger="plur.prompt.worker"):
             worker.submit("A", "late: cat", scope="project:a")
             assert worker.wait_idle(WAIT_S)

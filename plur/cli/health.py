@@ -26,9 +26,15 @@ def init(app: App) -> None:
 @click.option("--restore", "restore", default=None, metavar="NAME",
               help="Move a quarantined file you fixed back into the store (its name as listed, or the engram id); "
                    "it is validated first.")
+@click.option("--fix", is_flag=True, help="Make the home owner-only: folders 0700, files 0600 (an older home).")
 @click.pass_obj
-def doctor(app: App, as_json: bool, no_model: bool, restore: str | None) -> None:
+def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, fix: bool) -> None:
     """Store health: counts, quarantined files, lock state, the model in use and why, the service."""
+    if fix:
+        from ..store.modes import repair
+
+        for path, old, new in repair(app.memory.home):
+            echo(f"made owner-only: {path} {old:04o} -> {new:04o}")
     if restore is not None:
         e = app.memory.store.restore(restore)
         if as_json:
@@ -55,7 +61,10 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None) -> None
 
     echo(f"home         {report['home']}")
     if not report.get("home_private", True):
-        echo(f"  warning: other users can read it (mode {report['home_mode']}); run: chmod 700 {report['home']}")
+        exposed = report.get("too_open") or [f"{report['home']} {report['home_mode']}"]
+        shown = ", ".join(exposed[:3]) + (f" and {len(exposed) - 3} more" if len(exposed) > 3 else "")
+        echo(f"  warning: other users can read {len(exposed)} entr{'y' if len(exposed) == 1 else 'ies'} "
+             f"({shown}); run: plur doctor --fix")
     echo(f"engrams      {eng['total']}  (status: {counts(eng['by_status'])})")
     echo(f"  by scope   {counts(eng['by_scope'])}")
     echo(f"  by type    {counts(eng['by_type'])}")

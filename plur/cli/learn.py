@@ -59,6 +59,11 @@ def learn(app: App, statement: str, scope: str, type_: str, tags: tuple[str, ...
 
 
 def _learned(engram: Engram, is_new: bool, added: list[str], as_json: bool) -> None:
+    from ..store.times import format_time, utcnow
+
+    if is_new and engram.valid_until is not None and engram.valid_until <= utcnow():
+        click.echo(f"note: {engram.id} is already expired (valid_until {format_time(engram.valid_until)} is in the "
+                   "past): recall and the memory block skip it; `plur list` still shows it", err=True)
     if as_json:
         emit_json({"engram": engram.to_dict(), "created": is_new, "tags_added": added})
     elif is_new:

@@ -11,7 +11,8 @@ from ..service.session import Session as App
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
 @click.option("--port", type=click.IntRange(0, 65535), default=7777, show_default=True, help="0: any free port.")
 @click.option("--allow-host", "allow_hosts", multiple=True, help="Another Host name the pages answer to.")
-@click.option("--open", "open_browser", is_flag=True, help="Open the page in the default browser.")
+@click.option("--open", "open_browser", is_flag=True,
+              help="Open the page in the default browser, logged in (the URL carries a login token).")
 @click.option("--daemon", is_flag=True, help="Run in the background (same as `plur service start`).")
 @click.option("--idle-exit-s", "idle_exit_s", type=click.FloatRange(min=0), default=0.0,
               help="Stop after this many seconds without a request (0: never; auto-started services use it).")
@@ -22,7 +23,7 @@ def serve(app: App, host: str, port: int, allow_hosts: tuple[str, ...], open_bro
     from ..service import commands
 
     if daemon:
-        commands.start_and_report(app.home, host, port, allow_hosts)
+        commands.start_and_report(app.home, host, port, allow_hosts, open_browser=open_browser)
         return
     from ..service.runner import run
     from ..web.server import create_app
@@ -34,7 +35,8 @@ def serve(app: App, host: str, port: int, allow_hosts: tuple[str, ...], open_bro
 @click.command()
 @click.option("--scope", default=None,
               help="Pin the server to this scope (authorisation): tools read it plus global and write only it.")
-@click.option("--transport", type=click.Choice(("stdio", "streamable-http")), default="stdio", show_default=True)
+@click.option("--transport", type=click.Choice(("stdio", "streamable-http")), default="stdio", show_default=True,
+              help="streamable-http: every request needs 'Authorization: Bearer <token in HOME/mcp.token>'.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="streamable-http only; loopback only.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="streamable-http only.")
 @click.pass_obj
@@ -43,10 +45,12 @@ def mcp(app: App, scope: str | None, transport: str, host: str, port: int) -> No
     from ..mcp.scope import ScopePin
     from ..mcp.server import serve as run_mcp
     from ..mcp.service_backend import ServiceBackend
+    from ..service.files import home_of
 
     ScopePin(scope)  # a bad --scope fails here, before the client sees a server
     # a thin client of the home's service, started on first need (issue 26); no model in this process
-    run_mcp(ServiceBackend(app.home), scope=scope, transport=transport, host=host, port=port)
+    run_mcp(ServiceBackend(app.home), scope=scope, transport=transport, host=host, port=port,
+            home=home_of(app.home), announce=lambda line: click.echo(line, err=True))
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

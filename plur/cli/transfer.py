@@ -8,7 +8,8 @@ import click
 
 from ..service.session import Session as App
 from ..store.engram import STATUSES
-from .output import echo, emit_json
+from ..errors import ValidationError
+from .output import echo, emit_json, one_line
 
 
 @click.command("import")
@@ -78,7 +79,16 @@ def ingest(app: App, source: Path, fmt: str | None, session: str | None, date: s
                             source={"file": source.name})
     if as_json:
         emit_json({"source": str(source), "format": out.format, "turns": out.turns,
-                    "added": [e.id for e in out.added], "skipped": out.skipped})
+                    "added": [e.id for e in out.added], "skipped": out.skipped,
+                    "changed": [{"id": e.id, "supersedes": e.supersedes} for e in out.changed],
+                    "problems": [{"where": w, "reason": r} for w, r in out.problems]})
     else:
-        click.echo(f"ingested {len(out.added)} new turn{'s' if len(out.added) != 1 else ''} "
+        edits = f", {len(out.changed)} changed (each supersedes its old version)" if out.changed else ""
+        click.echo(f"ingested {len(out.added)} new turn{'s' if len(out.added) != 1 else ''}{edits} "
                    f"({out.skipped} already ingested) from {source} [{out.format}]")
+    for where, reason in out.problems:
+        echo(f"plur: skipped {where}: {one_line(reason)}", err=True)
+    if out.problems:  # the rest is in; the exit says not everything was
+        n = len(out.problems)
+        raise ValidationError(f"{n} item{'s' if n != 1 else ''} of {source} could not be ingested (listed above); "
+                              "fix them and ingest again: turns already ingested are not added twice")

@@ -139,7 +139,10 @@ def _export(model: Any, names: list[str], path: Path) -> None:
             return torch.nn.functional.normalize(out.float(), p=2, dim=1)
 
     example = model.preprocess(["probe text for the export"])
-    path.parent.mkdir(parents=True, exist_ok=True)
+    from ..store.atomic import private_dirs
+    from ..store.modes import private_file
+
+    private_dirs(path.parent)
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     axes = {n: {0: "batch", 1: "sequence"} for n in names} | {"embedding": {0: "batch"}}
     try:
@@ -149,6 +152,7 @@ def _export(model: Any, names: list[str], path: Path) -> None:
             warnings.simplefilter("ignore")
             torch.onnx.export(_Whole(model).eval(), tuple(example[n] for n in names), str(tmp), input_names=names,
                               output_names=["embedding"], dynamic_axes=axes, opset_version=OPSET, dynamo=False)
+        private_file(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -129,10 +129,17 @@ def resolve(query: str, now: datetime | date) -> list[DateRange]:
         :class:`DateRange` objects in the order their words appear; ``[]`` when the query
         names no date. Overlapping phrases are read once (the longest, most specific first).
     """
-    if isinstance(now, datetime):
-        today = (now if now.tzinfo else now.replace(tzinfo=timezone.utc)).astimezone(timezone.utc).date()
-    else:
-        today = now
+    try:
+        if isinstance(now, datetime):
+            today = (now if now.tzinfo else now.replace(tzinfo=timezone.utc)).astimezone(timezone.utc).date()
+        else:
+            today = now
+        return _resolve(query, today)
+    except (OverflowError, ValueError):  # 'tomorrow' on 9999-12-31, 'last year' in year 1: no such date
+        return []
+
+
+def _resolve(query: str, today: date) -> list[DateRange]:
     text = query.casefold()
     if _TRIGGER.search(text) is None:
         return []
@@ -234,7 +241,10 @@ def mentioned(statement: str, when: datetime | date) -> tuple[DateRange, ...]:
         names no date.
     """
     if isinstance(when, datetime):
-        when = (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).astimezone(timezone.utc).date()
+        try:
+            when = (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).astimezone(timezone.utc).date()
+        except OverflowError:
+            return ()
     if len(statement) > _CACHED_CHARS:  # the cache holds its keys: long texts are resolved each time
         return tuple(resolve(statement, when))
     return _mentioned(statement, when)

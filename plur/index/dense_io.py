@@ -19,6 +19,7 @@ import numpy as np
 from ..jsonio import loads
 from ..errors import StoreError, require
 from ..store.atomic import private_dirs
+from ..store.modes import open_private, private_file
 
 #: Version of the on-disk format; another version on load means rebuild.
 FORMAT_VERSION = 1
@@ -43,7 +44,7 @@ def save_index(dense: Any, folder: Path, identity: str | None = None) -> None:
         ids = [dense._slot_ids[s] if s >= 0 else None for s in dense._row_slot[:dense._n].tolist()]
         ids_bytes = json.dumps(ids, ensure_ascii=False).encode("utf-8")
         _atomic(folder / "vectors.npy", lambda p: _write_vectors(dense, p))
-        _atomic(folder / "ids.json", lambda p: p.write_bytes(ids_bytes))
+        _atomic(folder / "ids.json", lambda p: _write_bytes(p, ids_bytes))
         if dense._hnsw is not None:
             _atomic(folder / "hnsw.bin", lambda p: dense._hnsw.save_index(str(p)))
         else:
@@ -56,7 +57,7 @@ def save_index(dense: Any, folder: Path, identity: str | None = None) -> None:
             "ids_sha256": hashlib.sha256(ids_bytes).hexdigest(),
             "versions": {"numpy": np.__version__, "hnswlib": _hnswlib_version()},
         }
-        _atomic(folder / "meta.json", lambda p: p.write_text(json.dumps(meta, indent=2), encoding="utf-8"))
+        _atomic(folder / "meta.json", lambda p: _write_bytes(p, json.dumps(meta, indent=2).encode("utf-8")))
 
 
 
@@ -65,7 +66,7 @@ def _write_vectors(dense: Any, path: Path) -> None:
 
     Not a memmap: its dirty pages would count in this process's RSS (150 MB at 100k x 384).
     """
-    with open(path, "wb") as fh:
+    with open_private(path, "wb") as fh:
         np.lib.format.write_array_header_1_0(
             fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
                  "shape": (dense._n, dense.dims)})
@@ -146,11 +147,17 @@ def _atomic(path: Path, write: Any) -> None:
     tmp = path.with_name(f".{path.stem}.tmp-{os.getpid()}{path.suffix}")  # np.save keeps a .npy suffix
     try:
         write(tmp)
+        private_file(tmp)  # hnswlib's save_index creates its file with the umask's mode
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    with open_private(path, "wb") as fh:
+        fh.write(data)
 
 
 def _hnswlib_version() -> str:

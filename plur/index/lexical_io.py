@@ -24,6 +24,7 @@ from ..jsonio import loads
 from .postings import Postings
 from .tokenize import TOKENIZER_VERSION, Tokenizer
 from ..store.atomic import private_dirs
+from ..store.modes import open_private, private_dir
 
 #: Version of the on-disk layout written by :meth:`plur.index.lexical.BM25Index.save`.
 FORMAT_VERSION: int = 1
@@ -45,12 +46,13 @@ def write_folder(folder: Path, meta: dict[str, Any], ids: list[str], vocab: list
             ``postings_tf`` ``[postings] int32``.
     """
     private_dirs(folder.parent)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))  # mkdtemp: 0700
+    private_dir(tmp)
     try:
         _write(tmp / "ids.json", json.dumps(ids, ensure_ascii=False).encode())
         _write(tmp / "vocab.json", json.dumps(vocab, ensure_ascii=False).encode())
         for name, arr in arrays.items():
-            with open(tmp / f"{name}.npy", "wb") as fh:
+            with open_private(tmp / f"{name}.npy", "wb") as fh:
                 np.save(fh, arr, allow_pickle=False)
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -129,7 +131,7 @@ def _check_arrays(meta: dict[str, Any], ids: Any, vocab: Any, arrays: dict[str, 
 
 
 def _write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as fh:
+    with open_private(path, "wb") as fh:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())

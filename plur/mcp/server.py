@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from ..errors import InvalidIdError, NotFoundError, PlurError, ValidationError, require
@@ -251,25 +252,44 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
 
 
 def serve(backend: Backend, *, scope: str | None = None, transport: str = "stdio", host: str = "127.0.0.1",
-          port: int = 8765) -> None:
+          port: int = 8765, home: Path | None = None, announce: Callable[[str], None] | None = None) -> None:
     """Run the server until the client disconnects (stdio) or the process is stopped; closes ``backend``.
 
     Args:
-        transport: ``stdio`` (the client starts this process) or ``streamable-http`` (on ``host:port``,
-            loopback only: memory has no other authentication on this transport).
+        transport: ``stdio`` (the client starts this process; no authentication) or ``streamable-http``
+            (on ``host:port``, loopback only, every request needs ``Authorization: Bearer <token>``
+            with the token in ``<home>/mcp.token``: :mod:`plur.mcp.auth`).
+        home: the plur home whose ``mcp.token`` guards the HTTP transport (required for it).
+        announce: called with one line saying where the HTTP server listens and where its token is.
 
     Raises:
-        ValidationError: a non-loopback ``host`` or an unknown transport.
+        ValidationError: a non-loopback ``host``, an unknown transport, or HTTP without ``home``.
     """
     if transport == "streamable-http" and host not in ("127.0.0.1", "::1", "localhost"):
         raise ValidationError(f"--host {host!r} is not loopback; the MCP HTTP transport serves 127.0.0.1 or ::1 only")
     if transport not in ("stdio", "streamable-http"):
         raise ValidationError(f"unknown transport {transport!r}; use stdio or streamable-http")
+    if transport == "streamable-http" and home is None:
+        raise ValidationError("the MCP HTTP transport needs the plur home whose mcp.token guards it")
     server = build_server(backend, scope=scope)
     try:
         if transport == "stdio":
             server.run("stdio")
         else:
-            server.run("streamable-http", host=host, port=port)
+            _serve_http(server, host, port, home, announce)  # type: ignore[arg-type]
     finally:
         backend.close()
+
+
+def _serve_http(server: Any, host: str, port: int, home: Path, announce: Callable[[str], None] | None) -> None:
+    """``server`` over streamable HTTP behind :class:`~plur.mcp.auth.BearerGuard`, with uvicorn."""
+    import uvicorn
+
+    from .auth import BearerGuard, ensure_token, token_path
+
+    path = token_path(home)
+    app = BearerGuard(server.streamable_http_app(host=host), ensure_token(home), where=str(path))
+    if announce is not None:
+        announce(f"plur mcp: streamable HTTP at http://{'[::1]' if host == '::1' else host}:{port}/mcp; "
+                 f"clients send 'Authorization: Bearer <token>' with the token in {path} (mode 0600)")
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()

@@ -9,7 +9,8 @@ def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
     """Store health and the model in use.
 
     Returns:
-        ``{home, home_mode ("0700"), home_private (no group/other access), engrams: {total, by_scope,
+        ``{home, home_mode ("0700"), home_private (no group/other access to it or anything in it),
+        too_open (["<path> <mode>"] of entries group or others can reach), engrams: {total, by_scope,
         by_type, by_status}, quarantined: [...], lock: {...},
         model: {requested, name, identity, dims, source, reason, warnings, device} , index: {...}}``.
     """
@@ -29,8 +30,11 @@ def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
         mode: int | None = mem.home.stat().st_mode & 0o777
     except OSError:
         mode = None
+    from ..store.modes import too_open
+
+    exposed = [f"{p} {m:04o}" for p, m in too_open(mem.home)]
     return {"home": str(mem.home), "home_mode": None if mode is None else f"{mode:04o}",
-            "home_private": mode is None or not mode & 0o077,
+            "home_private": not exposed, "too_open": exposed,
             "engrams": {"total": len(engrams), "by_scope": count("scope"),
                                                 "by_type": count("type"), "by_status": count("status")},
             "quarantined": mem.store.quarantined(), "lock": mem.store.lock_state(), "model": model,

@@ -42,10 +42,13 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
         progress: show a tqdm bar on stderr (default: when more than 1,000 turns are new).
 
     Returns:
-        An :class:`~plur.store.ingest.turns.IngestResult` (``added``, ``skipped``, ``turns``, ``format``).
+        An :class:`~plur.store.ingest.turns.IngestResult` (``added``, ``skipped``, ``turns``, ``format``,
+        ``changed``: engrams that superseded a stored turn whose text was edited since, ``problems``: each
+        malformed item left out, with why: a JSON Lines line that is not JSON, a Claude Code event or
+        ChatGPT conversation that cannot be read, a turn over ``max_statement_bytes``).
 
     Raises:
-        ValidationError: malformed data, unknown format/role, bad scope, date or tag.
+        ValidationError: data that is malformed as a whole, unknown format/role, bad scope, date or tag.
     """
     from ..store import ingest as conv
 
@@ -57,35 +60,47 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
     if isinstance(messages, str):
         raise ValidationError(f"ingest() got text {messages[:60]!r}; pass the decoded messages, or "
                               "pathlib.Path(...) for a file")
+    problems: list[tuple[str, str]] = []  # malformed items left out; the rest is ingested
     if isinstance(messages, Path):
-        data, where = conv.load(messages), str(messages)
+        data, where = conv.load(messages, problems), str(messages)
     else:
         data, where = messages, "messages"
     if isinstance(data, list) and data and all(isinstance(t, conv.Turn) for t in data):
         turns, fmt = list(data), data[0].format
     else:
         fmt = format or conv.detect_format(data, where)
-        turns = conv.parse(data, fmt, where=where, session=session, date=when)
+        turns = conv.parse(data, fmt, where=where, session=session, date=when, problems=problems)
     kept = [t for t in turns if t.role in roles]
     with mem._lock:
         mem._scan()
-        have = {k for e in mem.store.all() if e.scope == scope
-                and (k := conv.source_key(e.source)) is not None}
+        have: dict[Any, Engram] = {}  # provenance key -> its engram (the active one when superseded)
+        for e in mem.store.all():
+            if e.scope == scope and (k := conv.source_key(e.source)) is not None:
+                if k not in have or e.status == "active":
+                    have[k] = e
+    kept = conv.keep_file_session(kept, have.values(), data, fmt, session,
+                                  (source or {}).get("file") or (messages.name if isinstance(messages, Path)
+                                                                else None))
     new: list[Any] = []
+    edited: list[tuple[Engram, Any]] = []  # (stored engram, turn whose text changed since)
+    queued: set[Any] = set()
     for t in kept:
-        if t.key not in have:
-            have.add(t.key)
-            new.append(t)
+        old = have.get(t.key)
+        if old is None:
+            if t.key not in queued:  # a key repeated in the data is ingested once
+                queued.add(t.key)
+                new.append(t)
+        elif old.status == "active" and old.statement != t.text and old.content_hash != _text_hash(t.text):
+            edited.append((old, t))
     engrams = []
-    for t in new:  # all validated before anything is written
+    for t in new:  # all validated before anything is written; a bad turn is left out and reported
         try:
             engrams.append(Engram.create(t.text, max_statement_bytes=mem.settings.max_statement_bytes,
                                          scope=scope, type="user" if t.role == "user" else "reference",
                                          tags=tuple(tags), source=t.source(**(source or {})),
                                          created=t.created or when))
         except ValidationError as exc:
-            raise ValidationError(f"{where}: session {t.session!r} turn {t.turn}: {exc}; nothing was "
-                                  "ingested") from None
+            problems.append((f"{where}: session {t.session!r} turn {t.turn}", str(exc)))
     added: list[Engram] = []
     show = progress if progress is not None else len(engrams) > 1000
     from tqdm import tqdm
@@ -100,4 +115,21 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
                 mem._note_own_write()
             added += batch
             bar.update(len(results))
-    return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(added), skipped=len(kept) - len(new))
+    changed = []
+    for old, t in edited:  # the turn was edited since it was ingested: its new text supersedes the old
+        try:
+            changed.append(mem.supersede(old.id, t.text, source=t.source(**(source or {})),
+                                         created=t.created or when))
+        except ValidationError as exc:
+            problems.append((f"{where}: session {t.session!r} turn {t.turn}", str(exc)))
+    return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(added),
+                             skipped=len(kept) - len(new) - len(edited), problems=tuple(problems),
+                             changed=tuple(changed))
+
+
+def _text_hash(text: str) -> str | None:
+    """An engram's ``content_hash`` for ``text`` (``None`` when it is no valid statement)."""
+    try:
+        return Engram.create(text).content_hash
+    except ValidationError:
+        return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
@@ -167,4 +167,4 @@ def _until(valid_until: Any, ttl: Any) -> datetime | None:
         return None if valid_until is None else parse_time(valid_until, "valid_until")
     if valid_until is not None:
         raise ValidationError("give either ttl or valid_until, not both")
-    return utcnow() + (ttl if isinstance(ttl, timedelta) else parse_duration(ttl))
+    return utcnow() + parse_duration(ttl)  # bounded (100 years): never an OverflowError

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import (AuthError, ConflictError, DatabaseUnavailableError, InvalidIdError, NotFoundError, PlurError,
                       ValidationError)
 from ..store.schema import DEFAULT_TYPE, schema
+from ..values import parse_int
 from .files import API_VERSION
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -235,8 +236,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
     def recall(_: dict[str, str], query: str, k: int, scope: str | None, mode: str, types: list[str] | None,
                tags: list[str] | None, agent: str | None, min_score: float | None,
                include_expired: bool) -> dict[str, Any]:
-        if k > MAX_K:
-            raise ValidationError(f"k={k} is over the limit of {MAX_K}")
+        k = parse_int(k, "k", lo=0, hi=MAX_K)
         t0 = time.perf_counter()
         hits = memory.recall(query, k, scope=scope, mode=mode, types=types, tags=tags, agent=agent,
                              min_score=min_score, include_expired=include_expired)

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ..errors import ServiceError
+from . import files
 from .files import home_of
 
 
@@ -22,7 +23,7 @@ def _describe(st: dict[str, Any]) -> list[str]:
     if st.get("socket"):
         lines.append(f"socket       {st['socket']}")
     if st.get("url"):
-        lines.append(f"url          {st['url']}/")
+        lines.append(f"url          {st['url']}/  (log a browser in: `plur service url`)")
     info = st.get("status")
     if info:
         model = (info.get("model") or {}).get("name") or "none (BM25 only)"
@@ -34,7 +35,8 @@ def _describe(st: dict[str, Any]) -> list[str]:
     return lines
 
 
-def start_and_report(home: Path | None, host: str, port: int, allow_hosts: Sequence[str] = ()) -> None:
+def start_and_report(home: Path | None, host: str, port: int, allow_hosts: Sequence[str] = (),
+                     open_browser: bool = False) -> None:
     """Start the service in the background (or find it running) and print where it is."""
     from .daemon import start
 
@@ -42,6 +44,27 @@ def start_and_report(home: Path | None, host: str, port: int, allow_hosts: Seque
     click.echo("already running" if st.get("already") else "started", err=True)
     for line in _describe(st):
         click.echo(line)
+    if open_browser:
+        _open(home_of(home))
+
+
+def page_login_url(home: Path) -> str:
+    """The URL that logs the owner's browser in to the running service's pages.
+
+    Raises:
+        ServiceError: no service runs for ``home`` (or it has not written ``service.json`` yet).
+    """
+    info = files.read_service_file(home) if files.service_alive(home) else None
+    if info is None or not isinstance(info.get("login"), str) or not info.get("url"):
+        raise ServiceError(f"no plur service running for {home}; start one with `plur service start` "
+                           "(or `plur serve --open`)")
+    return files.login_url(info)
+
+
+def _open(home: Path) -> None:
+    import webbrowser
+
+    webbrowser.open(page_login_url(home))
 
 
 @click.group()
@@ -68,6 +91,17 @@ def stop(ctx: click.Context) -> None:
     out = stop_service(_home(ctx))
     stale = f" (removed stale {', '.join(out['stale_removed'])})" if out["stale_removed"] else ""
     click.echo(f"stopped pid {out['stopped']}" if out["stopped"] else f"not running{stale}")
+
+
+@service.command()
+@click.option("--open", "open_browser", is_flag=True, help="Also open it in the default browser.")
+@click.pass_context
+def url(ctx: click.Context, open_browser: bool) -> None:
+    """Print the URL that logs your browser in to the pages (owner only: it carries a login token)."""
+    home = _home(ctx)
+    click.echo(page_login_url(home))
+    if open_browser:
+        _open(home)
 
 
 @service.command()

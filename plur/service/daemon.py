@@ -107,8 +107,7 @@ def spawn(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts:
         cmd += ["--allow-host", name]
     if idle_exit_s > 0:
         cmd += ["--idle-exit-s", repr(float(idle_exit_s))]
-    log_path = home / files.LOG_FILE
-    with open(log_path, "ab") as log:
+    with files.open_log(home) as log:
         log.write(f"\n== plur service start {time.strftime('%Y-%m-%dT%H:%M:%S%z')}: {' '.join(cmd)}\n".encode())
         log.flush()
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -116,7 +115,7 @@ def spawn(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts:
 
 
 def stop(home: Path, *, timeout_s: float = STOP_TIMEOUT_S) -> dict[str, Any]:
-    """Stop the home's service (SIGTERM), wait for it to exit, remove what it left.
+    """Stop the home's service (SIGTERM), wait until its process has exited, remove what it left.
 
     Returns:
         ``{"stopped": pid or None, "stale_removed": [names]}`` (``None``: none was running).
@@ -136,7 +135,9 @@ def stop(home: Path, *, timeout_s: float = STOP_TIMEOUT_S) -> dict[str, Any]:
         pass
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if not files.service_alive(home):
+        # The lock goes when the server closes it, before the interpreter has finished exiting (threads,
+        # atexit, the model's libraries): "stopped" means the process is gone, so wait for the pid too.
+        if not files.service_alive(home) and not files.pid_alive(pid):
             return {"stopped": pid, "stale_removed": files.remove_files(home)}
         time.sleep(0.05)
     raise ServiceError(f"the service (pid {pid}) is still running {timeout_s:.0f} s after SIGTERM; "

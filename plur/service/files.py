@@ -3,7 +3,10 @@
 ``service.json`` (mode 0600, written once the service answers, removed at a clean stop)::
 
     {"api": 1, "version": "0.1.0", "pid": 4242, "url": "http://127.0.0.1:7777",
-     "socket": "<home>/plur.sock", "token": "<random urlsafe>", "started": "2026-01-01T00:00:00Z"}
+     "socket": "<home>/plur.sock", "token": "<random urlsafe>", "login": "<random urlsafe>",
+     "started": "2026-01-01T00:00:00Z"}
+
+``token`` is the JSON API's bearer token; ``login`` the pages' login token (:func:`login_url`).
 
 ``socket`` is ``null`` when the home's path is too long for a unix socket address
 (:data:`MAX_SOCKET_PATH` bytes). This module imports nothing heavy: the fast CLI path reads it.
@@ -61,6 +64,33 @@ def write_private_json(path: Path, data: dict[str, Any]) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def write_private_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (ASCII), mode 0600 whatever the umask (the pid file)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        os.fchmod(fh.fileno(), 0o600)
+        fh.write(text)
+
+
+def open_log(home: Path) -> Any:
+    """``<home>/service.log`` opened for appending (binary), created 0600 and narrowed to 0600 if older."""
+    path = home / LOG_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "ab")
+
+
+def login_url(info: dict[str, Any]) -> str:
+    """The URL that logs a browser in to the pages: ``<url>/?token=<login>`` (see ``plur.web.login``).
+
+    Raises:
+        KeyError: ``info`` (a ``service.json``) has no ``url`` or ``login``.
+    """
+    from urllib.parse import urlencode
+
+    return str(info["url"]).rstrip("/") + "/?" + urlencode({"token": info["login"]})
 
 
 def no_service(home: Path) -> str:

@@ -6,7 +6,7 @@ Start-up order, so a failure is one clear line and nothing half-started is left 
 2. bind the TCP port and ``<home>/plur.sock`` (port in use, foreign address -> exit 7, nothing printed);
 3. write ``service.pid``; open the indexes, load the model and trace its query path (:meth:`Memory.prepare_serving`);
    start the thread that runs the store's periodic full scan between requests (:class:`_Freshener`);
-4. write ``service.json`` (0600, with a fresh token), print where it listens, serve with uvicorn.
+4. write ``service.json`` (0600, with a fresh API token and page login token), print where it listens, serve with uvicorn.
 
 SIGTERM or Ctrl-C stop it cleanly: uvicorn drains requests, the recall worker stops, indexes are
 saved, and ``service.json``, the socket and the pid file are removed.
@@ -31,7 +31,7 @@ from . import files
 from .api import PathDispatch, create_api
 from ..store.atomic import private_dirs
 
-#: ``web_factory(memory, bound_host=..., allow_hosts=..., lock=...)`` -> the page's ASGI app
+#: ``web_factory(memory, bound_host=..., allow_hosts=..., lock=..., login_token=...)`` -> the page's ASGI app
 #: (``plur.web.server.create_app``; passed in by the CLI, since the service layer does not import web).
 WebFactory = Callable[..., Any]
 
@@ -91,7 +91,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         else:
             _say(f"plur: {home_path / files.SOCKET_FILE} is too long for a unix socket; the API is on "
                  "loopback HTTP only")
-        (home_path / files.PID_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+        files.write_private_text(home_path / files.PID_FILE, f"{os.getpid()}\n")
         names = host_names(host, tuple(allow_hosts))
         warning = _bind_warning(host)
         if warning:
@@ -103,14 +103,16 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         freshener = _Freshener(memory)
         lock = threading.Lock()
         token = secrets.token_urlsafe(32)
+        login = secrets.token_urlsafe(32)  # the pages' login token (plur.web.login), not the API's
         urls = bind_urls(host, port, names)
         loop_url = f"http://127.0.0.1:{port}" if host in WILDCARDS else urls[0].rstrip("/")
         info = {"api": files.API_VERSION, "version": _version(), "pid": os.getpid(), "url": loop_url,
-                "socket": str(sock_path) if sock_path else None, "token": token,
+                "socket": str(sock_path) if sock_path else None, "token": token, "login": login,
                 "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")}
         api = create_api(memory, worker, token, lock=lock,
                          info={k: info[k] for k in ("version", "url", "socket", "started")})
-        web = web_factory(memory, bound_host=host, allow_hosts=names, lock=lock) if web_factory else None
+        web = (web_factory(memory, bound_host=host, allow_hosts=names, lock=lock, login_token=login)
+               if web_factory else None)
         app = PathDispatch(api, web if web is not None else api)
         idle = None
         if idle_exit_s > 0:
@@ -121,6 +123,8 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         _say(f"plur: serving {n} engrams from {home_path} (pid {os.getpid()}; Ctrl-C or `plur service stop` "
              "to stop)")
         _say(f"  page + API   {'  '.join(urls)}")
+        if web is not None:
+            _say("  page login   `plur service url` prints the URL that logs a browser in (owner only)")
         if sock_path is not None:
             _say(f"  API socket   {sock_path} (mode 0600)")
         _say(f"  API token    in {home_path / files.SERVICE_FILE} (mode 0600)")
@@ -129,7 +133,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         if ready is not None:
             ready(info)
         if open_browser:
-            threading.Timer(0.8, webbrowser.open, args=(urls[0],)).start()
+            threading.Timer(0.8, webbrowser.open, args=(files.login_url(info),)).start()
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False,
                                                timeout_graceful_shutdown=3, lifespan="off"))
         started = True
@@ -194,7 +198,8 @@ def _bind_warning(host: str) -> str | None:
     if is_loopback(host):
         return None
     return (f"WARNING: plur serve is bound to {host!r}, not loopback: anyone who can reach this machine can "
-            "read and change your memory through the pages (the JSON API still needs the token). "
+            "read your traffic to the pages, login cookie included (plain HTTP; the pages and the JSON API "
+            "still need their tokens). "
             "Use --host 127.0.0.1 unless you mean it.")
 
 

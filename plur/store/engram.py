@@ -22,7 +22,7 @@ from functools import cache
 from typing import Any
 
 from ..errors import InvalidIdError, ValidationError
-from .times import format_time, parse_duration, parse_time, utcnow  # noqa: F401 - re-exported: the time rules
+from .times import check_window, format_time, parse_duration, parse_time, utcnow  # noqa: F401 - re-exported
 
 #: ``ENG-YYYY-MM-DD-<6 lower-case hex>``. Anchored with ``\A``/``\Z`` so no
 #: newline, separator, dot or NUL can pass: an id can never be a path.
@@ -223,11 +223,14 @@ class Engram:
             **fields: any other :class:`Engram` field.
 
         Raises:
-            ValidationError: a field is invalid; the message names it and the fix.
+            ValidationError: a field is invalid, or ``valid_until`` is not after a given ``created``
+                (or ``valid_from``); the message names it and the fix.
         """
         _check_statement(statement, max_statement_bytes)
         when = parse_time(created, "created") if created is not None else utcnow()
-        return cls(id=fields.pop("id", None) or new_id(when), statement=statement, created=when, **fields)
+        engram = cls(id=fields.pop("id", None) or new_id(when), statement=statement, created=when, **fields)
+        check_window(engram.created if created is not None else None, engram.valid_from, engram.valid_until)
+        return engram
 
     def replace(self, **changes: Any) -> "Engram":
         """A copy with ``changes`` applied and ``updated`` set to now (unless given)."""

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import StoreError, ValidationError
+from .atomic import private_dirs
 
 MANIFEST_NAME = ".plur-export.json"
 
@@ -131,8 +132,8 @@ def replace_folder(target: Path, force: bool, build: Callable[[Path], dict[str, 
     tmp = parent / f".{target.name}.plur-export-{tag}"
     old = parent / f".{target.name}.plur-old-{tag}"
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        tmp.mkdir()
+        private_dirs(parent)
+        tmp.mkdir(mode=0o700)  # an export holds the memory: owner-only like the home
         files = build(tmp)
         write_manifest(tmp, files)
         if target.exists():

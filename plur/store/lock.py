@@ -27,7 +27,7 @@ def _overwrite(path: Path, data: bytes, width: int = 80) -> None:
     No truncation: on ext4 (auto_da_alloc) truncating and rewriting a file forces a
     data flush, which cost ~4 ms per write here. Readers strip the padding.
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
         os.pwrite(fd, data.ljust(width), 0)
         if os.fstat(fd).st_size > max(width, len(data)):
@@ -70,7 +70,7 @@ class StoreLock:
             # filelock polls a non-blocking flock; its 50 ms default makes 8 contending writers
             # spend most of their time asleep; 2 ms keeps the hand-over short at small CPU cost.
             self._made = self._filelock_mod.FileLock(str(self.path), timeout=self.timeout_s, poll_interval=0.002,
-                                                     thread_local=False, preserve_lock_file=True)
+                                                     thread_local=False, preserve_lock_file=True, mode=0o600)
         return self._made
 
     @property
@@ -128,7 +128,7 @@ class StoreLock:
         if state["held_here"]:
             state["locked"] = True
         elif state["exists"]:
-            probe = self._filelock_mod.FileLock(str(self.path), thread_local=False, preserve_lock_file=True)
+            probe = self._filelock_mod.FileLock(str(self.path), thread_local=False, preserve_lock_file=True, mode=0o600)
             try:
                 probe.acquire(blocking=False)
             except self._filelock_mod.Timeout:

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..jsonio import INT_RANGE, loads
 from .atomic import atomic_write, private_dirs
+from .modes import open_private
 from .engram import ID_RE, Engram
 from ..errors import StoreError
 
@@ -78,7 +79,7 @@ def load_manifest(path: Path, root: Path) -> dict[str, FileEntry]:
     except (OSError, ValueError, UnicodeDecodeError):
         return out
     if (not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT
-            or doc.get("version") != MANIFEST_VERSION or doc.get("root") != str(root)
+            or doc.get("version") != MANIFEST_VERSION or doc.get("root") != root_text(root)
             or not isinstance(doc.get("files"), dict)):
         return out
     for name, row in doc["files"].items():
@@ -104,6 +105,15 @@ def _wide_int(value: Any) -> bool:
     return False
 
 
+def root_text(root: Path) -> str:
+    """The engram folder's path as manifest text: its bytes as UTF-8, any other byte as ``\\xNN``.
+
+    A path that is not UTF-8 (``PLUR_HOME=$'home\\xff'``) reaches Python with surrogate escapes, which
+    no UTF-8 file can hold; this spelling can, and equals ``str(root)`` for every UTF-8 path.
+    """
+    return os.fsencode(root).decode("utf-8", "backslashreplace")
+
+
 def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool:
     """Write the manifest atomically (temp file + rename; no fsync: it is a cache).
 
@@ -116,7 +126,7 @@ def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool
     Returns:
         True when written; False when the write failed (e.g. a read-only home).
     """
-    head = json.dumps({"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "root": str(root),
+    head = json.dumps({"format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "root": root_text(root),
                        "saved_ns": time.time_ns()}, ensure_ascii=False, separators=(",", ":"))
     tmp: str | None = None
     try:
@@ -136,12 +146,12 @@ def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool
                 except (TypeError, ValueError):  # an unknown key holds a non-JSON value: keep it out
                     row[6] = None
                     text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-                fh.write(f"{sep}{json.dumps(name)}:{text}")
+                fh.write(f"{sep}{json.dumps(name, ensure_ascii=True)}:{text}")
                 sep = ","
             fh.write("}}")
         os.replace(tmp, path)
         tmp = None
-    except OSError:
+    except (OSError, UnicodeEncodeError):  # a text no UTF-8 file can hold: the manifest is only a cache
         return False
     finally:
         if tmp is not None:
@@ -201,7 +211,7 @@ class WriterJournal:
                 header = f"{JOURNAL_MAGIC} {epoch}\n".encode("ascii")
                 atomic_write(self.path, header, sync=False)
                 self.pos = (epoch, len(header))
-            with open(self.path, "ab") as f:
+            with open_private(self.path, "ab") as f:
                 f.write(name.encode("ascii") + b"\n")
                 self.pos = (self.pos[0], f.tell())
         except (OSError, StoreError):

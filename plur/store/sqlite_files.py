@@ -20,6 +20,7 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 from .atomic import private_dirs
+from .modes import touch_private
 
 log = logging.getLogger("plur.store.sqlite_files")
 
@@ -52,6 +53,7 @@ def connect(path: Path, *, timeout_s: float = 5.0, read_only: bool = False) -> t
     """
     path = Path(path)
     if not read_only and _writable(path):
+        touch_private(path)  # 0600 before SQLite creates it: its -wal and -shm files copy that mode
         conn = sqlite3.connect(path, check_same_thread=False, timeout=timeout_s, isolation_level=None)
         try:
             conn.execute("PRAGMA journal_mode=WAL")

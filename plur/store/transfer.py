@@ -25,6 +25,7 @@ from pathlib import Path
 
 
 from ..errors import StoreError, ValidationError
+from .atomic import private_dirs
 from .claude_dir import claude_file as _claude_file, read_claude_dir as _read_claude_dir
 from .engram import Engram, new_id, parse_time, utcnow
 from .plur_yaml import dump_plur_yaml, from_plur, read_plur_yaml as _read_plur_yaml, to_plur
@@ -142,8 +143,8 @@ def engram_from_json(data: Any) -> Engram:
 def _write_file(path: Path, data: bytes) -> None:
     """Atomic: temp file beside ``path``, fsync, rename."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
+        private_dirs(path.parent)  # an export holds the memory: owner-only like the home
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)  # mkstemp: 0600
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

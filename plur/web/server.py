@@ -11,6 +11,7 @@ Routes (each page has a JSON twin at the same URL with ``?format=json``)::
 
 Guards, outermost first: :class:`~plur.web.security.HostGuard` (foreign ``Host`` -> 400),
 security headers (CSP without inline script or style, no framing, ``no-store``),
+:class:`~plur.web.login.LoginGuard` (the owner's ``?token=`` login and its cookie, else 401),
 :class:`~plur.web.security.SessionCookie` (session id cookie + CSRF token), and on the
 POST route :func:`~plur.web.security.check_mutation` (same-origin ``Origin`` + token -> else 403).
 
@@ -32,7 +33,7 @@ from urllib.parse import urlencode
 from ..display import safe_text
 from ..errors import (ConflictError, DatabaseUnavailableError, InvalidIdError, NotFoundError, PlurError,
                       ValidationError, require)
-from . import charts, security, views
+from . import charts, login, security, views
 
 if TYPE_CHECKING:  # pragma: no cover
     from starlette.applications import Starlette
@@ -159,7 +160,8 @@ def _status_for(exc: PlurError) -> int:
 
 
 def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: Iterable[str] = (),
-               secret: bytes | None = None, lock: threading.Lock | None = None) -> "Starlette":
+               secret: bytes | None = None, lock: threading.Lock | None = None,
+               login_token: str | None = None) -> "Starlette":
     """Build the web app over an open :class:`plur.memory.Memory` (not closed by the app).
 
     Args:
@@ -170,6 +172,8 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
         secret: HMAC key for CSRF tokens (32 random bytes by default, new per process).
         lock: serialises the page's Memory calls; pass the service API's lock to share it
             (default: a lock of its own).
+        login_token: the token a login URL carries (:mod:`plur.web.login`); default a fresh one,
+            readable as ``app.state.login_token``.
 
     Returns:
         A Starlette ASGI application. Memory calls run in a worker thread, one at a time.
@@ -188,6 +192,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
     for name in ("engrams.html", "engram.html", "stats.html", "playground.html", "error.html"):
         env.get_template(name)  # compile now: a template error fails at start, and the first page is not slower
     key = secret or secrets.token_bytes(32)
+    login_token = login_token or login.new_login_token()
     caches = views.Caches(usage=UsageCounts(memory.stats.path))
     # One memory call at a time: page loads are short, and the store's refresh is not meant to race.
     lock = lock or threading.Lock()
@@ -314,6 +319,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
     middleware = [
         Middleware(security.HostGuard, allowed=security.allowed_hosts(bound_host, allow_hosts)),
         Middleware(_SecurityHeaders),
+        Middleware(login.LoginGuard, secret=key, login_token=login_token),
         Middleware(security.SessionCookie, secret=key),
     ]
     async def http_error(request: Request, exc: Exception) -> Response:
@@ -328,6 +334,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
 
     app = Starlette(routes=routes, middleware=middleware, exception_handlers={404: http_error, 405: http_error})
     app.state.memory = memory
+    app.state.login_token = login_token
     app.state.caches = caches  # serve() closes caches.usage on exit
     return app
 
@@ -368,10 +375,11 @@ def serve(home: str | Path | None = None, host: str = "127.0.0.1", port: int = 7
         app = create_app(memory, bound_host=host, allow_hosts=names)
         n = len(memory.list())  # read every engram file now, not on the first page load
         shown = urls(host, port, names)
+        entry = login.login_url(shown[0], app.state.login_token)
         print(f"plur: serving {n} engrams from {memory.settings.home} at {'  '.join(shown)} (Ctrl-C to stop); "
-              f"Host names accepted: {', '.join(names)}", file=sys.stderr, flush=True)
+              f"Host names accepted: {', '.join(names)}; log in at {entry}", file=sys.stderr, flush=True)
         if open_browser:
-            threading.Timer(0.8, webbrowser.open, args=(shown[0],)).start()
+            threading.Timer(0.8, webbrowser.open, args=(entry,)).start()
         try:
             uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False)).run(sockets=[sock])
         except KeyboardInterrupt:

@@ -24,7 +24,7 @@
  * group, or a `{{` followed later by any `}}`; there is no escape syntax. Engram text must never
  * reach it with a brace pair, so every `{{` becomes `{ {` and every `}}` becomes `} }` (runs of
  * three or more are split the same way). Nothing else in the section text is special to the
- * renderer; plur's block renderer already neutralises `<`, `>`, `&` and backticks.
+ * renderer; plur's block renderer already neutralises `<`, `>`, `&` and runs of 3+ backticks.
  * @param {string} text - the memory block from the service.
  * @returns {string} the same text with no `{{` or `}}` left.
  */

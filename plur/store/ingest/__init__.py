@@ -9,8 +9,10 @@ turns the turns into engrams.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from typing import Any
 from ...errors import ValidationError
 from . import chatgpt, claude_code, locomo, longmemeval, messages
 from ..transfer import read_text_file
-from .turns import FORMATS, KEY_FIELDS, ROLES, IngestResult, Turn, source_key
+from .turns import FORMATS, KEY_FIELDS, ROLES, SKIPPED_LINE, IngestResult, Turn, source_key
 
 _PARSERS = {m.NAME: m for m in (messages, claude_code, chatgpt, longmemeval, locomo)}
 #: Detection order: the most specific shapes first (a message list is the loosest).
@@ -31,6 +33,8 @@ def detect_format(data: Any, where: str = "input") -> str:
     Raises:
         ValidationError: no format matches; the message lists them and asks for ``--format``.
     """
+    if isinstance(data, list):
+        data = [d for d in data if d is not SKIPPED_LINE]
     for mod in _DETECT:
         if mod.looks_like(data):
             return mod.NAME
@@ -42,7 +46,7 @@ def detect_format(data: Any, where: str = "input") -> str:
 
 
 def parse(data: Any, fmt: str | None = None, *, where: str = "input", session: str | None = None,
-          date: datetime | None = None) -> list[Turn]:
+          date: datetime | None = None, problems: list[tuple[str, str]] | None = None) -> list[Turn]:
     """Turns of decoded conversation data.
 
     Args:
@@ -51,6 +55,9 @@ def parse(data: Any, fmt: str | None = None, *, where: str = "input", session: s
         where: a name for error messages (the file).
         session: session id where the data has none (see each format).
         date: timestamp for turns that carry none and whose session has no date.
+        problems: when given, a malformed item of a format made of independent items (a Claude Code
+            event, a ChatGPT conversation) is appended here as ``(place, reason)`` and left out, and
+            the rest is read; without it the first one raises.
 
     Raises:
         ValidationError: unknown format or malformed data, naming ``where`` and the place.
@@ -58,14 +65,43 @@ def parse(data: Any, fmt: str | None = None, *, where: str = "input", session: s
     if fmt is not None and fmt not in _PARSERS:
         raise ValidationError(f"unknown conversation format {fmt!r}; use one of {', '.join(FORMATS)}")
     name = fmt or detect_format(data, where)
+    if isinstance(data, list) and name != claude_code.NAME:
+        data = [d for d in data if d is not SKIPPED_LINE]
+    if problems is not None and name in (chatgpt.NAME, claude_code.NAME):
+        return _PARSERS[name].parse(data, where=where, session=session, date=date, problems=problems)
     return _PARSERS[name].parse(data, where=where, session=session, date=date)
 
 
-def load(path: str | os.PathLike[str]) -> Any:
+def keep_file_session(turns: list[Turn], stored: Any, data: Any, fmt: str, session: str | None,
+                      file: str | None) -> list[Turn]:
+    """Give a re-ingested message file the session its turns had before, when it names none of its own.
+
+    A message list without a session id gets one from a hash of its first message
+    (:func:`plur.store.ingest.turns.session_of`), so editing that message would make every turn new
+    and store the conversation twice. When the same file (``source.file``) was ingested before into
+    this scope under exactly one session, its turns keep that session: an edited turn then matches its
+    old version (and supersedes it) and unchanged turns stay single.
+
+    Args:
+        turns: the parsed turns. stored: engrams already in the scope. data: the decoded file.
+        fmt: its format. session: the session the caller gave (then nothing changes). file: its name.
+    """
+    if fmt != messages.NAME or session is not None or not file or not turns or messages.names_session(data):
+        return turns
+    before = {e.source.get("session") for e in stored if e is not None and isinstance(e.source, Mapping)
+              and e.source.get("format") == messages.NAME and e.source.get("file") == file}
+    if len(before) != 1 or turns[0].session in before:
+        return turns
+    sid = str(next(iter(before)))
+    return [dataclasses.replace(t, session=sid) for t in turns]
+
+
+def load(path: str | os.PathLike[str], problems: list[tuple[str, str]] | None = None) -> Any:
     """Decode a conversation file: JSON, or JSON Lines (one value per line) -> a list.
 
     JSON Lines is recognised by a ``.jsonl``/``.ndjson`` suffix, or by a file that is not one JSON
-    document but whose lines are.
+    document but whose lines are. With ``problems`` given, a JSON Lines line that is not JSON is
+    appended there as ``("<file>:<line>", reason)`` and skipped (unless no line is JSON at all).
 
     Raises:
         ValidationError: missing/unreadable file, or neither JSON nor JSON Lines (naming the line).
@@ -79,14 +115,22 @@ def load(path: str | os.PathLike[str]) -> Any:
             if "\n" not in text.strip():
                 raise ValidationError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from None
     out = []
+    bad: list[tuple[str, str]] = []
     for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
             out.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"{p}:{n}: not JSON ({exc.msg}); expected JSON, or one JSON value per line") \
-                from None
+        except (json.JSONDecodeError, RecursionError) as exc:
+            reason = f"not JSON ({getattr(exc, 'msg', 'nested too deeply')})"
+            if problems is None or (len(bad) >= 50 and len(bad) == len(out)):  # 50 bad lines, no good one
+                raise ValidationError(f"{p}:{n}: {reason}; expected JSON, or one JSON value per line") from None
+            bad.append((f"{p}:{n}", reason))
+            out.append(SKIPPED_LINE)  # keeps the next lines' numbers (Claude Code places are line numbers)
+    if bad and len(bad) == len(out):
+        raise ValidationError(f"{bad[0][0]}: {bad[0][1]}; expected JSON, or one JSON value per line")
+    if problems is not None:
+        problems.extend(bad)
     return out
 
 
@@ -96,5 +140,6 @@ def read_conversation(path: str | os.PathLike[str], fmt: str | None = None, *, s
     return parse(load(path), fmt, where=str(path), session=session, date=date)
 
 
-__all__ = ["FORMATS", "KEY_FIELDS", "ROLES", "IngestResult", "Turn", "detect_format", "load", "parse", "read_conversation",
+__all__ = ["FORMATS", "KEY_FIELDS", "ROLES", "IngestResult", "Turn", "detect_format", "keep_file_session", "load",
+           "parse", "read_conversation",
            "source_key"]

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from ...errors import ValidationError
 from .turns import ROLES, Turn, content_text, need, parse_when
 
 NAME = "chatgpt"
@@ -47,7 +48,8 @@ def _branch(conv: Mapping[str, Any], where: str) -> list[Mapping[str, Any]]:
     return path[::-1]
 
 
-def parse(data: Any, *, where: str, session: str | None = None, date: datetime | None = None) -> list[Turn]:
+def parse(data: Any, *, where: str, session: str | None = None, date: datetime | None = None,
+          problems: list[tuple[str, str]] | None = None) -> list[Turn]:
     """Turns of each conversation's current branch; the session is the conversation id.
 
     Args:
@@ -56,33 +58,50 @@ def parse(data: Any, *, where: str, session: str | None = None, date: datetime |
         session: session id for a conversation without ``id``/``conversation_id``.
         date: time for messages without ``create_time`` (default: the conversation's ``create_time``).
 
+        problems: when given, a malformed conversation is appended as ``("<where>: conversation N",
+            reason)`` and left out instead of raising; the others are read.
+
     Raises:
-        ValidationError: a conversation without ``mapping``, or a broken current branch.
+        ValidationError: a conversation without ``mapping``, or a broken current branch (``problems``
+            not given).
     """
     convs = data if isinstance(data, list) else [data]
     out: list[Turn] = []
     for c, conv in enumerate(convs):
         here = f"{where}: conversation {c}"
-        need(isinstance(conv, Mapping) and isinstance(conv.get("mapping"), Mapping), here,
-             "expected a ChatGPT conversation object with a 'mapping'")
-        sid = conv.get("conversation_id") or conv.get("id") or session
-        need(isinstance(sid, str) and bool(sid), here, "conversation has no 'id'; pass a session id (--session)")
-        conv_date = parse_when(conv.get("create_time"), f"{here}: create_time") or date
-        n = 0
-        for node in _branch(conv, here):
-            msg = node.get("message")
-            if not isinstance(msg, Mapping):
-                continue
-            role = (msg.get("author") or {}).get("role")
-            meta = msg.get("metadata") or {}
-            if role not in ROLES or (isinstance(meta, Mapping) and meta.get("is_visually_hidden_from_conversation")):
-                continue
-            content = msg.get("content") or {}
-            text = content_text(content.get("parts") or content.get("text") or "") if isinstance(content, Mapping) else ""
-            if not text:
-                continue
-            when = parse_when(msg.get("create_time"), f"{here}: create_time") or conv_date
-            extra = {"title": conv["title"]} if isinstance(conv.get("title"), str) else {}
-            out.append(Turn(NAME, sid, n, role, text, when, extra=extra))
-            n += 1
+        try:
+            out.extend(_conversation(conv, here, session, date))
+        except (ValidationError, AttributeError, TypeError, KeyError) as exc:
+            if problems is None:
+                raise
+            reason = str(exc) if isinstance(exc, ValidationError) else f"malformed ({type(exc).__name__}: {exc})"
+            problems.append((here, reason.removeprefix(here + ": ")))
+    return out
+
+
+def _conversation(conv: Any, here: str, session: str | None, date: datetime | None) -> list[Turn]:
+    """The turns of one conversation's current branch."""
+    out: list[Turn] = []
+    need(isinstance(conv, Mapping) and isinstance(conv.get("mapping"), Mapping), here,
+         "expected a ChatGPT conversation object with a 'mapping'")
+    sid = conv.get("conversation_id") or conv.get("id") or session
+    need(isinstance(sid, str) and bool(sid), here, "conversation has no 'id'; pass a session id (--session)")
+    conv_date = parse_when(conv.get("create_time"), f"{here}: create_time") or date
+    n = 0
+    for node in _branch(conv, here):
+        msg = node.get("message")
+        if not isinstance(msg, Mapping):
+            continue
+        role = (msg.get("author") or {}).get("role")
+        meta = msg.get("metadata") or {}
+        if role not in ROLES or (isinstance(meta, Mapping) and meta.get("is_visually_hidden_from_conversation")):
+            continue
+        content = msg.get("content") or {}
+        text = content_text(content.get("parts") or content.get("text") or "") if isinstance(content, Mapping) else ""
+        if not text:
+            continue
+        when = parse_when(msg.get("create_time"), f"{here}: create_time") or conv_date
+        extra = {"title": conv["title"]} if isinstance(conv.get("title"), str) else {}
+        out.append(Turn(NAME, sid, n, role, text, when, extra=extra))
+        n += 1
     return out

@@ -34,6 +34,11 @@ def looks_like(data: Any) -> bool:
     return bool(msgs) and isinstance(msgs[0], Mapping) and "role" in msgs[0] and "content" in msgs[0]
 
 
+def names_session(data: Any) -> bool:
+    """True when the data carries its own session id (``session_id``/``session``/``id``)."""
+    return isinstance(data, Mapping) and any(data.get(k) for k in ("session_id", "session", "id"))
+
+
 def parse(data: Any, *, where: str, session: str | None = None, date: datetime | None = None) -> list[Turn]:
     """Turns of one message list, numbered 0.. in order (user and assistant messages only).
 

@@ -31,6 +31,17 @@ KEY_FIELDS: tuple[str, ...] = ("format", "session", "turn", "role")
 ProvenanceKey = tuple[str, str, int, str]
 
 
+class _SkippedLine:
+    """Stands in the decoded list for a JSON Lines line that was not JSON (already reported)."""
+
+    def __repr__(self) -> str:
+        return "SKIPPED_LINE"
+
+
+#: The placeholder :func:`plur.store.ingest.load` leaves for a line it reported as a problem.
+SKIPPED_LINE = _SkippedLine()
+
+
 @dataclass(frozen=True)
 class Turn:
     """One message of a conversation.
@@ -79,13 +90,20 @@ class IngestResult:
         format: the conversation format read.
         turns: turns kept by the ``roles`` filter.
         added: the engrams written, in conversation order.
-        skipped: kept turns already stored (same provenance key in the scope).
+        skipped: kept turns already stored unchanged (same provenance key in the scope, same text).
+        changed: the new engrams of turns whose text changed since they were ingested: each
+            supersedes the old one (``supersedes`` = its id; the old one is retired, not deleted).
+        problems: ``(place, reason)`` of each item left out because it was malformed (a JSON Lines
+            line that is not JSON, a Claude Code event or ChatGPT conversation that cannot be read,
+            a turn over ``max_statement_bytes``); the rest of the file was ingested.
     """
 
     format: str
     turns: int
     added: tuple[Engram, ...]
     skipped: int
+    problems: tuple[tuple[str, str], ...] = ()
+    changed: tuple[Engram, ...] = ()
 
 
 def source_key(source: Any) -> ProvenanceKey | None:
