@@ -148,10 +148,11 @@ class _Clock:
 
 def test_refresh_ahead_catches_a_hand_edit_between_calls_and_rests_when_idle(plur_home: Path, embedder,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    import plur.memory
+    import importlib
 
     clock = _Clock()
-    monkeypatch.setattr(plur.memory, "time", clock)   # elapsed time is what the test says, at any load
+    for name in ("facade", "freshness", "recall"):  # every Memory module that reads the clock
+        monkeypatch.setattr(importlib.import_module(f"plur.memory.{name}"), "time", clock)  # elapsed time as the test says
     mem = Memory(plur_home, embedder=embedder, refresh_interval_s=0.5)
     e = mem.learn("The spare key is under the blue pot.")
     assert mem.refresh_ahead() is False                     # indexes not open yet: nothing to keep fresh
