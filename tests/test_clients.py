@@ -133,7 +133,10 @@ def test_the_mcp_sdk_client_over_stdio_and_streamable_http_with_a_warm_service(
                 break
             except OSError:
                 time.sleep(0.1)
-        _check_sdk(sdk(home, "http", f"http://127.0.0.1:{port}/mcp"), ids, keyword=False)
+        from plur.mcp.auth import ensure_token  # the token the HTTP transport checks (<home>/mcp.token, 0600)
+
+        _check_sdk(sdk(home, "http", f"http://127.0.0.1:{port}/mcp", PLUR_MCP_TOKEN=ensure_token(home)), ids,
+                   keyword=False)
     finally:
         server.terminate()
         _, err = server.communicate(timeout=60)

@@ -1,5 +1,5 @@
 // The official MCP TypeScript SDK client against `plur mcp`, over stdio or streamable HTTP.
-// usage: node sdk_client.mjs stdio <command> [args...]  |  node sdk_client.mjs http <url>
+// usage: node sdk_client.mjs stdio <command> [args...]  |  PLUR_MCP_TOKEN=... node sdk_client.mjs http <url>
 // Prints one JSON object: what each call answered and how long it took (ms), for tests/test_clients.py.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -9,7 +9,10 @@ const [mode, ...rest] = process.argv.slice(2);
 const t0 = performance.now();
 const transport = mode === "stdio"
   ? new StdioClientTransport({ command: rest[0], args: rest.slice(1), env: process.env, stderr: "pipe" })
-  : new StreamableHTTPClientTransport(new URL(rest[0]));
+  : new StreamableHTTPClientTransport(new URL(rest[0]), {
+    // plur's HTTP transport wants the home's MCP token (plur/mcp/auth.py); the test passes it in the environment
+    requestInit: { headers: { Authorization: `Bearer ${process.env.PLUR_MCP_TOKEN ?? ""}` } },
+  });
 let stderr = "";
 if (mode === "stdio") transport.stderr?.on("data", (d) => { stderr += d.toString(); });
 const client = new Client({ name: "plur-sdk-test", version: "1.0.0" });
