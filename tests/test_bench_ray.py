@@ -15,6 +15,7 @@ from bench import cli
 from bench.ray_engine import run_tasks_ray
 from bench.runner import EngineConfig, make_variants, run_tasks
 from bench.tasks import DocMeta, Query, Task
+from bench_rows import comparable
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'plur[distributed]'")
 
@@ -59,9 +60,7 @@ def test_ray_engine_gives_the_local_engines_rows_and_shares_the_cache(tmp_path):
     finally:
         ray.shutdown()
 
-    def strip(rows):
-        return [{k: v for k, v in r.items() if k != "latency_ms"} for r in rows]
-    assert strip(remote) == strip(local)
+    assert comparable(remote) == comparable(local)
     assert [r["task"] for r in remote][::len(variants) * 2] == ["a", "b", "c"]
     assert rinfo["identity"] == info["identity"] and rsettings == settings
     assert _cached(cache / "embeddings.sqlite") == n_cached     # every text came from the shared cache
