@@ -244,12 +244,11 @@ class RecallWorker:
         gen = self.submit(agent_id, text, scope)
         t0 = time.monotonic()
         self._ready.wait(timeout_s)  # a cold start (index open, model load) is waited for in full
-        if not warmed and self._ready.is_set():  # that recall may have been keyword-only: once more, hybrid
+        # a keyword-only first recall gets a hybrid one; not when capturing (the text would enter its own block)
+        if not warmed and self._ready.is_set() and not self.capture:
             gen = self.submit(agent_id, text, scope)
-        if timeout_s is not None:
-            limit: float | None = max(0.0, timeout_s - (time.monotonic() - t0))
-        else:
-            limit = self.timeout_s if self.timeout_s > 0 else None
+        limit: float | None = (max(0.0, timeout_s - (time.monotonic() - t0)) if timeout_s is not None
+                               else self.timeout_s if self.timeout_s > 0 else None)
         with self._cond:
             self._cond.wait_for(
                 lambda: self._closed or (st := self._agents.get(agent_id)) is None or st.finished_gen >= gen,
