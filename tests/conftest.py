@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -117,3 +119,14 @@ def web_login(client):
     r = client.get("/?token=" + client.app.state.login_token, follow_redirects=False)
     assert r.status_code == 303 and "plur_auth_" in r.headers.get("set-cookie", ""), (r.status_code, r.text)
     return client
+
+
+def wait_for(cond: Callable[[], Any], what: str, deadline_s: float = 60.0) -> Any:
+    """``cond()``'s first truthy value, polled; fails after a deadline generous for a loaded machine."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.005)
+    raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")

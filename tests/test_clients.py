@@ -22,7 +22,7 @@ import pytest
 
 from plur.service import autostart, daemon
 from plur.store.engram import TYPES
-from test_doors import FACTS, _env, _seed
+from test_doors import FACTS, _env, _seed, serve_seeded
 
 CLIENTS = Path(__file__).resolve().parent / "clients"
 NODE_MODULES = CLIENTS / "node_modules"
@@ -47,19 +47,7 @@ def _node_env(home: Path, **extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
-    home = tmp_path_factory.mktemp("clients") / "home"
-    ids = _seed(home)
-    old = dict(os.environ)
-    os.environ.update(_env(home))
-    try:
-        daemon.start(home, port=0)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
-    try:
-        yield home, ids
-    finally:
-        daemon.stop(home)
+    yield from serve_seeded(tmp_path_factory.mktemp("clients") / "home")
 
 
 def inspector(home: Path, *args: str, **env: str) -> Any:

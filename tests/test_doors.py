@@ -58,7 +58,11 @@ def _seed(home: Path) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, str]]]:
     """A home with the ten facts and a running service (packaged model), stopped at the end."""
-    home = tmp_path_factory.mktemp("warm") / "home"
+    yield from serve_seeded(tmp_path_factory.mktemp("warm") / "home")
+
+
+def serve_seeded(home: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """Seed ``home`` with the facts, start its service (packaged model), yield ``(home, ids)``, stop it."""
     ids = _seed(home)
     old = dict(os.environ)
     os.environ.update(_env(home))

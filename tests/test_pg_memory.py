@@ -7,19 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PACKAGED_MODEL
+from conftest import PACKAGED_MODEL, wait_for
 from plur.errors import ConflictError, DatabaseUnavailableError
 
 
-def wait_for(cond, what: str, deadline_s: float = 60.0):
-    """``cond()``'s first truthy value; fails after a deadline generous for a loaded machine."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.005)
-    raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
 
 
 def _memory(tmp_path: Path, name: str, uri: str, embedder):

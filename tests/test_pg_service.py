@@ -7,17 +7,10 @@ import shutil
 import time
 
 from plur.service.client import Client
+from conftest import wait_for
 from test_service import plur, short_home
 
 
-def _wait(cond, what: str, deadline_s: float = 60.0):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.005)
-    raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
 
 
 def _ids(answer: dict) -> list[str]:
@@ -37,11 +30,11 @@ def test_two_services_on_one_database(pg_uri: str) -> None:
         b.recall("warm up", mode="bm25")
         t0 = time.perf_counter()
         e = a.learn("The coffee machine on floor three is descaled on Fridays.")["engram"]
-        _wait(lambda: e["id"] in _ids(b.recall("coffee machine descaled", mode="bm25")), "B to recall A's learn")
+        wait_for(lambda: e["id"] in _ids(b.recall("coffee machine descaled", mode="bm25")), "B to recall A's learn")
         print(f"\nservice A learn -> service B recall: {(time.perf_counter() - t0) * 1000:.0f} ms")
         assert not (homes[0] / "engrams").exists() and not (homes[1] / "engrams").exists()
         a.forget(e["id"])
-        _wait(lambda: e["id"] not in _ids(b.recall("coffee machine descaled", mode="bm25")), "B to drop it")
+        wait_for(lambda: e["id"] not in _ids(b.recall("coffee machine descaled", mode="bm25")), "B to drop it")
     finally:
         for home in homes:
             plur("service", "stop", home=home)

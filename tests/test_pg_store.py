@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import wait_for
+
 from plur.errors import ConflictError, DatabaseUnavailableError, DuplicateError, NotFoundError, ValidationError
 from plur.store.engram import Engram, engram_version
 
@@ -28,14 +30,6 @@ def _other(pg_uri: str, tmp_path: Path, name: str = "home-b"):
     return PgStore(pg_uri, tmp_path / name)
 
 
-def wait_for(cond, what: str, deadline_s: float = 30.0):
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        got = cond()
-        if got:
-            return got
-        time.sleep(0.01)
-    raise AssertionError(f"timed out after {deadline_s} s waiting for {what}")
 
 
 def test_add_get_dedup_and_tags(store):
