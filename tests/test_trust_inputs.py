@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from plur.config import SETTINGS, load_settings
 from plur.errors import ConfigError, ValidationError
@@ -67,6 +68,26 @@ def test_safe_loader_refuses_an_alias_bomb_fast() -> None:
         load_yaml("a: &a [*a]\n")
     with pytest.raises(ValidationError, match="over plur's limit"):
         load_yaml("x: " + "y" * 2000 + "\n", max_bytes=1000)
+
+
+def test_alias_limit_counts_every_use_exactly_whatever_the_order() -> None:
+    # The aliases are counted in the composed node graph (references minus distinct nodes), so an
+    # alias written before its anchor's other uses, or inside a nested list, counts the same.
+    def doc(uses: int) -> str:
+        return "base: &b {x: 1}\nlater: [" + ", ".join(["*b"] * (uses - 1)) + "]\nfirst: *b\n"
+    assert len(load_yaml(doc(100))["later"]) == 99
+    with pytest.raises(ValidationError, match="101 aliases, more than 100"):
+        load_yaml(doc(101))
+
+
+@pytest.mark.parametrize("text", [
+    "id: ENG-2025-01-01-aaaaaa\nstatement: 'It''s *bold* - and: colons'\ntags: [a, b]\ncreated: 2025-01-01\n",
+    "a: 2025-01-01T10:00:00Z\nb: [1, 2.5, true, null, ~, '3']\nc: {d: [e, {f: g}]}\n",
+    "k: |\n  line one\n  line two\nm: >\n  folded\n  text\n",
+])
+def test_load_yaml_agrees_with_pyyaml_safe_load(text: str) -> None:
+    # load_yaml composes with libyaml when PyYAML has it; the values must be PyYAML's SafeLoader's.
+    assert load_yaml(text) == yaml.load(text, Loader=yaml.SafeLoader)
 
 
 def test_plur_yaml_import_refuses_an_alias_bomb(tmp_path: Path) -> None:
