@@ -4,23 +4,50 @@ each cached until the store changes (keyed by the Memory's generation).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any
+
+
+def _bounded(e: Any) -> bool:
+    """Can ``e`` be or become non-current (retired, or with a validity bound)?"""
+    return e.status != "active" or e.valid_until is not None or e.valid_from is not None
 
 
 def not_current(mem: Any) -> set[str]:
     """Ids of engrams that are not current now (retired, expired, not yet valid); see :meth:`Engram.is_current`.
 
-    The engrams that can be non-current (retired, or with a validity bound) are listed once per
-    store change; each call only checks those against the clock.
+    The engrams that can be non-current (retired, or with a validity bound) are listed once (an
+    O(n) pass) and then kept up to date from each refresh's changes (:func:`note_changes`); each
+    call only checks those against the clock.
     """
     if mem._bounded_cache is None or mem._bounded_cache[0] != mem._generation:
-        bounded = [e for e in mem.store.by_id().values()
-                   if e.status != "active" or e.valid_until is not None or e.valid_from is not None]
+        bounded = {e.id: e for e in mem.store.by_id().values() if _bounded(e)}
         mem._bounded_cache = (mem._generation, bounded)
     now = datetime.now(timezone.utc)
-    return {e.id for e in mem._bounded_cache[1] if not e.is_current(now)}
+    return {i for i, e in mem._bounded_cache[1].items() if not e.is_current(now)}
+
+
+def note_changes(mem: Any, before: int, changed: Iterable[Any], removed: Iterable[str]) -> None:
+    """Carry the bounded list of :func:`not_current` from generation ``before`` to the current one.
+
+    Args:
+        before: the generation the changes were made on (the list is dropped if it is older).
+        changed: the added or updated engrams (as now stored). removed: ids no longer stored.
+    """
+    cache = mem._bounded_cache
+    if cache is None or cache[0] != before:
+        mem._bounded_cache = None
+        return
+    bounded = cache[1]
+    for i in removed:
+        bounded.pop(i, None)
+    for e in changed:
+        if _bounded(e):
+            bounded[e.id] = e
+        else:
+            bounded.pop(e.id, None)
+    mem._bounded_cache = (mem._generation, bounded)
 
 
 def allowed(mem: Any, scope: str | None, types: Sequence[str] | None,

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from ..store.engram import Engram
+from .filters import note_changes
 
 
 def scan_interval_s(mem: Any) -> float:
@@ -64,11 +65,12 @@ def scan(mem: Any, force: bool = False, use: bool = True) -> None:
     mem._folder_mtime = mtime
     if changes.added or changes.updated or changes.removed:
         mem._generation += 1
-    if mem._indexes is not None and (changes.added or changes.updated or changes.removed):
-        if changes.removed:
-            mem._indexes.remove(changes.removed)
-        changed = [mem._get_or_none(i) for i in (changes.added | changes.updated)]
-        mem._indexes.add([e for e in changed if e is not None])
+        changed = [e for e in (mem._get_or_none(i) for i in (changes.added | changes.updated)) if e is not None]
+        note_changes(mem, mem._generation - 1, changed, changes.removed)
+        if mem._indexes is not None:
+            if changes.removed:
+                mem._indexes.remove(changes.removed)
+            mem._indexes.add(changed)
     if getattr(mem.store, "remote", False):
         from .shared import erase_forgotten_elsewhere
 
