@@ -6,7 +6,7 @@ fake model (which records every request), and ``--turns`` user messages are sent
 seconds apart (a user reading the answer; the fake model itself answers at once). Reported: the
 1-based turn whose model request first carries ``<plur-memory>``, and the worker's counters.
 
-    python bench/bench_first_block.py [--turns 10] [--gap-s 1.0] [--hosts pydantic-ai,openai-agents,langchain]
+    python bench/bench_first_block.py [--turns 10] [--gap-s 1.0] [--hosts pydantic-ai,openai-agents,langchain,langgraph,adk]
 """
 
 from __future__ import annotations
@@ -69,6 +69,38 @@ elif host == "langchain":
     agent = create_agent(GenericFakeChatModel(messages=iter([AIMessage("Noted.") for _ in questions])),
                          system_prompt="You are terse.", middleware=[memory_middleware(section, agent_id="a1")])
     run = lambda q: agent.invoke({"messages": [{"role": "user", "content": q}]}, config={"callbacks": [Rec()]})
+elif host == "langgraph":
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langgraph.prebuilt import create_react_agent
+    from plur.hosts.langchain import react_prompt
+    class Rec(BaseCallbackHandler):
+        def on_chat_model_start(self, serialized, messages, **kw):
+            seen.append(str(messages))
+    graph = create_react_agent(GenericFakeChatModel(messages=iter([AIMessage("Noted.") for _ in questions])),
+                               tools=[], prompt=react_prompt(section, agent_id="a1", base="You are terse."))
+    run = lambda q: graph.invoke({"messages": [{"role": "user", "content": q}]}, config={"callbacks": [Rec()]})
+elif host == "adk":
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+    from plur.hosts.adk import instruction_provider
+    class FakeGemini(BaseLlm):
+        model: str = "fake-gemini"
+        async def generate_content_async(self, llm_request, stream=False):
+            seen.append(str(llm_request.config.system_instruction))
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="Noted.")]))
+    agent = LlmAgent(name="a", model=FakeGemini(),
+                     instruction=instruction_provider(section, agent_id="a1", base="You are terse."))
+    runner = InMemoryRunner(agent=agent, app_name="bench")
+    session = runner.session_service.create_session_sync(app_name="bench", user_id="u1")
+    def run(q):
+        for _ in runner.run(user_id="u1", session_id=session.id,
+                            new_message=types.Content(role="user", parts=[types.Part(text=q)])):
+            pass
 for q in questions:
     run(q)
     time.sleep(gap)
@@ -85,7 +117,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--turns", type=int, default=10)
     ap.add_argument("--gap-s", type=float, default=1.0)
-    ap.add_argument("--hosts", default="pydantic-ai,openai-agents,langchain")
+    ap.add_argument("--hosts", default="pydantic-ai,openai-agents,langchain,langgraph,adk")
     ap.add_argument("--src", type=Path, default=REPO, help="the plur source tree to measure (default: this one)")
     args = ap.parse_args()
     sys.path[:0] = [str(REPO), str(REPO / "tests")]
