@@ -280,6 +280,21 @@ def test_hand_edits_and_other_processes_stay_coherent(service: tuple[Path, dict]
     assert hits and "Zanzibar" in hits[0]["engram"]["statement"]
 
 
+def test_the_first_recall_after_another_process_learned_ranks_by_meaning_too(service: tuple[Path, dict]) -> None:
+    """Issue 27 (4e): engrams another process learned while the service ran are embedded before its
+    next recall answers (a short queue, under recall_embed_batch), not found by BM25 alone."""
+    from plur.memory import Memory
+
+    home, info = service
+    c = Client(info)
+    c.recall("warm the dense leg", k=1)
+    with Memory(home, model=PACKAGED_MODEL) as other:   # bypasses the service, as a script would
+        new = [other.learn(t) for t in ("The user keeps bees on the roof.", "The bees make lavender honey.",
+                                         "The hive was bought in Porto.")]
+    top = c.recall("what insects does the user look after", k=3)["hits"][0]  # no word in common with the note
+    assert top["engram"]["id"] == new[0].id and top["dense_rank"] == 1, top
+
+
 def test_cli_uses_the_running_service(service: tuple[Path, dict]) -> None:
     home, info = service
     c = Client(info)
