@@ -11,14 +11,22 @@ Measured on the same texts, same batch size, one process, alternating runs (best
 * ``plur``    -- :class:`plur.embed.embedder.SentenceTransformerEmbedder.embed_documents` on the same model;
 * ``cold``    -- :class:`plur.embed.cache.CachedEmbedder` over an empty cache (every text embedded,
   hashed and written to SQLite): the overhead the cache adds, target <= 10%;
-* ``warm``    -- the same call again (every text served from the cache).
+* ``warm``    -- the same call again (every text served from the cache);
+* ``onnx``    -- with ``--onnx-dir``: the same texts through the model's ONNX Runtime bundle
+  (:mod:`plur.embed.onnx_bundle`, exported there once; batched by token length), the document
+  path a CPU-only machine uses (setting ``embed_runtime``); ``vs raw`` is then its time ratio.
+
+``--recall-chunks N`` embeds, instead of LongMemEval turns, the dense chunks of the first ``N`` engrams of
+``bench/bench_recall.py``'s corpus as a first-time index build cuts them (32-token conversation-turn
+pieces), the texts a first-time build of that store embeds.
 
 Because end-to-end times on a shared machine drift by more than 10% between runs, the cold run
 also reports its own split: time inside the model vs. time in plur's bookkeeping (hashing,
 SQLite reads and writes, assembly). ``bookkeeping / model`` is the overhead free of that drift.
 
 Tokens are counted with the model's tokenizer, truncated at ``max_seq_length`` (what the model
-sees). Run:  python bench/bench_embed.py [--n 2000] [--repeats 2] [--threads 1] [--device auto] [--out f.json]
+sees). Run:  python bench/bench_embed.py [--n 2000] [--repeats 2] [--threads 1] [--device auto]
+[--onnx-dir DIR] [--recall-chunks N] [--out f.json]
 """
 
 from __future__ import annotations
@@ -83,6 +91,15 @@ class TimedInner:
         return self.inner.embed_document_chunks(texts)
 
 
+def recall_chunks(emb, n: int) -> list[str]:
+    """The dense chunks of the first ``n`` engrams of bench_recall's corpus (32-token turn pieces, no speaker)."""
+    from bench.bench_recall import corpus, sentence_pool
+
+    pool, _ = sentence_pool()
+    chunks, _ = emb.chunk_texts(corpus(n, pool), 32)
+    return chunks
+
+
 def timed(fn) -> float:
     t = time.perf_counter()
     fn()
@@ -99,6 +116,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0,
                     help="torch CPU threads (0 = torch's default); 1 is steadier on a busy machine")
     ap.add_argument("--with-plain", action="store_true", help="also time the uncached plur embedder")
+    ap.add_argument("--onnx-dir", type=Path, default=None, help="also time the ONNX Runtime bundle cached here")
+    ap.add_argument("--recall-chunks", type=int, default=0,
+                    help="embed the dense chunks of this many bench_recall engrams instead of LongMemEval turns")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
@@ -108,7 +128,17 @@ def main() -> None:
     spec = find_spec(load_lock(), PACKAGED_MODEL)
     emb = SentenceTransformerEmbedder(spec, args.device, args.batch_size, folder=spec.packaged_folder())
     model = emb._model  # the very same SentenceTransformer, so the comparison is like for like
-    texts, n_user = load_turns(args.data, args.n)
+    texts, n_user = load_turns(args.data, args.n) if not args.recall_chunks else (recall_chunks(emb, args.recall_chunks), 0)
+    bundle = None
+    if args.onnx_dir:
+        from plur.embed.onnx_bundle import OnnxBundle, export_bundle
+        from plur.embed.fast_query import query_layout
+
+        bundle = OnnxBundle.open(args.onnx_dir, emb.identity)
+        if bundle is None:
+            export_bundle(model, emb._embed_eager, emb.identity, args.onnx_dir, query_layout(model, "", "ONNX")[1])
+            bundle = OnnxBundle.open(args.onnx_dir, emb.identity)
+        bundle.embed(texts[:args.batch_size], args.batch_size)  # warm-up
     tok = model.tokenizer(texts, truncation=True, max_length=emb.max_seq_length)["input_ids"]
     tokens = sum(len(t) for t in tok)
     print(f"model {emb.identity} on {emb.device}; {len(texts)} texts ({n_user} user turns, "
@@ -119,6 +149,8 @@ def main() -> None:
     best = {"raw": float("inf"), "cold": float("inf"), "warm": float("inf")}
     if args.with_plain:
         best["plur"] = float("inf")
+    if bundle is not None:
+        best["onnx"] = float("inf")
     split = (float("inf"), 0.0)  # (bookkeeping/model ratio, model seconds) of the best cold run
     with tempfile.TemporaryDirectory(prefix="plur-bench-embed-") as tmp:
         for rep in range(args.repeats):
@@ -127,6 +159,9 @@ def main() -> None:
                 show_progress_bar=False)))
             if args.with_plain:
                 best["plur"] = min(best["plur"], timed(lambda: emb.embed_documents(texts)))
+            if bundle is not None:
+                best["onnx"] = min(best["onnx"], timed(lambda: bundle.embed(texts, args.batch_size)))
+                np.testing.assert_allclose(bundle.embed(texts[:64]), emb.embed_documents(texts[:64]), atol=1e-5)
             cache = EmbeddingCache(Path(tmp) / f"cache-{rep}.sqlite")
             inner = TimedInner(emb)
             cached = CachedEmbedder(inner, cache)

@@ -100,6 +100,11 @@ SETTINGS: tuple[Setting, ...] = (
             "exported once to ~/.cache/plur/onnx/ or <cache_dir>/onnx/), torchscript (traced and frozen, 0.4-0.6 s each start), auto "
             "(onnx, else torchscript) or eager. Each is used only when its vectors equal the eager model's on "
             "probes; see README 'Local service'.", ("auto", "onnx", "torchscript", "eager")),
+    Setting("embed_runtime", "auto", str,
+            "Document and query encoder on a CPU-only machine: auto (ONNX Runtime from a bundle exported once to "
+            "~/.cache/plur/onnx/ or <cache_dir>/onnx/ with extra 'onnx', used only when its vectors equal the model's "
+            "on probes; then torch is never loaded for cached work) or torch (sentence-transformers).",
+            ("auto", "torch")),
     Setting("recall_embed_batch", 32, int,
             "A recall embeds at most this many new or changed engrams itself; a longer queue is embedded by a "
             "background thread while recalls answer from the last consistent index (BM25 finds the queued "
@@ -194,6 +199,7 @@ class Settings:
     turn_chunk_tokens: int = 32
     chunk_speaker: bool = True
     query_runtime: str = "auto"
+    embed_runtime: str = "auto"
     recall_embed_batch: int = 32
     fsync: bool = True
     budget_tokens: int = 2000

@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -23,7 +24,7 @@ import numpy as np
 
 from ..errors import ModelError, ValidationError, require
 from . import model_thread
-from .model_files import hf_offline
+from .st_load import _load_sentence_transformer, _model_dims, _model_pooling
 from .models_lock import ModelSpec, vector_identity
 
 log = logging.getLogger("plur.embed")
@@ -88,6 +89,12 @@ def pick_device(device: str = "auto") -> str:
     return device
 
 
+def _accelerator_visible() -> bool:
+    """Whether this machine may have a GPU torch would pick (device ``auto``), judged without importing torch:
+    macOS (MPS), or an NVIDIA, ROCm or WSL GPU device node."""
+    return sys.platform == "darwin" or any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
+
+
 def _folder_fingerprint(folder: Path) -> str:
     """8 hex of sha256 over (relative path, size, mtime_ns) of a folder's files: cheap, changes on edit."""
     digest = hashlib.sha256()
@@ -141,7 +148,7 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(self, spec_or_path: ModelSpec | str | os.PathLike[str], device: str = "auto",
-                 batch_size: int = 64, *, folder: Path | None = None) -> None:
+                 batch_size: int = 64, *, folder: Path | None = None, onnx_dir: Path | None = None) -> None:
         if isinstance(spec_or_path, ModelSpec):
             spec, source = spec_or_path, (str(folder) if folder is not None else spec_or_path.name)
             self._identity = spec.identity
@@ -154,27 +161,81 @@ class SentenceTransformerEmbedder:
         if batch_size < 1:
             raise ValidationError(f"batch_size={batch_size} must be >= 1")
         self.batch_size = batch_size
-        self.device = pick_device(device)
-        self._model = _load_sentence_transformer(source, self.device, spec, local=folder is not None)
-        dims = _model_dims(self._model)
+        self.spec, self._source, self._local = spec, source, folder is not None
+        if not self._identity and spec.dims:
+            self._identity = vector_identity(f"local:{folder.name}#{_folder_fingerprint(folder)}", spec.dims,
+                                            spec.pooling, spec.normalize, spec.max_seq_length)
+        self._st: Any = None  # the SentenceTransformer, loaded on first need (never, when the bundle serves)
+        self._fast: Any = None  # the faster query path, once prepare_fast_queries() (or the bundle) made one
+        self._fast_tried = False
+        #: the query path in use: ``eager``, ``torchscript`` or ``onnx`` (see :meth:`prepare_fast_queries`)
+        self.query_runtime = "eager"
+        #: the ONNX Runtime bundle serving documents and queries (:mod:`plur.embed.onnx_bundle`), or None
+        self.bundle: Any = None
+        cpu = device == "cpu" or (device == "auto" and not _accelerator_visible())
+        if onnx_dir is not None and cpu and spec.dims:
+            from .onnx_bundle import OnnxBundle
+
+            self.bundle = OnnxBundle.open(Path(onnx_dir), self._identity)
+        self.device = "cpu" if self.bundle is not None else pick_device(device)
+        if self.bundle is None:
+            self._load()
+            if onnx_dir is not None and self.device == "cpu":
+                self._make_bundle(Path(onnx_dir))
+        if self.bundle is not None:
+            self._fast, self.query_runtime = self._bundle_one, "onnx"
+            self._special = self.bundle.special
+        else:
+            self._special = int(getattr(self._tokenizer, "num_special_tokens_to_add", lambda pair=False: 2)(False))
+
+    @property
+    def _model(self) -> Any:
+        """The ``SentenceTransformer`` (loaded now if the ONNX bundle served until here)."""
+        if self._st is None:
+            self._load()
+        return self._st
+
+    def _load(self) -> None:
+        """Load the model and check it against the spec (dims, pooling); sets ``spec`` and ``identity``."""
+        spec, source = self.spec, self._source
+        if self.bundle is not None:
+            self.device = pick_device("cpu")
+        else:
+            self.device = pick_device(getattr(self, "device", None) or "auto")
+        model = _load_sentence_transformer(source, self.device, spec, local=self._local)
+        dims = _model_dims(model)
         if spec.dims and dims != spec.dims:
             raise ModelError(f"{source} gives {dims}-d vectors but models.lock says {spec.dims}; fix the lock entry")
-        pooling = _model_pooling(self._model)
+        pooling = _model_pooling(model)
         if pooling is not None and pooling != spec.pooling and spec.dims:
             raise ModelError(f"{source} pools by {pooling!r} but models.lock says {spec.pooling!r}; fix the lock entry")
         if not spec.dims:  # a folder without 1_Pooling/config.json
             spec = dataclasses.replace(spec, dims=dims, pooling=pooling or spec.pooling)
-        self._model.max_seq_length = spec.max_seq_length
+        model.max_seq_length = spec.max_seq_length
         self.spec = spec
         if not self._identity:
+            folder = Path(source)
             self._identity = vector_identity(f"local:{folder.name}#{_folder_fingerprint(folder)}", spec.dims,
                                             spec.pooling, spec.normalize, spec.max_seq_length)
-        self._tokenizer = self._model.tokenizer
-        self._fast: Any = None  # the traced query path, once prepare_fast_queries() made one
-        self._fast_tried = False
-        #: the query path in use: ``eager``, ``torchscript`` or ``onnx`` (see :meth:`prepare_fast_queries`)
-        self.query_runtime = "eager"
-        self._special = int(getattr(self._tokenizer, "num_special_tokens_to_add", lambda pair=False: 2)(False))
+        self._tokenizer = model.tokenizer
+        self._st = model
+
+    def _make_bundle(self, onnx_dir: Path) -> None:
+        """Export the ONNX bundle once (torch is loaded now anyway) and serve documents and queries from it."""
+        from .fast_query import query_layout
+        from .onnx_bundle import OnnxBundle, export_bundle
+
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            return
+        layout = model_thread.run(query_layout, self._st, "", "ONNX")
+        if layout is not None and model_thread.run(export_bundle, self._st, self._embed_eager, self._identity,
+                                                   onnx_dir, layout[1]) is not None:
+            self.bundle = OnnxBundle.open(onnx_dir, self._identity)
+
+    def _bundle_one(self, text: str) -> np.ndarray:
+        return self.bundle.embed([text])[0]
 
     # -- protocol -------------------------------------------------------------------------------
     @property
@@ -203,6 +264,8 @@ class SentenceTransformerEmbedder:
         texts = list(texts)
         if not texts:
             return np.empty((0, self.dims), dtype=np.float32)
+        if self.bundle is not None:
+            return model_thread.run(self.bundle.embed, texts, self.batch_size)
         out = model_thread.run(self._model.encode, texts, batch_size=self.batch_size, convert_to_numpy=True,
                                normalize_embeddings=True, show_progress_bar=False)
         return np.ascontiguousarray(out, dtype=np.float32)
@@ -217,6 +280,8 @@ class SentenceTransformerEmbedder:
         ``preprocess``, or a model with a default prompt of its own, gets ``encode``.
         """
         text = self.spec.query_instruction + text
+        if self._fast is not None:
+            return model_thread.run(self._fast, text)
         model = self._model
         if not hasattr(model, "preprocess") or getattr(model, "default_prompt_name", None):
             return self.embed_documents([text])[0]  # older sentence-transformers; a model-side default prompt
@@ -244,6 +309,10 @@ class SentenceTransformerEmbedder:
         """
         if runtime not in ("auto", "onnx", "torchscript", "eager"):
             raise ValidationError(f"query runtime {runtime!r} is not one of auto, onnx, torchscript, eager")
+        if self.query_runtime == "onnx" and self._fast == self._bundle_one and not self._fast_tried:
+            if runtime in ("auto", "onnx"):
+                return True
+            self._fast, self.query_runtime = None, "eager"  # torchscript or eager asked for: the torch model
         if self._fast is None and not self._fast_tried and runtime != "eager":
             self._fast_tried = True
             if runtime in ("auto", "onnx") and cache_dir is not None:
@@ -302,9 +371,13 @@ class SentenceTransformerEmbedder:
         long_idx = [i for i, t in enumerate(texts) if len(t) > window // 2]
         spans: dict[int, list[tuple[int, int]]] = {}
         if long_idx:
-            enc = self._tokenizer([texts[i] for i in long_idx], add_special_tokens=False,
-                                  return_offsets_mapping=True, truncation=False, verbose=False)
-            for i, offsets in zip(long_idx, enc["offset_mapping"]):
+            if self.bundle is not None:
+                all_offsets = self.bundle.offsets([texts[i] for i in long_idx])
+            else:
+                all_offsets = self._tokenizer([texts[i] for i in long_idx], add_special_tokens=False,
+                                              return_offsets_mapping=True, truncation=False,
+                                              verbose=False)["offset_mapping"]
+            for i, offsets in zip(long_idx, all_offsets):
                 offsets = [o for o in offsets if o[1] > o[0]] or [(0, len(texts[i]))]
                 if len(offsets) <= window:
                     continue
@@ -334,47 +407,6 @@ class SentenceTransformerEmbedder:
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder({self.identity!r}, device={self.device!r})"
-
-
-def _load_sentence_transformer(source: str, device: str, spec: ModelSpec, *, local: bool) -> Any:
-    st = require("sentence_transformers", "embed")
-    try:
-        from transformers.utils import logging as tf_logging
-        bar_was_on = tf_logging.is_progress_bar_enabled()
-        tf_logging.disable_progress_bar()
-    except ImportError:  # pragma: no cover - transformers always comes with sentence-transformers
-        tf_logging, bar_was_on = None, False
-    try:
-        kwargs: dict[str, Any] = {"device": device}
-        if local:
-            kwargs["local_files_only"] = True
-        else:
-            kwargs["revision"] = spec.revision
-            kwargs["local_files_only"] = hf_offline()
-        model = st.SentenceTransformer(source, **kwargs)
-    except Exception as exc:
-        raise ModelError(f"cannot load embedding model from {source}: {type(exc).__name__}: {str(exc)[:300]}") from None
-    finally:
-        if tf_logging is not None and bar_was_on:
-            tf_logging.enable_progress_bar()
-    if device.startswith("cuda"):
-        model.half()
-    return model
-
-
-def _model_dims(model: Any) -> int:
-    get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-    return int(get())
-
-
-def _model_pooling(model: Any) -> str | None:
-    for module in model:
-        mode = getattr(module, "pooling_mode", None)
-        if isinstance(mode, str):
-            return {"cls": "cls", "mean": "mean"}.get(mode, mode)
-        if hasattr(module, "pooling_mode_cls_token"):
-            return "cls" if module.pooling_mode_cls_token else "mean"
-    return None
 
 
 __all__ = ["Embedder", "SentenceTransformerEmbedder", "pick_device"]

@@ -8,6 +8,7 @@ loud). Every fallback is logged at WARNING on ``plur.embed`` and raised as a
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from collections.abc import Mapping
@@ -64,7 +65,7 @@ class Resolution:
 
 
 def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir: Path | None = None,
-                     download: bool = True) -> Resolution:
+                     download: bool = True, onnx_dir: Path | None = None) -> Resolution:
     """Pick and load the embedding model named by ``settings.model``.
 
     Order (first that works): ``settings.model == "none"`` -> none; an existing folder -> ``"path"``;
@@ -79,6 +80,8 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
         lock_path: models.lock to read (default :func:`plur.embed.models_lock.default_lock_path`).
         cache_dir: Hugging Face cache (default :func:`plur.embed.model_files.hf_cache_dir`, read at call time).
         download: allow the download step (still skipped when ``HF_HUB_OFFLINE`` is set).
+        onnx_dir: where ONNX bundles are cached; given, a CPU embedder serves documents and queries from
+            its model's bundle without loading torch (:mod:`plur.embed.onnx_bundle`), exporting it once.
 
     Returns:
         A :class:`Resolution`.
@@ -88,6 +91,7 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
             and how to fix it (``python scripts/fetch_models.py download MODEL``).
     """
     requested = str(settings.model).strip()
+    make = functools.partial(SentenceTransformerEmbedder, onnx_dir=onnx_dir)
     device, batch = settings.device, int(settings.embed_batch_size)
     if requested.lower() == "none":
         return Resolution(None, "none", "disabled by setting", requested)
@@ -107,10 +111,10 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
         pinned = _matching_spec(specs, folder)
         try:
             if pinned is not None:
-                e = SentenceTransformerEmbedder(pinned, device, batch, folder=folder.resolve())
+                e = make(pinned, device, batch, folder=folder.resolve())
                 return Resolution(e, "path", f"loaded from the folder {folder.resolve()}, sha256-verified as "
                                   f"{pinned.name}@{pinned.revision[:7]}", requested)
-            e = SentenceTransformerEmbedder(folder, device, batch)
+            e = make(folder, device, batch)
             return Resolution(e, "path", f"loaded from the folder {folder.resolve()} (not a pinned model)", requested)
         except ModelError as exc:
             failures.append(str(exc))
@@ -123,7 +127,7 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
                             "use one of those, or a local folder path")
             fix = f"set model to one of {', '.join(specs)} or to a local folder"
         else:
-            got = _load_pinned(spec, device, batch, cache_dir, download, failures, warn_list)
+            got = _load_pinned(spec, device, batch, cache_dir, download, failures, warn_list, make)
             if got is not None:
                 return Resolution(got[0], got[1], got[2], requested, tuple(warn_list))
 
@@ -137,7 +141,7 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
         report = verify_files(packaged, folder_p) if folder_p else None
         if report is not None and report.ok:
             try:
-                e = SentenceTransformerEmbedder(packaged, device, batch, folder=folder_p)
+                e = make(packaged, device, batch, folder=folder_p)
             except ModelError as exc:
                 failures.append(str(exc))
             else:
@@ -171,7 +175,8 @@ def _matching_spec(specs: Mapping[str, ModelSpec], folder: Path) -> ModelSpec | 
 
 
 def _load_pinned(spec: ModelSpec, device: str, batch: int, cache_dir: Path | None, download: bool,
-                 failures: list[str], warn_list: list[str]) -> tuple[Embedder, str, str] | None:
+                 failures: list[str], warn_list: list[str], make: Any = SentenceTransformerEmbedder
+                 ) -> tuple[Embedder, str, str] | None:
     """Try the packaged copy, the HF cache, then a download; return (embedder, source, reason) or None."""
     attempts: list[tuple[str, Any]] = []
     packaged = spec.packaged_folder()
@@ -203,7 +208,7 @@ def _load_pinned(spec: ModelSpec, device: str, batch: int, cache_dir: Path | Non
             warn_list.append(f"{spec.name}: {path} has no pinned sha256 (computed {digest}); "
                              "fill it with scripts/fetch_models.py --update-lock")
         try:
-            e = SentenceTransformerEmbedder(spec, device, batch, folder=folder)
+            e = make(spec, device, batch, folder=folder)
         except ModelError as exc:
             failures.append(str(exc))
             continue

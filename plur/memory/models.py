@@ -46,7 +46,8 @@ def model_resolution(mem: Any) -> Any:
                 res = embed.Resolution(embedder=mem._explicit_embedder, source="path",
                                        reason="embedder passed to Memory()", requested=mem.settings.model)
             else:
-                res = embed.resolve_embedder(mem.settings)
+                onnx_dir = mem.graph_cache_dir if mem.settings.embed_runtime != "torch" else None
+                res = embed.resolve_embedder(mem.settings, onnx_dir=onnx_dir)
             if res.embedder is not None:
                 cache = embed_cache.EmbeddingCache(mem.cache_dir / "embeddings.sqlite")
                 if getattr(mem.store, "remote", False):  # embeddings computed once for every machine

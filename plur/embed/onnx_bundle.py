@@ -1,0 +1,233 @@
+"""Documents and queries on ONNX Runtime without torch: an exported graph, its tokenizer and its probes.
+
+A long-lived process that serves recalls from cached embeddings needs the model only for new texts
+and queries; loading torch, transformers and sentence-transformers for that costs ~450 MiB of RSS
+(``bench/bench_memory.py``: 491 MiB after resolving all-MiniLM-L6-v2 against 42 MiB before). A
+*bundle* holds all the process needs instead, in ``<cache_dir>/onnx/<key>/``:
+
+* ``model.onnx`` -- the whole model (encoder, pooling, normalisation) exported once from the
+  loaded ``SentenceTransformer`` (:func:`plur.embed.onnx_query._export`, opset 17, dynamic axes);
+* ``tokenizer.json`` -- the model's own fast tokenizer (Hugging Face ``tokenizers``, no torch);
+* ``meta.json`` (written last) -- identity, input names, ``max_seq_length``, lower-casing, the
+  number of special tokens, and probe texts with the vectors the eager model gave them.
+
+It is written only when the ONNX vectors equal the eager model's to
+:data:`~plur.embed.fast_query.MAX_ABS_DIFF` on the probes, single and in a padded batch, and the
+tokenizer gives the same ids as the model's; each later load checks the stored probe vectors
+again (a stale or corrupt bundle is not used). ``key`` hashes the vector identity and
+:data:`FORMAT`, so a bundle serves every home of the user and every torch version.
+
+Documents are embedded batched by length: the texts are tokenised once, sorted by token count and
+cut into batches of at most ``batch_size`` texts and :data:`BATCH_TOKENS` padded tokens, so little
+of a batch is padding (``SentenceTransformer.encode`` sorts by characters and pads each batch of
+``batch_size`` to its longest text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .fast_query import MAX_ABS_DIFF, _probes
+
+log = logging.getLogger("plur.embed.onnx_bundle")
+
+#: Bumped when a bundle's files or meta change meaning.
+FORMAT = 1
+#: Most padded tokens in one document batch (bounds ONNX Runtime's activations: ~20 MiB for MiniLM).
+BATCH_TOKENS = 8192
+
+__all__ = ["BATCH_TOKENS", "FORMAT", "OnnxBundle", "bundle_folder", "export_bundle"]
+
+
+def bundle_folder(cache_dir: Path, identity: str) -> Path:
+    """``<cache_dir>/onnx/<sha256(identity, FORMAT)[:16]>/``: where the bundle of a model identity lives."""
+    key = hashlib.sha256(json.dumps({"format": FORMAT, "identity": identity}).encode()).hexdigest()[:16]
+    return Path(cache_dir) / "onnx" / key
+
+
+class OnnxBundle:
+    """A loaded bundle: ``embed(texts) -> [n, dims] float32`` unit vectors, and the tokenizer's offsets.
+
+    Args:
+        folder: a bundle folder written by :func:`export_bundle`.
+        threads: ONNX Runtime intra-op threads (default: the machine's cores).
+
+    Raises:
+        ValueError / OSError / onnxruntime errors: a missing or unreadable file; ``ValueError`` also
+        when a stored probe no longer gives its vector (:meth:`open` turns each into ``None``).
+    """
+
+    def __init__(self, folder: Path, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.folder = Path(folder)
+        self.meta: dict[str, Any] = json.loads((self.folder / "meta.json").read_text(encoding="utf-8"))
+        if self.meta.get("format") != FORMAT:
+            raise ValueError(f"bundle format {self.meta.get('format')!r}, expected {FORMAT}")
+        self.names: list[str] = list(self.meta["inputs"])
+        self.max_seq_length = int(self.meta["max_seq_length"])
+        self.special = int(self.meta["special_tokens"])
+        self.dims = int(self.meta["dims"])
+        self._lower = bool(self.meta.get("lower_case"))
+        self.tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.no_truncation()
+        self._model_tok = Tokenizer.from_str(self.tokenizer.to_str())
+        self._model_tok.enable_truncation(max_length=self.max_seq_length)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = max(1, int(threads or os.cpu_count() or 1))
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(str(self.folder / "model.onnx"), options,
+                                            providers=["CPUExecutionProvider"])
+
+    @classmethod
+    def open(cls, cache_dir: Path, identity: str, threads: int | None = None) -> "OnnxBundle | None":
+        """The verified bundle of ``identity`` under ``cache_dir``, or ``None`` (absent, unreadable, or a
+        probe that no longer gives its stored vector; the reason is logged at INFO)."""
+        folder = bundle_folder(cache_dir, identity)
+        if not (folder / "meta.json").is_file():
+            return None
+        try:
+            import onnxruntime  # noqa: F401
+            import tokenizers  # noqa: F401
+        except ImportError:
+            log.info("no ONNX bundle: onnxruntime or tokenizers is not installed (pip install 'plur[onnx]')")
+            return None
+        try:
+            bundle = cls(folder, threads)
+            if bundle.meta.get("identity") != identity:
+                raise ValueError(f"bundle of {bundle.meta.get('identity')!r}")
+            diff = bundle.probe_diff()
+            if not diff <= MAX_ABS_DIFF:
+                raise ValueError(f"a probe differs from its stored vector by {diff:.2g}")
+        except Exception as exc:  # noqa: BLE001 - a bad bundle is never used; the torch model serves
+            log.info("ONNX bundle %s not used (%s: %s)", folder.name, type(exc).__name__, exc)
+            return None
+        return bundle
+
+    def probe_diff(self) -> float:
+        """Largest element-wise difference between this bundle's vectors and the stored probe vectors."""
+        texts = list(self.meta["probes"])
+        want = np.asarray(self.meta["probe_vectors"], dtype=np.float32)
+        batched = self.embed(texts)  # one padded batch
+        single = np.concatenate([self.embed([t]) for t in texts])
+        if batched.shape != want.shape or single.shape != want.shape:
+            return float("inf")
+        return float(max(np.max(np.abs(batched - want)), np.max(np.abs(single - want))))
+
+    def _prepare(self, text: str) -> str:
+        text = str(text).strip()  # sentence-transformers strips each text before tokenising
+        return text.lower() if self._lower else text
+
+    def encode(self, texts: Sequence[str]) -> list[Any]:
+        """The model's tokenisation of ``texts`` (special tokens added, truncated at ``max_seq_length``)."""
+        return self._model_tok.encode_batch([self._prepare(t) for t in texts])
+
+    def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+        """Embed ``texts`` batched by length: ``[len(texts), dims] float32``, rows L2-normalised, in input order."""
+        out = np.empty((len(texts), self.dims), dtype=np.float32)
+        if not len(texts):
+            return out
+        encs = self.encode(texts)
+        lengths = np.fromiter((len(e.ids) for e in encs), dtype=np.int64, count=len(encs))
+        order = np.argsort(lengths, kind="stable")
+        start = 0
+        while start < len(order):
+            width = int(lengths[order[start]])
+            end = start + 1
+            while end < len(order) and end - start < batch_size:
+                w = int(lengths[order[end]])
+                if w * (end - start + 1) > BATCH_TOKENS:
+                    break
+                width, end = w, end + 1
+            rows = order[start:end]
+            out[rows] = self._run([encs[i] for i in rows.tolist()], width)
+            start = end
+        return out
+
+    def _run(self, encs: list[Any], width: int) -> np.ndarray:
+        n = len(encs)
+        ids = np.zeros((n, width), dtype=np.int64)
+        mask = np.zeros((n, width), dtype=np.int64)
+        types = np.zeros((n, width), dtype=np.int64)
+        for r, e in enumerate(encs):
+            k = len(e.ids)
+            ids[r, :k] = e.ids
+            mask[r, :k] = 1
+            types[r, :k] = e.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        return self.session.run(None, {name: feeds[name] for name in self.names})[0]
+
+    def offsets(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """Character offsets of each text's tokens, no special tokens, not truncated (for chunking)."""
+        encs = self.tokenizer.encode_batch([t.lower() if self._lower else t for t in texts],
+                                           add_special_tokens=False)
+        return [list(e.offsets) for e in encs]
+
+
+def export_bundle(model: Any, eager: Any, identity: str, cache_dir: Path, names: list[str]) -> Path | None:
+    """Write the bundle of a loaded CPU ``SentenceTransformer`` when it reproduces the eager model; its folder or None.
+
+    Args:
+        model: the loaded model (first module a Hugging Face encoder with a fast tokenizer).
+        eager: ``text -> [dims] float32``, the reference vector (no instruction added).
+        identity: the embedder's vector identity.
+        cache_dir: the graph cache folder (a bundle goes to its ``onnx/`` subfolder).
+        names: the graph's input names, ``input_ids`` first (:func:`plur.embed.fast_query.query_layout`).
+
+    Returns:
+        The bundle folder, or ``None`` when the tokenizer or the vectors differ (the reason logged at INFO).
+    """
+    import shutil
+
+    from ..store.atomic import private_dirs
+    from .onnx_query import _export
+
+    folder = bundle_folder(cache_dir, identity)
+    tmp = folder.with_name(f".tmp-{os.getpid()}-{folder.name}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    private_dirs(tmp)
+    try:
+        _export(model, names, tmp / "model.onnx")
+        hf_tok = model.tokenizer
+        hf_tok.backend_tokenizer.save(str(tmp / "tokenizer.json"))
+        first = model[0]
+        probes = _probes(int(model.max_seq_length)) + ["  padded text with spaces  ", "Ünïcödé café — naïve 東京"]
+        meta = {"format": FORMAT, "identity": identity, "inputs": names,
+                "max_seq_length": int(model.max_seq_length), "dims": int(len(eager(probes[0]))),
+                "lower_case": bool(getattr(first, "do_lower_case", False)),
+                "special_tokens": int(hf_tok.num_special_tokens_to_add(False)),
+                "probes": probes, "probe_vectors": [np.asarray(eager(p)).tolist() for p in probes]}
+        (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+        bundle = OnnxBundle(tmp)
+        feats = model.preprocess(probes)
+        want = [[t for t, m in zip(ids, mask) if m] for ids, mask in
+                zip(feats["input_ids"].tolist(), feats["attention_mask"].tolist())]
+        if [e.ids for e in bundle.encode(probes)] != want:
+            log.info("no ONNX bundle: the tokenizer file does not reproduce the model's tokenizer")
+            return None
+        diff = bundle.probe_diff()
+        if not diff <= MAX_ABS_DIFF:
+            log.info("no ONNX bundle: the graph differs from the eager model by %.2g on a probe", diff)
+            return None
+        del bundle
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+        log.info("ONNX bundle written to %s (documents and queries without torch from now on)", folder)
+        return folder
+    except Exception as exc:  # noqa: BLE001 - no bundle keeps the torch model, which is always right
+        log.info("no ONNX bundle: %s: %s", type(exc).__name__, exc)
+        return None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

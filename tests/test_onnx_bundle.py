@@ -1,0 +1,105 @@
+"""plur.embed.onnx_bundle: documents and queries on ONNX Runtime from a bundle, without torch.
+
+Real model (the packaged all-MiniLM-L6-v2): the bundle is exported from it once per module, and every
+vector is compared with the model's own ``encode`` / eager query path.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from plur.embed.embedder import SentenceTransformerEmbedder
+from plur.embed.models_lock import PACKAGED_MODEL, find_spec, load_lock
+
+pytest.importorskip("onnxruntime")
+REPO = Path(__file__).resolve().parents[1]
+TEXTS = ["hi", "  What did my sister say about the trip to Lisbon last May?  ", "Calvin: I went to the gym",
+         "word " * 300, "Ünïcödé café — naïve 東京", "", "a short one", "memory " * 40]
+
+
+@pytest.fixture(scope="module")
+def spec_folder():
+    spec = find_spec(load_lock(REPO / "models.lock"), PACKAGED_MODEL)
+    return spec, spec.packaged_folder()
+
+
+@pytest.fixture(scope="module")
+def exported(spec_folder, tmp_path_factory):
+    """(torch embedder that exported the bundle, the graph cache folder)."""
+    spec, folder = spec_folder
+    cache = tmp_path_factory.mktemp("graphs")
+    emb = SentenceTransformerEmbedder(spec, "cpu", folder=folder, onnx_dir=cache)
+    assert emb.bundle is not None and emb.query_runtime == "onnx"
+    return emb, cache
+
+
+def test_bundle_documents_and_queries_equal_the_model(exported) -> None:
+    emb, _ = exported
+    ref = emb._model.encode(TEXTS, normalize_embeddings=True, convert_to_numpy=True)
+    got = emb.embed_documents(TEXTS)  # batched by length on ONNX Runtime, returned in input order
+    assert got.shape == (len(TEXTS), 384) and got.dtype == np.float32
+    assert float(np.max(np.abs(got - ref))) <= 1e-5
+    q = emb.embed_query("when is the concert")
+    assert float(np.max(np.abs(q - emb._embed_eager("when is the concert")))) <= 1e-5
+
+
+def test_a_later_embedder_serves_from_the_bundle_without_loading_the_model(spec_folder, exported) -> None:
+    spec, folder = spec_folder
+    emb, cache = exported
+    later = SentenceTransformerEmbedder(spec, "cpu", folder=folder, onnx_dir=cache)
+    assert later._st is None and later.bundle is not None and later.identity == emb.identity
+    np.testing.assert_allclose(later.embed_documents(TEXTS), emb.embed_documents(TEXTS), atol=1e-6)
+    long = ["word " * 300, "Calvin: " + "the gym and the market " * 30]
+    plain = SentenceTransformerEmbedder(spec, "cpu", folder=folder)  # no bundle: the model's own tokenizer
+    assert plain.bundle is None
+    got, owners = later.chunk_texts(long, 32)
+    want, want_owners = plain.chunk_texts(long, 32)
+    assert len(got) > 2 and got == want and owners.tolist() == want_owners.tolist()
+    assert later._st is None  # chunking used the bundle's tokenizer
+
+
+def test_no_torch_is_imported_when_the_bundle_serves(exported) -> None:
+    _, cache = exported
+    code = ("import sys; from plur.config import load_settings; from plur.embed.resolve import resolve_embedder;"
+            f"r = resolve_embedder(load_settings({str(cache / 'home')!r}, model={PACKAGED_MODEL!r}), "
+            f"onnx_dir={str(cache)!r}); e = r.embedder; v = e.embed_documents(['a', 'b c']); q = e.embed_query('x');"
+            "print(e.bundle is not None, v.shape, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env={"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "True (2, 384) False"
+
+
+def test_a_tampered_bundle_is_not_used_and_is_exported_again(spec_folder, exported, tmp_path: Path, caplog) -> None:
+    import shutil
+
+    from plur.embed.onnx_bundle import OnnxBundle, bundle_folder
+
+    spec, folder = spec_folder
+    emb, cache = exported
+    shutil.copytree(cache / "onnx", tmp_path / "onnx")
+    meta_path = bundle_folder(tmp_path, emb.identity) / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["probe_vectors"][1][0] += 0.01  # a graph that no longer gives its probes' vectors
+    meta_path.write_text(json.dumps(meta))
+    with caplog.at_level("INFO", "plur.embed.onnx_bundle"):
+        assert OnnxBundle.open(tmp_path, emb.identity) is None
+    assert "not used" in caplog.text and "differs" in caplog.text
+    again = SentenceTransformerEmbedder(spec, "cpu", folder=folder, onnx_dir=tmp_path)  # torch, then a new export
+    assert again._st is not None and again.bundle is not None
+    assert OnnxBundle.open(tmp_path, emb.identity) is not None
+
+
+def test_embed_runtime_torch_keeps_sentence_transformers(tmp_path: Path) -> None:
+    from plur.memory import Memory
+
+    mem = Memory(tmp_path / "h", model=PACKAGED_MODEL, cache_dir=str(tmp_path / "c"), embed_runtime="torch")
+    inner = mem.model_resolution().embedder.inner
+    assert inner.bundle is None and inner._st is not None and not (tmp_path / "c" / "onnx").exists()
+    mem.close()
