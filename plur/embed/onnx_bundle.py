@@ -18,7 +18,8 @@ again (a stale or corrupt bundle is not used). ``key`` hashes the vector identit
 :data:`FORMAT`, so a bundle serves every home of the user and every torch version.
 
 Documents are embedded batched by length: the texts are tokenised once, sorted by token count and
-cut into batches of at most ``batch_size`` texts and :data:`BATCH_TOKENS` padded tokens, so little
+cut into batches of at most ``batch_size`` texts, :data:`BATCH_TOKENS` padded tokens and
+:data:`BATCH_ATTENTION` attention cells per head, so little
 of a batch is padding (``SentenceTransformer.encode`` sorts by characters and pads each batch of
 ``batch_size`` to its longest text).
 """
@@ -43,8 +44,10 @@ log = logging.getLogger("plur.embed.onnx_bundle")
 FORMAT = 1
 #: Most padded tokens in one document batch (bounds ONNX Runtime's activations: ~20 MiB for MiniLM).
 BATCH_TOKENS = 8192
+#: Most ``texts x tokens^2`` in one batch: the attention scores (``x heads x 4`` bytes) of long texts.
+BATCH_ATTENTION = 2 ** 20
 
-__all__ = ["BATCH_TOKENS", "FORMAT", "OnnxBundle", "bundle_folder", "export_bundle"]
+__all__ = ["BATCH_ATTENTION", "BATCH_TOKENS", "FORMAT", "OnnxBundle", "bundle_folder", "export_bundle"]
 
 
 def bundle_folder(cache_dir: Path, identity: str) -> Path:
@@ -148,7 +151,7 @@ class OnnxBundle:
             end = start + 1
             while end < len(order) and end - start < batch_size:
                 w = int(lengths[order[end]])
-                if w * (end - start + 1) > BATCH_TOKENS:
+                if w * (end - start + 1) > BATCH_TOKENS or w * w * (end - start + 1) > BATCH_ATTENTION:
                     break
                 width, end = w, end + 1
             rows = order[start:end]

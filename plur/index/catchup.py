@@ -63,7 +63,7 @@ class DenseCatchUp:
             return
         self._start(idx)
 
-    def now(self, idx: Any, *, progress: bool = False) -> int:
+    def now(self, idx: Any, *, progress: bool = False, checkpoint_s: float | None = None) -> int:
         """Embed the whole queue of ``idx`` now (the caller holds :attr:`lock`); the "now" mode.
 
         A background batch in flight finishes first (the model is taken through :attr:`embed_lock`);
@@ -71,6 +71,7 @@ class DenseCatchUp:
 
         Args:
             progress: show a tqdm bar on stderr while embedding.
+            checkpoint_s: save the indexes this often meanwhile (see :meth:`IndexSet.flush_dense`).
 
         Returns:
             Number of engrams embedded.
@@ -78,7 +79,7 @@ class DenseCatchUp:
         if queued(idx) == 0:
             return 0
         with self.embed_lock:
-            return int(idx.flush_dense(progress=progress))
+            return int(idx.flush_dense(progress=progress, checkpoint_s=checkpoint_s))
 
     @property
     def running(self) -> bool:

@@ -48,6 +48,11 @@ def _identity(embedder: Any | None) -> str | None:
     return getattr(embedder, "index_identity", None) or getattr(embedder, "identity", None)
 
 
+def _threads(setting: int) -> int:
+    """HNSW insert threads from the setting ``index_threads`` (0 = every core)."""
+    return int(setting) if setting else max(1, os.cpu_count() or 1)
+
+
 def _atomic_write_json(path: Path, data: Any) -> None:
     private_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
@@ -120,6 +125,7 @@ class IndexSet:
                 log.warning("dense index unreadable (%s); rebuilding", exc)
             if self.dense is not None:
                 self.dense_hashes = dict(manifest.get("dense", {}))
+                self.dense.num_threads = _threads(self.settings.index_threads)
         elif manifest and manifest.get("model"):
             log.warning("embedding model or chunking changed (%s -> %s); rebuilding the dense index "
                         "(texts already embedded come from the cache)", manifest.get("model"), self.model_identity)
@@ -165,7 +171,8 @@ class IndexSet:
 
         s = self.settings
         return DenseIndex(self.embedder.dims, m=s.hnsw_m, ef_construction=s.hnsw_ef_construction,
-                          ef_search=s.hnsw_ef_search, exact_threshold=s.exact_threshold)
+                          ef_search=s.hnsw_ef_search, exact_threshold=s.exact_threshold,
+                          num_threads=_threads(s.index_threads))
 
     def _read_manifest(self) -> dict[str, Any] | None:
         path = self.folder / "manifest.json"
@@ -287,10 +294,20 @@ class IndexSet:
         """Engrams waiting to be embedded into the dense leg (done at the next dense recall)."""
         return len(self._pending_dense)
 
-    def flush_dense(self, *, progress: bool | None = None) -> int:
-        """Embed pending engrams into the dense leg (best chunk per engram); returns how many."""
+    def flush_dense(self, *, progress: bool | None = None, checkpoint_s: float | None = None) -> int:
+        """Embed pending engrams into the dense leg (best chunk per engram); returns how many.
+
+        Args:
+            progress: show a tqdm bar (default: when more than 2,000 are pending).
+            checkpoint_s: save both legs and the manifest after every batch that ends this many seconds
+                after the last save (``None``: never mid-way). An interrupt (Ctrl-C) saves what is done
+                either way, so the next open or ``plur reindex`` embeds only the rest (no engram that a
+                saved index holds is chunked, hashed or looked up again).
+        """
         if self.dense is None or not self._pending_dense:
             return 0
+        import time
+
         pending = list(self._pending_dense.values())
         show = progress if progress is not None else len(pending) > 2000
         batch = max(256, self.settings.embed_batch_size * 8)
@@ -299,19 +316,28 @@ class IndexSet:
             from tqdm import tqdm
 
             starts = tqdm(starts, desc=f"embedding ({self.embedder.name})", unit="batch")
-        for start in starts:
-            chunk = pending[start:start + batch]
-            vectors, owners = embed_engrams(self.embedder, chunk, self.settings)
-            ids = [chunk[int(o)].id for o in owners]
-            self.dense.add(ids, vectors)
-            if self.dense.uses_hnsw:
-                # Build the graph as soon as the index is big enough for it, so later batches go straight
-                # into the graph instead of a second full copy of the vectors (peak RSS at 100k engrams).
-                self.dense.build()
-            for e in chunk:
-                self.dense_hashes[e.id] = dense_key(e, self.settings)
-                self._pending_dense.pop(e.id, None)
-        self.dirty = True
+        last = time.monotonic()
+        try:
+            for start in starts:
+                chunk = pending[start:start + batch]
+                vectors, owners = embed_engrams(self.embedder, chunk, self.settings)
+                ids = [chunk[int(o)].id for o in owners]
+                self.dense.add(ids, vectors)
+                if self.dense.uses_hnsw:
+                    # Build the graph as soon as the index is big enough for it, so later batches go straight
+                    # into the graph instead of a second full copy of the vectors (peak RSS at 100k engrams).
+                    self.dense.build()
+                for e in chunk:
+                    self.dense_hashes[e.id] = dense_key(e, self.settings)
+                    self._pending_dense.pop(e.id, None)
+                self.dirty = True
+                if checkpoint_s is not None and time.monotonic() - last >= checkpoint_s:
+                    self.save()
+                    last = time.monotonic()
+        except KeyboardInterrupt:
+            self.dirty = True
+            self.save()  # what is embedded so far: the next open resumes from here
+            raise
         return len(pending)
 
     # -- persistence ----------------------------------------------------------------------
@@ -342,4 +368,6 @@ class IndexSet:
         _atomic_write_json(self.folder / "manifest.json", {
             "format": FORMAT, "tokenizer": self.tokenizer.identity, "model": model,
             "lexical": self.lexical_hashes, "dense": dense})
+        if not self._pending_dense and self._deferred_manifest is None:
+            (self.folder / "reindexing.json").unlink(missing_ok=True)  # a resumed reindex is complete now
         self.dirty = False

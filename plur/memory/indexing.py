@@ -78,28 +78,42 @@ def catch_up(mem: Any, *, progress: bool = True, need_dense: bool = True) -> dic
     return {"indexed": indexed, "embedded": embedded}
 
 
+#: Seconds between the saves of a running ``reindex`` (each save at 100k engrams takes a few seconds).
+REINDEX_CHECKPOINT_S = 60.0
+
+
 def reindex(mem: Any, *, progress: bool = True) -> dict[str, int]:
     """Rebuild both indexes from the store (embeddings come from the cache when present).
+
+    The build saves itself every :data:`REINDEX_CHECKPOINT_S` seconds and when interrupted (Ctrl-C),
+    and leaves ``index/reindexing.json`` until it is done: a reindex that finds that file resumes
+    the saved partial build instead of starting over (engrams it already embedded are not chunked,
+    hashed or looked up in the cache again).
 
     Returns:
         ``{"engrams": n indexed, "embedded": n sent to the dense leg}``.
     """
     import shutil
 
-    from ..index.indexes import IndexSet
+    from ..index.indexes import IndexSet, _atomic_write_json
 
     mem.catchup.stop()
     with mem._lock:
         mem._indexes = None
-        shutil.rmtree(mem.home / "index", ignore_errors=True)
+        folder = mem.home / "index"
+        marker = folder / "reindexing.json"
         res = mem.model_resolution()
+        if not marker.is_file():  # else: an interrupted reindex, resumed from its last save
+            shutil.rmtree(folder, ignore_errors=True)
+            _atomic_write_json(marker, {"model": getattr(res.embedder, "identity", None)})
         mem._scan(force=True)
-        idx = IndexSet(mem.home / "index", mem.settings, res.embedder)
+        idx = IndexSet(folder, mem.settings, res.embedder)
         n = idx.sync(mem._by_id(), progress=progress)
-        embedded = mem.catchup.now(idx, progress=progress)
+        mem._indexes = idx
+        embedded = mem.catchup.now(idx, progress=progress, checkpoint_s=REINDEX_CHECKPOINT_S)
         idx.dirty = True
         idx.save()
-        mem._indexes = idx
+        marker.unlink(missing_ok=True)
     return {"engrams": n, "embedded": embedded}
 
 

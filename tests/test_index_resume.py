@@ -1,0 +1,59 @@
+"""An interrupted index build saves what it embedded and a later reindex resumes from there (issue 30).
+
+Real store and the real model (the session's all-MiniLM-L6-v2); the interrupt is a KeyboardInterrupt
+raised by the embedding step of the third batch, as Ctrl-C would be.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from plur.index import indexes as indexes_module
+from plur.memory import Memory
+
+N = 700  # three batches of 256 (embed_batch_size 8 -> max(256, 64))
+
+
+def _learn(mem: Memory) -> None:
+    mem.learn_many({"statement": f"note {i}: the {['red', 'green', 'blue'][i % 3]} kite flew over hill {i}",
+                    "source": {"kind": "conversation", "format": "messages", "session": f"s{i // 20}",
+                               "turn": i % 20}} for i in range(N))
+
+
+def test_an_interrupted_reindex_resumes_without_redoing_saved_work(plur_home, embedder, monkeypatch) -> None:
+    from plur.embed.models_lock import PACKAGED_MODEL
+
+    mem = Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, embed_batch_size=8)
+    _learn(mem)
+    seen: list[int] = []
+    real = indexes_module.embed_engrams
+
+    def interrupting(emb, engrams, settings):
+        seen.append(len(engrams))
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return real(emb, engrams, settings)
+
+    monkeypatch.setattr(indexes_module, "embed_engrams", interrupting)
+    with pytest.raises(KeyboardInterrupt):
+        mem.reindex(progress=False)
+    assert seen == [256, 256, 188]
+    marker = plur_home / "index" / "reindexing.json"
+    assert marker.is_file()
+    mem.close()
+
+    counted: list[int] = []
+    monkeypatch.setattr(indexes_module, "embed_engrams",
+                        lambda emb, engrams, settings: (counted.append(len(engrams)), real(emb, engrams, settings))[1])
+    again = Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, embed_batch_size=8)
+    out = again.reindex(progress=False)
+    assert counted == [N - 512] and out["embedded"] == N - 512  # only the batch that was cut off
+    assert not marker.exists()
+    idx = again._indexes
+    assert len(idx.dense) == N and idx.pending_dense == 0
+    hit = again.recall("which kite flew over hill 650", k=3, mode="dense", record=False)
+    assert hit and any("hill 650" in h.engram.statement for h in hit)
+    counted.clear()
+    again.reindex(progress=False)  # no interrupted build left: a full rebuild
+    assert sum(counted) == N
+    again.close()
