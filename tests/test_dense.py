@@ -229,3 +229,38 @@ def test_graph_owned_vectors_survive_compaction_save_and_load(tmp_path):
     loaded = DenseIndex.load(tmp_path / "dense", dims=24)
     assert [i for i, _ in loaded.search(q, 5)] == truth
     assert np.allclose(np.load(tmp_path / "dense" / "vectors.npy")[[index._rows_of["v2500"][0]]], x[2500])
+
+
+class _NoRowReads:
+    """An hnswlib index whose row reads (``get_items``) fail: proves rows come from the mapped file."""
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+
+    def get_items(self, *a, **kw):
+        raise AssertionError("row read from the graph, not from the mapped vectors.npy")
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def test_saved_rows_are_read_from_the_mapped_file_and_newer_rows_from_the_graph(tmp_path: Path) -> None:
+    x = clustered(3000, seed=5)
+    ids = [f"e{i}" for i in range(len(x))]
+    idx = make("hnsw")
+    idx.add(ids, x)
+    idx.save(tmp_path / "d")
+    loaded = DenseIndex.load(tmp_path / "d", dims=DIMS)
+    for d in (idx, loaded):  # the index that saved and the one that loaded both map the file
+        assert d._vecs is None and isinstance(d._mapped, np.memmap) and d._mapped.shape == (3000, DIMS)
+        real = d._hnsw
+        d._hnsw = _NoRowReads(real)
+        q = near(x[17], seed=3)
+        got = d.scores_for(q, ["e17", "e2999", "e5"])
+        want = {i: float(x[int(i[1:])] @ q / np.linalg.norm(x[int(i[1:])])) for i in ("e17", "e2999", "e5")}
+        assert got.keys() == want.keys() and all(abs(got[i] - want[i]) < 1e-5 for i in got)
+        d._hnsw = real
+    extra = near(x[:2], seed=9)
+    loaded.add(["n0", "n1"], extra)  # rows past the file come from the graph
+    got = loaded.scores_for(extra[0], ["n0", "e17"])
+    assert abs(got["n0"] - 1.0) < 1e-5 and "e17" in got

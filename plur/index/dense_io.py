@@ -58,6 +58,8 @@ def save_index(dense: Any, folder: Path, identity: str | None = None) -> None:
             "versions": {"numpy": np.__version__, "hnswlib": _hnswlib_version()},
         }
         _atomic(folder / "meta.json", lambda p: _write_bytes(p, json.dumps(meta, indent=2).encode("utf-8")))
+        if dense._hnsw is not None:  # read rows from the file just written (the folder may be renamed: same inode)
+            dense._mapped = np.load(folder / "vectors.npy", allow_pickle=False, mmap_mode="r")
 
 
 
@@ -119,7 +121,8 @@ def load_index(cls: Any, folder: Path, dims: int, identity: str | None = None) -
     n = vecs.shape[0]
     with_graph = bool(meta.get("hnsw")) and (folder / "hnsw.bin").is_file()
     if with_graph:
-        index._vecs = None  # hnsw.bin carries the vectors; vectors.npy stays on disk
+        index._vecs = None  # hnsw.bin carries the vectors; vectors.npy stays on disk, mapped for row reads
+        index._mapped = vecs
     index._grow(n)
     if index._vecs is not None:
         index._vecs[:n] = vecs
