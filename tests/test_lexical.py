@@ -422,3 +422,23 @@ def test_a_loaded_index_makes_each_terms_postings_on_first_use_and_answers_as_th
     loaded.save(tmp_path / "lex2")
     again = BM25Index.load(tmp_path / "lex2")
     assert again.search("zebra dog", 10) == idx.search("zebra dog", 10)
+
+
+def test_cached_term_impacts_follow_every_change_of_lengths_and_parameters() -> None:
+    docs = {f"d{i}": " ".join(["kite"] * (1 + i % 3) + ["hill", f"w{i}"] * (1 + i % 4)) for i in range(40)}
+    idx = BM25Index()
+    idx.add(list(docs), list(docs.values()))
+
+    def fresh() -> BM25Index:
+        f = BM25Index(k1=idx.k1, b=idx.b)
+        live = [i for i in docs if i in idx]
+        f.add(live, [docs[i] for i in live])
+        return f
+
+    for change in (lambda: None, lambda: idx.add(["d40"], [docs.setdefault("d40", "kite kite kite")]),
+                   lambda: idx.remove(["d3", "d7"]), lambda: setattr(idx, "k1", 0.9),
+                   lambda: setattr(idx, "b", 0.3), lambda: idx.compact()):
+        change()
+        idx.search("kite hill", 10)  # fills the cache for these terms
+        assert idx.search("kite hill", 50) == fresh().search("kite hill", 50)
+    assert idx._impacts  # the cache was used

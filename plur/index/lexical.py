@@ -44,6 +44,8 @@ from .tokenize import Tokenizer
 __all__ = ["BM25Index", "FORMAT_VERSION"]
 
 _COMPACT_RATIO = 0.25  # compact when tombstones exceed this share of slots
+#: Most cached term impacts (float64 values, 16 MiB): a query's common terms are then two array ops, not five.
+_IMPACT_CACHE_VALUES = 2 * 1024 * 1024
 
 assert array("i").itemsize == 4, "postings assume a 4-byte C int"
 
@@ -81,6 +83,11 @@ class BM25Index(BM25Files):
         self._total_len = 0  # tokens over live docs
         self._n_dead = 0
         self._norm: np.ndarray | None = None  # cached k1 * (1 - b + b * dl / avgdl)
+        # term -> its postings' tf part, tf * (k1 + 1) / (tf + norm[slot]) [len(postings)] float64, valid while
+        # _norm is the array it was computed from (any add, remove or k1/b change makes a new one)
+        self._impacts: dict[str, np.ndarray] = {}
+        self._impact_norm: np.ndarray | None = None
+        self._impact_size = 0
 
     @property
     def k1(self) -> float:
@@ -306,6 +313,8 @@ class BM25Index(BM25Files):
         n_slots = len(self._ids)
         alive = self._alive[:n_slots]
         norm = self._norm_array(n_live)
+        if self._impact_norm is not norm:  # lengths, k1 or b changed since the impacts were cached
+            self._impacts, self._impact_norm, self._impact_size = {}, norm, 0
         k1p1 = self._k1 + 1.0
         scores = np.zeros(n_slots, dtype=np.float64)
         hit = False
@@ -320,9 +329,15 @@ class BM25Index(BM25Files):
                     continue
             else:
                 df = len(slots)
-            tf = np.frombuffer(entry[1], dtype=np.int32).astype(np.float64)
             idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
-            scores[slots] += (qtf * idf) * (tf * k1p1 / (tf + norm[slots]))
+            impact = self._impacts.get(term)
+            if impact is None or len(impact) != len(slots):
+                tf = np.frombuffer(entry[1], dtype=np.int32).astype(np.float64)
+                impact = tf * k1p1 / (tf + norm[slots])
+                if self._impact_size + len(impact) <= _IMPACT_CACHE_VALUES:
+                    self._impacts[term] = impact
+                    self._impact_size += len(impact)
+            scores[slots] += (qtf * idf) * impact
             hit = True
         if not hit:
             return [], None
