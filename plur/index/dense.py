@@ -39,8 +39,8 @@ _COMPACT_MIN_DEAD = 1024  # compact once dead rows exceed max(this, live rows)
 
 
 #: Rows scored or copied per block when the vectors live in the HNSW graph. hnswlib.get_items builds
-#: Python lists before the numpy array (~100 bytes a value), so 2048 x 384 is a ~80 MB transient.
-_BLOCK_ROWS = 2048
+#: Python lists before the numpy array (~100 bytes a value), so 512 x 384 is a ~20 MB transient.
+_BLOCK_ROWS = 512
 
 
 class DenseIndex(DenseSearch):

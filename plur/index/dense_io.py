@@ -24,7 +24,7 @@ from ..store.modes import open_private, private_file
 #: Version of the on-disk format; another version on load means rebuild.
 FORMAT_VERSION = 1
 #: Rows copied per block when writing ``vectors.npy`` (see :data:`plur.index.dense._BLOCK_ROWS`).
-_BLOCK_ROWS = 2048
+_BLOCK_ROWS = 512
 
 
 def save_index(dense: Any, folder: Path, identity: str | None = None) -> None:

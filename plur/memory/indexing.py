@@ -78,14 +78,15 @@ def catch_up(mem: Any, *, progress: bool = True, need_dense: bool = True) -> dic
     return {"indexed": indexed, "embedded": embedded}
 
 
-#: Seconds between the saves of a running ``reindex`` (each save at 100k engrams takes a few seconds).
-REINDEX_CHECKPOINT_S = 60.0
+#: Seconds between the saves of a running ``reindex``: each save at 100k engrams takes a few seconds, so a build
+#: from cached embeddings (~1-2 min) saves only at its end, a first-time embedding (~10 min at 100k) every 5 min.
+REINDEX_CHECKPOINT_S = 300.0
 
 
 def reindex(mem: Any, *, progress: bool = True) -> dict[str, int]:
     """Rebuild both indexes from the store (embeddings come from the cache when present).
 
-    The build saves itself every :data:`REINDEX_CHECKPOINT_S` seconds and when interrupted (Ctrl-C),
+    The build saves itself every :data:`REINDEX_CHECKPOINT_S` seconds (5 min) and when interrupted (Ctrl-C),
     and leaves ``index/reindexing.json`` until it is done: a reindex that finds that file resumes
     the saved partial build instead of starting over (engrams it already embedded are not chunked,
     hashed or looked up in the cache again).
