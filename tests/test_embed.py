@@ -492,7 +492,7 @@ def test_prepare_serving_follows_the_query_runtime_setting(tmp_path: Path, monke
         want = "onnx" if importlib.util.find_spec("onnxruntime") else "torchscript"
         assert mem.model_resolution().embedder.query_runtime == want
         assert mem.recall("dog", k=1)[0].engram.statement == "The dog is Rex."
-        assert want != "onnx" or list((tmp_path / "cache" / "onnx").glob("*.onnx"))
+        assert want != "onnx" or list((tmp_path / "cache" / "onnx").rglob("*.onnx"))  # the bundle's graph
         assert mem.graph_cache_dir == tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))   # without cache_dir, one per user, not per home
     assert Memory(tmp_path / "other").graph_cache_dir == tmp_path / "xdg" / "plur"

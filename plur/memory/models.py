@@ -58,6 +58,8 @@ def model_resolution(mem: Any) -> Any:
                 cached = embed_cache.CachedEmbedder(res.embedder, cache)
                 cached.max_chunks = mem.settings.max_embed_chunks  # bounded indexing cost per engram
                 cached.chunk_tokens = mem.settings.embed_chunk_tokens or None
+                if mem.settings.query_runtime in ("eager", "torchscript"):  # not the ONNX bundle's query path
+                    cached.prepare_fast_queries("eager")
                 res = dataclasses.replace(res, embedder=cached)
             mem._resolution = res
         return mem._resolution
