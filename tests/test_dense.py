@@ -238,21 +238,21 @@ class _NoRowReads:
         self._inner = inner
 
     def get_items(self, *a, **kw):
-        raise AssertionError("row read from the graph, not from the mapped vectors.npy")
+        raise AssertionError("row read from the graph, not from the saved vectors.npy")
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
 
-def test_saved_rows_are_read_from_the_mapped_file_and_newer_rows_from_the_graph(tmp_path: Path) -> None:
+def test_saved_rows_are_read_from_the_saved_file_and_newer_rows_from_the_graph(tmp_path: Path) -> None:
     x = clustered(3000, seed=5)
     ids = [f"e{i}" for i in range(len(x))]
     idx = make("hnsw")
     idx.add(ids, x)
     idx.save(tmp_path / "d")
     loaded = DenseIndex.load(tmp_path / "d", dims=DIMS)
-    for d in (idx, loaded):  # the index that saved and the one that loaded both map the file
-        assert d._vecs is None and isinstance(d._mapped, np.memmap) and d._mapped.shape == (3000, DIMS)
+    for d in (idx, loaded):  # the index that saved and the one that loaded both read the file
+        assert d._vecs is None and d._rowfile is not None and (d._rowfile.n, d._rowfile.dims) == (3000, DIMS)
         real = d._hnsw
         d._hnsw = _NoRowReads(real)
         q = near(x[17], seed=3)
@@ -264,3 +264,9 @@ def test_saved_rows_are_read_from_the_mapped_file_and_newer_rows_from_the_graph(
     loaded.add(["n0", "n1"], extra)  # rows past the file come from the graph
     got = loaded.scores_for(extra[0], ["n0", "e17"])
     assert abs(got["n0"] - 1.0) < 1e-5 and "e17" in got
+    loaded.remove(["e5"])
+    loaded.save(tmp_path / "d2")  # saved rows copied from the old file, the removed one zeroed, new ones from the graph
+    again = DenseIndex.load(tmp_path / "d2", dims=DIMS)
+    saved = np.load(tmp_path / "d2" / "vectors.npy")
+    assert not saved[5].any() and np.allclose(saved[17], x[17] / np.linalg.norm(x[17]), atol=1e-6)
+    assert np.allclose(saved[3000], extra[0], atol=1e-6) and again.search(extra[1], 1)[0][0] == "n1"

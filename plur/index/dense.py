@@ -92,9 +92,9 @@ class DenseIndex(DenseSearch):
         self._live_rows = 0
         self._multi = 0                                          # live ids owning > 1 row
         self._hnsw: Any = None                                   # holds every row in [0, _n) once built
-        # read-only memory map of the saved vectors.npy (rows [0, len) as saved), read instead of asking the
-        # graph for a row (hnswlib.get_items: ~16 us a row through Python lists); None until saved or loaded
-        self._mapped: np.ndarray | None = None
+        # the saved vectors.npy (rows [0, n) as saved), read with pread instead of asking the graph for a row
+        # (hnswlib.get_items: ~16 us a row through Python lists); None until saved or loaded, and after a compaction
+        self._rowfile: Any = None
 
     # -- size ----------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -217,16 +217,16 @@ class DenseIndex(DenseSearch):
     def _matrix(self, rows: np.ndarray) -> np.ndarray:
         """Vectors of live ``rows`` (``[len(rows), dims] float32``), from ``_vecs``, the saved file or the graph.
 
-        Once the graph holds the vectors, rows the last save wrote are read from its memory-mapped
-        ``vectors.npy`` (the pages of those rows only; no copy on the heap); newer rows are fetched
-        from the graph :data:`_BLOCK_ROWS` at a time (bounded transient memory).
+        Once the graph holds the vectors, rows the last save wrote are read from its ``vectors.npy``
+        (:class:`plur.index.dense_io.RowFile`: ``pread``, no copy on the heap, no mapping in RSS); newer
+        rows are fetched from the graph :data:`_BLOCK_ROWS` at a time (bounded transient memory).
         """
         if self._vecs is not None:
             return self._vecs[rows]
         rows = np.asarray(rows, dtype=np.int64)
-        mapped = self._mapped
-        if mapped is not None and (len(rows) == 0 or int(rows.max()) < mapped.shape[0]):
-            return np.asarray(mapped[rows], dtype=np.float32)  # only these rows' pages are read
+        rowfile = self._rowfile
+        if rowfile is not None and (len(rows) == 0 or int(rows.max()) < rowfile.n):
+            return rowfile.rows(rows)
         out = np.empty((len(rows), self.dims), dtype=np.float32)
         for c in range(0, len(rows), _BLOCK_ROWS):
             out[c:c + _BLOCK_ROWS] = self._hnsw.get_items(rows[c:c + _BLOCK_ROWS], return_type="numpy")

@@ -59,7 +59,7 @@ def save_index(dense: Any, folder: Path, identity: str | None = None) -> None:
         }
         _atomic(folder / "meta.json", lambda p: _write_bytes(p, json.dumps(meta, indent=2).encode("utf-8")))
         if dense._hnsw is not None:  # read rows from the file just written (the folder may be renamed: same inode)
-            dense._mapped = np.load(folder / "vectors.npy", allow_pickle=False, mmap_mode="r")
+            dense._rowfile = RowFile(folder / "vectors.npy")
 
 
 
@@ -72,12 +72,63 @@ def _write_vectors(dense: Any, path: Path) -> None:
         np.lib.format.write_array_header_1_0(
             fh, {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
                  "shape": (dense._n, dense.dims)})
+        old = dense._rowfile
         for c in range(0, dense._n, _BLOCK_ROWS):
             rows = np.arange(c, min(dense._n, c + _BLOCK_ROWS))
-            block = np.zeros((len(rows), dense.dims), dtype=np.float32)
             live = dense._row_slot[rows] >= 0
-            block[live] = dense._matrix(rows[live])
+            if old is not None and rows[-1] < old.n:  # rows the last save wrote: one read of the block
+                block = old.read_range(int(rows[0]), int(rows[-1]) + 1)
+                block[~live] = 0.0
+            else:
+                block = np.zeros((len(rows), dense.dims), dtype=np.float32)
+                block[live] = dense._matrix(rows[live])
             fh.write(block.tobytes())
+
+
+class RowFile:
+    """Rows of a saved ``vectors.npy`` read with ``pread``: the kernel's page cache holds the file, not this
+    process's heap or mappings (a memory map's touched pages would count in its RSS, up to the whole file).
+
+    A row costs one ~1 us system call; hnswlib's ``get_items`` takes ~16 us a row (it builds Python lists).
+    The file may be renamed or unlinked meanwhile (the next save replaces the folder): the open descriptor
+    keeps reading the same inode.
+
+    Args:
+        path: a ``vectors.npy`` written by :func:`save_index` (format 1.0 header, ``[n, dims] float32``).
+    """
+
+    def __init__(self, path: Path) -> None:
+        with open(path, "rb") as fh:
+            major, minor = np.lib.format.read_magic(fh)
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh) if major == 1 else \
+                np.lib.format.read_array_header_2_0(fh)
+            self.offset = fh.tell()
+        if fortran or dtype != np.float32 or len(shape) != 2:
+            raise StoreError(f"{path} is not a C-ordered [n, dims] float32 array; rebuild it with `plur reindex`")
+        self.n, self.dims = int(shape[0]), int(shape[1])
+        self.row_bytes = 4 * self.dims
+        self._fd = os.open(path, os.O_RDONLY)
+
+    def rows(self, rows: np.ndarray) -> np.ndarray:
+        """``[len(rows), dims] float32`` of rows ``< n``, one ``pread`` each."""
+        out = np.empty((len(rows), self.dims), dtype=np.float32)
+        fd, size, base = self._fd, self.row_bytes, self.offset
+        for j, r in enumerate(rows.tolist()):
+            out[j] = np.frombuffer(os.pread(fd, size, base + r * size), dtype=np.float32)
+        return out
+
+    def read_range(self, start: int, end: int) -> np.ndarray:
+        """Rows ``[start, end)`` in one read: ``[end - start, dims] float32`` (a writable copy)."""
+        data = os.pread(self._fd, (end - start) * self.row_bytes, self.offset + start * self.row_bytes)
+        return np.frombuffer(data, dtype=np.float32).reshape(end - start, self.dims).copy()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def load_index(cls: Any, folder: Path, dims: int, identity: str | None = None) -> Any:
@@ -121,8 +172,8 @@ def load_index(cls: Any, folder: Path, dims: int, identity: str | None = None) -
     n = vecs.shape[0]
     with_graph = bool(meta.get("hnsw")) and (folder / "hnsw.bin").is_file()
     if with_graph:
-        index._vecs = None  # hnsw.bin carries the vectors; vectors.npy stays on disk, mapped for row reads
-        index._mapped = vecs
+        index._vecs = None  # hnsw.bin carries the vectors; vectors.npy stays on disk, read row by row
+        index._rowfile = RowFile(folder / "vectors.npy")
     index._grow(n)
     if index._vecs is not None:
         index._vecs[:n] = vecs
