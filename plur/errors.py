@@ -124,3 +124,12 @@ class ServiceError(PlurError):
 
 class AuthError(ServiceError):
     """A request to the service's JSON API carried no token or the wrong one (HTTP 401)."""
+
+
+class ForbiddenError(PlurError):
+    """A team member's request reads or writes a scope it has no grant for (HTTP 403); nothing was written.
+
+    Exit code 10. The message names the scope and the command the team's administrator runs to grant it.
+    """
+
+    exit_code = 10

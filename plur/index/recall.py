@@ -142,21 +142,24 @@ def combine(bm25: Ranking, dense: Ranking, *, mode: str, k: int, lookup: Callabl
 
 
 def allowed_ids(engrams: Mapping[str, Engram], *, scope: str | None, types: Sequence[str] | None,
-                tags: Sequence[str] | None) -> set[str] | None:
+                tags: Sequence[str] | None, scopes: frozenset[str] | None = None) -> set[str] | None:
     """Ids an engram filter admits, or ``None`` when nothing is filtered (fast path).
 
     ``scope='project:a'`` admits engrams of scope ``project:a`` and ``global`` only:
     scope is authorisation, not a ranking hint. ``types`` admits any listed type;
     ``tags`` admits engrams carrying at least one listed tag. Validity (retired, expired) is
-    not filtered here but by the facade, per recall (it depends on the time).
+    not filtered here but by the facade, per recall (it depends on the time). ``scopes`` (a team member's
+    readable scopes, :mod:`plur.service.access`) admits only engrams whose scope is in it, on top of ``scope``.
     """
-    if scope is None and not types and not tags:
+    if scope is None and not types and not tags and scopes is None:
         return None
     type_set = set(types or ())
     tag_set = set(tags or ())
     out: set[str] = set()
     for eid, e in engrams.items():
         if scope is not None and e.scope not in (scope, "global"):
+            continue
+        if scopes is not None and e.scope not in scopes:
             continue
         if type_set and e.type not in type_set:
             continue

@@ -51,17 +51,19 @@ def note_changes(mem: Any, before: int, changed: Iterable[Any], removed: Iterabl
 
 
 def allowed(mem: Any, scope: str | None, types: Sequence[str] | None,
-             tags: Sequence[str] | None) -> set[str] | None:
-    """The filter's admitted ids, cached until the store changes (an O(n) pass per store change)."""
-    if scope is None and not types and not tags:
+             tags: Sequence[str] | None, scopes: frozenset[str] | None = None) -> set[str] | None:
+    """The filter's admitted ids, cached until the store changes (an O(n) pass per store change);
+    ``scopes``: only engrams in these scopes (a team member's readable ones), ``None`` = no such limit."""
+    if scope is None and not types and not tags and scopes is None:
         return None
-    key = (mem._generation, scope, tuple(sorted(types or ())), tuple(sorted(tags or ())))
+    key = (mem._generation, scope, tuple(sorted(types or ())), tuple(sorted(tags or ())),
+           None if scopes is None else tuple(sorted(scopes)))
     got = mem._allowed_cache.get(key)
     if got is None:
         if len(mem._allowed_cache) > 64 or any(k[0] != mem._generation for k in mem._allowed_cache):
             mem._allowed_cache.clear()
         from ..index.recall import allowed_ids
 
-        got = allowed_ids(mem._by_id(), scope=scope, types=types, tags=tags)
+        got = allowed_ids(mem._by_id(), scope=scope, types=types, tags=tags, scopes=scopes)
         mem._allowed_cache[key] = got
     return got

@@ -33,7 +33,7 @@ def check_query(mem: Any, query: Any, k: Any, scope: str | None) -> None:
 def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types: Sequence[str] | None = None,
            tags: Sequence[str] | None = None, mode: str = "hybrid", agent: str | None = None,
            record: bool = True, min_score: float | None = None, include_expired: bool = False,
-           now: Any = None, explain: bool = False) -> list[Hit]:
+           now: Any = None, explain: bool = False, scopes: frozenset[str] | None = None) -> list[Hit]:
     """Engrams relevant to ``query``, best first.
 
     Args:
@@ -55,6 +55,8 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
             dates the query names ("last May", "two weeks ago") are resolved against it and
             engrams dated in them are boosted (setting ``date_boost``; README "Dates in recall").
         explain: fill each hit's ``context_matches`` (query terms matched via neighbouring turns).
+        scopes: recall only among engrams in these scopes (a team member's readable scopes, set by the
+            service's door, :mod:`plur.service.access`), on top of ``scope``; ``None`` = no such limit.
 
     Returns:
         At most ``k`` :class:`~plur.index.recall.Hit` objects, ``rank`` 1..n, scores in [0, 1]
@@ -79,7 +81,7 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
         # Without an embedding model, dense recall degrades to BM25 (the fallback was already loud).
         mode_used = "bm25" if mode == "dense" and mem._index(mode != "bm25").dense is None else mode
         bm25, dense, top, fills = mem._legs(query, k, scope, types, tags, mode_used != "dense",
-                                             mode_used != "bm25", include_expired)
+                                             mode_used != "bm25", include_expired, scopes)
         hits = second_stage(mem, query, k, now, explain, mode_used, lambda n: combine(
             bm25, dense, mode=mode_used, k=n, lookup=mem._get_or_none, fusion_method=s.fusion,
             rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top, fills=fills))
