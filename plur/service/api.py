@@ -1,11 +1,12 @@
 """The JSON API v1 for hosts (``/api/v1/*``): recall, memory blocks, learn, forget, feedback, status.
 
 Every route needs ``Authorization: Bearer <token>`` (the token in ``<home>/service.json``), compared
-in constant time; without it the answer is 401, even from localhost. No cookies, no CSRF: a browser
-page cannot read the token, and a cross-origin script cannot send the header without a CORS
+in constant time; without it the answer is 401, even from localhost. On a PostgreSQL store a team member's
+token is accepted too, and its request sees only its scopes (:mod:`plur.service.access`; 403 outside them).
+No cookies, no CSRF: a browser page cannot read the token, and a cross-origin script cannot send the header without a CORS
 preflight that this API never grants. JSON in and out; errors are
 ``{"error": {"type": "<PlurError subclass>", "message": "<one line>"}}`` with 400 (bad input, bad
-JSON, unknown field), 401, 404 (no such engram / route), 405, 500 (logged).
+JSON, unknown field), 401, 403 (a member outside its scopes), 404 (no such engram / route), 405, 500 (logged).
 
 =======  ==============================  ==========================================================
 method   path                            answer
@@ -40,8 +41,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import (AuthError, ConflictError, DatabaseUnavailableError, InvalidIdError, NotFoundError, PlurError,
-                      ValidationError)
+from ..errors import (AuthError, ConflictError, DatabaseUnavailableError, ForbiddenError, InvalidIdError,
+                      NotFoundError, PlurError, ValidationError)
 from ..store.schema import DEFAULT_TYPE, schema
 from ..values import parse_int
 from .files import API_VERSION
@@ -66,10 +67,12 @@ _REQUIRED = object()
 
 
 def status_of(exc: BaseException) -> int:
-    """HTTP status for an error: 400 bad input, 401 auth, 404 not found, 409 conflict, 503 the engram database
-    is unreachable, 500 anything else."""
+    """HTTP status for an error: 400 bad input, 401 auth, 403 a team member outside its scopes, 404 not found,
+    409 conflict, 503 the engram database is unreachable, 500 anything else."""
     if isinstance(exc, DatabaseUnavailableError):
         return 503
+    if isinstance(exc, ForbiddenError):
+        return 403
     if isinstance(exc, AuthError):
         return 401
     if isinstance(exc, ConflictError):
@@ -126,12 +129,22 @@ class BearerAuth:
 
     Args:
         app: the wrapped API app.
-        token: the service's token (compared with :func:`hmac.compare_digest`).
+        token: the service's token (compared with :func:`hmac.compare_digest`): the owner's.
+        members: on a PostgreSQL store, token -> team member (:meth:`plur.service.access.MemberDoors.member`,
+            blocking: run in a worker thread); a member's request carries it as ``scope["plur.member"]``.
     """
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Any, token: str, members: Callable[[str], Any] | None = None) -> None:
         self.app = app
         self._expected = f"Bearer {token}".encode("latin-1")
+        self._members = members
+
+    async def _refuse(self, send: Callable[[Any], Awaitable[None]], exc: PlurError) -> None:
+        body = json.dumps(error_body(exc)).encode("utf-8")
+        await send({"type": "http.response.start", "status": status_of(exc), "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            (b"www-authenticate", b'Bearer realm="plur"'), (b"cache-control", b"no-store")]})
+        await send({"type": "http.response.body", "body": body})
 
     async def __call__(self, scope: Any, receive: Callable[[], Awaitable[Any]],
                        send: Callable[[Any], Awaitable[None]]) -> None:
@@ -141,20 +154,40 @@ class BearerAuth:
                 if key == b"authorization":
                     got = value
             if not hmac.compare_digest(got, self._expected):
+                scheme, _, given = got.decode("latin-1").partition(" ")
+                if self._members is not None and scheme == "Bearer" and given.startswith("plur_"):
+                    from starlette.concurrency import run_in_threadpool
+
+                    try:
+                        member = await run_in_threadpool(self._members, given)
+                    except PlurError as exc:  # unknown token (401), database down (503)
+                        await self._refuse(send, exc)
+                        return
+                    await self.app({**scope, "plur.member": member}, receive, send)
+                    return
                 reason = "no Authorization header" if not got else "wrong token"
-                exc = AuthError(f"{reason}: send 'Authorization: Bearer <token>' with the token from "
-                                "<home>/service.json (readable by its owner only)")
-                body = json.dumps(error_body(exc)).encode("utf-8")
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="plur"'), (b"cache-control", b"no-store")]})
-                await send({"type": "http.response.body", "body": body})
+                await self._refuse(send, AuthError(
+                    f"{reason}: send 'Authorization: Bearer <token>' with the token from <home>/service.json "
+                    "(readable by its owner only)" + (", or a team member's token" if self._members else "")))
                 return
         await self.app(scope, receive, send)
 
 
+class Call:
+    """What a route function gets first: the path parameters, and the memory and recall worker of whoever
+    asks (the service's own for the owner, a :class:`plur.service.access.MemberMemory` view for a member)."""
+
+    __slots__ = ("params", "memory", "worker", "member")
+
+    def __init__(self, params: dict[str, str], memory: Any, worker: Any, member: Any = None) -> None:
+        self.params, self.memory, self.worker, self.member = params, memory, worker, member
+
+    def __getitem__(self, name: str) -> str:
+        return self.params[name]
+
+
 def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: threading.Lock | None = None,
-               info: dict[str, Any] | None = None) -> "Starlette":
+               info: dict[str, Any] | None = None, members: Any = None) -> "Starlette":
     """Build the API app (routes under ``/api/v1``) over an open Memory and its RecallWorker.
 
     Args:
@@ -163,6 +196,8 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
         token: the bearer token requests must carry (non-empty).
         lock: serialises Memory calls with the web page's (default: a lock of its own).
         info: extra fields for ``/status`` (``version``, ``url``, ``socket``, ``started``).
+        members: a :class:`plur.service.access.MemberDoors` (PostgreSQL store): member tokens are accepted too,
+            and their requests served through the member's view; ``None`` = the owner's token only.
 
     Returns:
         A Starlette app wrapped in :class:`BearerAuth`.
@@ -201,9 +236,13 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
                         raise ValidationError(f"{name}: the body is not valid JSON ({exc})") from None
                     args = fields(body, spec, f"{request.method} {request.url.path}")
 
+                member = request.scope.get("plur.member")
+                call = (Call(request.path_params, memory, worker) if member is None
+                        else Call(request.path_params, *members.door(member), member))
+
                 def locked() -> Any:
                     with lock:
-                        out = fn(request.path_params, **args)
+                        out = fn(call, **args)
                         if name in QUARANTINE_NOTED and isinstance(out, dict):
                             # the CLI repeats the store's quarantine warning from this (issue 14)
                             out["quarantined"] = memory.store.quarantined_count()
@@ -219,78 +258,84 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
     text_or_none = (str, type(None))
     list_or_none = (list, type(None))
 
-    def status_(_: dict[str, str]) -> dict[str, Any]:
-        resolution = memory.model_resolution()
+    def status_(c: Call) -> dict[str, Any]:
+        resolution = c.memory.model_resolution()
         model = resolution.as_dict()
         if resolution.embedder is not None:  # eager, torchscript or onnx (Memory.prepare_serving)
             model["query_runtime"] = getattr(resolution.embedder, "query_runtime", "eager")
+        if c.member is not None:  # a team member: counts of what it may read, not the owner's machine
+            seen = c.memory.list()
+            return {"api": API_VERSION, "version": extra.get("version"), "member": c.member.name,
+                    "read": sorted(c.memory.readable), "write": sorted(c.memory.writable), "engrams": len(seen),
+                    "by_scope": dict(Counter(e.scope for e in seen)), "quarantined": 0, "model": model}
         return {"api": API_VERSION, "version": extra.get("version"), "pid": os.getpid(),
-                "home": str(memory.home), "engrams": len(memory.list()),
-                "by_scope": dict(Counter(e.scope for e in memory.list())),
-                "quarantined": memory.store.quarantined_count(), "index": memory.index_state(), "model": model, "served": dict(served),
-                "worker": worker.stats(), **extra}
+                "home": str(c.memory.home), "engrams": len(c.memory.list()),
+                "by_scope": dict(Counter(e.scope for e in c.memory.list())),
+                "quarantined": c.memory.store.quarantined_count(), "index": c.memory.index_state(), "model": model,
+                "served": dict(served),
+                "worker": c.worker.stats(), **extra}
 
-    def schema_(_: dict[str, str]) -> dict[str, Any]:
+    def schema_(c: Call) -> dict[str, Any]:
         return schema()
 
-    def recall(_: dict[str, str], query: str, k: int, scope: str | None, mode: str, types: list[str] | None,
+    def recall(c: Call, query: str, k: int, scope: str | None, mode: str, types: list[str] | None,
                tags: list[str] | None, agent: str | None, min_score: float | None,
                include_expired: bool) -> dict[str, Any]:
         k = parse_int(k, "k", lo=0, hi=MAX_K)
         t0 = time.perf_counter()
-        hits = memory.recall(query, k, scope=scope, mode=mode, types=types, tags=tags, agent=agent,
-                             min_score=min_score, include_expired=include_expired)
+        hits = c.memory.recall(query, k, scope=scope, mode=mode, types=types, tags=tags, agent=agent,
+                               min_score=min_score, include_expired=include_expired)
         return {"hits": [h.to_dict() for h in hits], "took_ms": (time.perf_counter() - t0) * 1000.0}
 
     def block_dict(agent_id: str, block: Any) -> dict[str, Any]:
         return {"agent_id": agent_id, "text": block.text, "hash": block.hash,
                 "engram_ids": list(block.engram_ids), "tokens": block.tokens}
 
-    def block(_: dict[str, str], agent_id: str, query: str, scope: str | None) -> dict[str, Any]:
+    def block(c: Call, agent_id: str, query: str, scope: str | None) -> dict[str, Any]:
         if not agent_id:
             raise ValidationError("field 'agent_id' must be a non-empty string, got ''")
         t0 = time.perf_counter()
-        out = block_dict(agent_id, recall_block(memory, query, scope=scope, agent=agent_id))
+        out = block_dict(agent_id, recall_block(c.memory, query, scope=scope, agent=agent_id))
         return {**out, "took_ms": (time.perf_counter() - t0) * 1000.0}
 
-    def submit(params: dict[str, str], text: str, scope: str | None) -> dict[str, Any]:
-        worker.submit(params["agent_id"], text, scope)
+    def submit(c: Call, text: str, scope: str | None) -> dict[str, Any]:
+        c.worker.submit(c.params["agent_id"], text, scope)
         return {"queued": True}
 
-    def agent_block(params: dict[str, str]) -> dict[str, Any]:
+    def agent_block(c: Call) -> dict[str, Any]:
         from ..prompt.block import EMPTY_BLOCK
 
-        agent_id = params["agent_id"]
-        return block_dict(agent_id, worker.read_block(agent_id) or EMPTY_BLOCK)
+        agent_id = c.params["agent_id"]
+        return block_dict(agent_id, c.worker.read_block(agent_id) or EMPTY_BLOCK)
 
-    def drop(params: dict[str, str]) -> dict[str, Any]:
-        worker.drop(params["agent_id"])
-        return {"dropped": params["agent_id"]}
+    def drop(c: Call) -> dict[str, Any]:
+        c.worker.drop(c.params["agent_id"])
+        return {"dropped": c.params["agent_id"]}
 
-    def learn(_: dict[str, str], statement: str, type: str, scope: str, tags: list[str], pinned: bool,
+    def learn(c: Call, statement: str, type: str, scope: str, tags: list[str], pinned: bool,
               domain: str | None, rationale: str | None, created: str | None, ttl: str | None,
               valid_until: str | None) -> dict[str, Any]:
-        known = memory.store.find_duplicate(statement, scope) if isinstance(statement, str) else None
-        engram = memory.learn(statement, scope=scope, type=type, tags=tags, pinned=pinned, domain=domain,
-                              rationale=rationale, created=created, ttl=ttl, valid_until=valid_until)
+        known = c.memory.store.find_duplicate(statement, scope) if isinstance(statement, str) else None
+        engram = c.memory.learn(statement, scope=scope, type=type, tags=tags, pinned=pinned, domain=domain,
+                                rationale=rationale, created=created, ttl=ttl, valid_until=valid_until)
         is_new = known is None or engram.id != known.id
         added = [] if is_new or known is None else [t for t in engram.tags if t not in known.tags]
         return {"engram": engram.to_dict(), "created": is_new, "tags_added": added}
 
-    def engram(params: dict[str, str]) -> dict[str, Any]:
-        return {"engram": memory.get(params["engram_id"]).to_dict()}
+    def engram(c: Call) -> dict[str, Any]:
+        return {"engram": c.memory.get(c.params["engram_id"]).to_dict()}
 
-    def forget(_: dict[str, str], id: str) -> dict[str, Any]:
-        return {"forgotten": memory.forget(id).id}
+    def forget(c: Call, id: str) -> dict[str, Any]:
+        return {"forgotten": c.memory.forget(id).id}
 
-    def feedback(_: dict[str, str], id: str, useful: bool, agent_id: str | None,
+    def feedback(c: Call, id: str, useful: bool, agent_id: str | None,
                  query: str | None) -> dict[str, Any]:
-        counts = memory.feedback(id, useful, agent=agent_id, query=query)
+        counts = c.memory.feedback(id, useful, agent=agent_id, query=query)
         return {"id": id, **counts}
 
-    def doctor(_: dict[str, str]) -> dict[str, Any]:
-        report = memory.doctor(load_model=True)
-        report["manifest"] = memory.store.manifest_info()
+    def doctor(c: Call) -> dict[str, Any]:
+        report = c.memory.doctor(load_model=True)
+        report["manifest"] = c.memory.store.manifest_info()
         return report
 
     R = _REQUIRED
@@ -335,7 +380,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
 
     app = Starlette(routes=routes, exception_handlers={404: http_error, 405: http_error})
     app.state.served = served
-    return BearerAuth(app, token)  # type: ignore[return-value]
+    return BearerAuth(app, token, None if members is None else members.member)  # type: ignore[return-value]
 
 
 class PathDispatch:

@@ -25,7 +25,8 @@ _UPDATABLE = ("statement", "tags", "status", "type", "pinned")
 
 def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, prefix: str) -> list[Any]:
     """The routes above under ``prefix`` (``/api/v1``), built with :func:`plur.service.api.create_api`'s
-    ``endpoint`` (locking, errors)."""
+    ``endpoint`` (locking, errors); each route reads ``c.memory`` (:class:`plur.service.api.Call`: the owner's
+    Memory or a team member's view), never ``memory`` itself."""
     from starlette.routing import Route
 
     from ..prompt.increment import HOOK_BUDGET_TOKENS, HOOK_MAX_ENGRAMS, new_engrams_block
@@ -33,26 +34,26 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
 
     text_or_none = (str, type(None))
 
-    def list_(_: dict[str, str], scope: str | None, type: str | None, tag: str | None, status: str | None,
+    def list_(c: Any, scope: str | None, type: str | None, tag: str | None, status: str | None,
               text: str | None, limit: int) -> dict[str, Any]:
         if not 1 <= limit <= MAX_LIST:
             raise ValidationError(f"limit={limit} must be from 1 to {MAX_LIST}")
-        rows = memory.list(scope=scope, type=type, tag=tag, status=status, text=text)[:limit]
+        rows = c.memory.list(scope=scope, type=type, tag=tag, status=status, text=text)[:limit]
         return {"engrams": [e.to_dict() for e in rows]}
 
-    def update(_: dict[str, str], id: str, **changes: Any) -> dict[str, Any]:
+    def update(c: Any, id: str, **changes: Any) -> dict[str, Any]:
         given = {k: v for k, v in changes.items() if v is not None}
         if not given:
             raise ValidationError(f"update needs at least one of {', '.join(_UPDATABLE)}")
-        return {"engram": memory.update(id, **given).to_dict()}
+        return {"engram": c.memory.update(id, **given).to_dict()}
 
-    def inject(_: dict[str, str], query: str, scope: str | None, agent_id: str | None, exclude: list[Any],
+    def inject(c: Any, query: str, scope: str | None, agent_id: str | None, exclude: list[Any],
                max_engrams: int, budget_tokens: int, include_pinned: bool) -> dict[str, Any]:
         if len(exclude) > MAX_EXCLUDE or not all(isinstance(x, str) for x in exclude):
             raise ValidationError(f"field 'exclude' must be a list of at most {MAX_EXCLUDE} engram ids")
         if not 0 <= max_engrams <= 100 or not 0 <= budget_tokens <= 100000:
             raise ValidationError("max_engrams must be 0..100 and budget_tokens 0..100000")
-        block = new_engrams_block(memory, query, exclude=exclude, scope=scope, agent=agent_id,
+        block = new_engrams_block(c.memory, query, exclude=exclude, scope=scope, agent=agent_id,
                                   max_engrams=max_engrams, budget_tokens=budget_tokens,
                                   include_pinned=include_pinned)
         return {"text": block.text, "engram_ids": list(block.engram_ids), "tokens": block.tokens, "mode": "hybrid"}

@@ -78,7 +78,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
                            f"serves {home_path}; see `plur service status`, stop it with `plur service stop`")
     previous = signal.signal(signal.SIGTERM, _raise_exit)  # SIGTERM before uvicorn runs: still a clean stop
     sockets: list[socket.socket] = []
-    memory = worker = web = freshener = None
+    memory = worker = web = freshener = members = None
     started = False
     try:
         files.remove_files(home_path)  # leftovers of a service that died without cleaning up
@@ -109,7 +109,8 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         info = {"api": files.API_VERSION, "version": _version(), "pid": os.getpid(), "url": loop_url,
                 "socket": str(sock_path) if sock_path else None, "token": token, "login": login,
                 "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")}
-        api = create_api(memory, worker, token, lock=lock,
+        members = _member_doors(memory, RecallWorker)
+        api = create_api(memory, worker, token, lock=lock, members=members,
                          info={k: info[k] for k in ("version", "url", "socket", "started")})
         web = (web_factory(memory, bound_host=host, allow_hosts=names, lock=lock, login_token=login)
                if web_factory else None)
@@ -149,6 +150,8 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         files.remove_files(home_path, pid=os.getpid())
         if freshener is not None:
             freshener.stop()
+        if members is not None:
+            members.close()
         if worker is not None:
             worker.close()
         caches = getattr(getattr(web, "state", None), "caches", None)
@@ -192,6 +195,17 @@ class _Freshener:
         """Stop the thread and wait for a scan in progress (at most one scan)."""
         self._stop.set()
         self._thread.join(timeout=10.0)
+
+
+def _member_doors(memory: Any, make_worker: Callable[[Any], Any]) -> Any:
+    """On a PostgreSQL store, the doors team members' tokens open (:mod:`plur.service.access`); else ``None``."""
+    if not getattr(memory.store, "remote", False):
+        return None
+    from ..store.pg.team import TeamDirectory
+    from .access import MemberDoors
+
+    directory = TeamDirectory(memory.store.uri)
+    return MemberDoors(memory, directory.member, make_worker, directory.close_connection)
 
 
 def _bind_warning(host: str) -> str | None:

@@ -7,14 +7,17 @@ Tables (created here on first use)::
 
 Rule (:func:`may_read` / :func:`may_write`, pure): every member reads and writes ``global``; an ``agent:`` or
 ``project:`` scope only with a grant for exactly that scope. A token is shown once, when the member is
-added; a lost token is replaced by :func:`rotate_token`. Not wired into the service's doors yet (the local
-service keeps its own token for them).
+added; a lost token is replaced by :func:`rotate_token`. Tokens carry 256 random bits, so one unsalted sha256
+is enough to keep them out of the database (no dictionary to guess from) and lets a door find the member by an
+indexed lookup. :class:`TeamDirectory` is what a service's door asks, once per request, so a revoke or a removal
+takes effect on the member's next request (:mod:`plur.service.access`; ``plur team``, :mod:`plur.cli.team`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +79,7 @@ def add_member(conn: Any, name: str) -> str:
     ensure_tables(conn)
     with conn.transaction():
         if conn.execute("SELECT 1 FROM plur_members WHERE name = %s", (name,)).fetchone():
-            raise ValidationError(f"member {name!r} exists; rotate its token instead (rotate_token)")
+            raise ValidationError(f"member {name!r} exists; `plur team rotate {name}` gives it a new token")
         conn.execute("INSERT INTO plur_members (name, token_sha256) VALUES (%s, %s)", (name, _digest(token)))
     return token
 
@@ -124,8 +127,81 @@ def member_for_token(conn: Any, token: str) -> Member:
         AuthError: no member has this token (HTTP 401 at a door).
     """
     ensure_tables(conn)
-    row = conn.execute("SELECT name FROM plur_members WHERE token_sha256 = %s", (_digest(str(token)),)).fetchone()
-    if row is None:
-        raise AuthError("unknown member token; ask the team's administrator for yours")
-    grants = conn.execute("SELECT scope, can_write FROM plur_grants WHERE member = %s", (row[0],)).fetchall()
-    return Member(row[0], frozenset(s for s, _ in grants), frozenset(s for s, w in grants if w))
+    return _lookup(conn, token)
+
+
+def _lookup(conn: Any, token: str) -> Member:
+    rows = conn.execute("SELECT m.name, g.scope, g.can_write FROM plur_members m LEFT JOIN plur_grants g "
+                        "ON g.member = m.name WHERE m.token_sha256 = %s", (_digest(str(token)),)).fetchall()
+    if not rows:
+        raise AuthError("unknown member token; ask the team's administrator for yours (`plur team add`)")
+    grants = [(s, w) for _, s, w in rows if s is not None]
+    return Member(rows[0][0], frozenset(s for s, _ in grants), frozenset(s for s, w in grants if w))
+
+def list_members(conn: Any) -> list[Member]:
+    """Every member with its grants, by name."""
+    ensure_tables(conn)
+    rows = conn.execute("SELECT m.name, g.scope, g.can_write FROM plur_members m LEFT JOIN plur_grants g "
+                        "ON g.member = m.name ORDER BY m.name, g.scope").fetchall()
+    grants: dict[str, list[tuple[str, bool]]] = {}
+    for name, scope, can_write in rows:
+        grants.setdefault(name, [])
+        if scope is not None:
+            grants[name].append((scope, bool(can_write)))
+    return [Member(n, frozenset(s for s, _ in g), frozenset(s for s, w in g if w)) for n, g in grants.items()]
+
+
+def remove_member(conn: Any, name: str) -> bool:
+    """Remove a member and its grants (its token stops working at once); True when there was one."""
+    ensure_tables(conn)
+    with conn.transaction():
+        return bool(conn.execute("DELETE FROM plur_members WHERE name = %s", (name,)).rowcount)
+
+
+class TeamDirectory:
+    """The members of the database at ``uri``, for a door: :meth:`member` looks a token up at every call.
+
+    One connection of its own (not the store's, so a long write does not hold a login up), reconnected once
+    when the server went away.
+
+    Args:
+        uri: the database URI (setting ``store``).
+    """
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self._conn: Any = None
+        self._lock = threading.Lock()
+
+    def member(self, token: str) -> Member:
+        """The member whose token this is, with its grants as they are now.
+
+        Raises:
+            AuthError: no member has this token. DatabaseUnavailableError: the server cannot be reached.
+        """
+        from .connect import connect, is_unreachable, unavailable
+
+        with self._lock:
+            for attempt in (0, 1):
+                try:
+                    if self._conn is None or self._conn.closed:
+                        conn = connect(self.uri)
+                        ensure_tables(conn)
+                        self._conn = conn
+                    return _lookup(self._conn, token)
+                except Exception as exc:
+                    if not is_unreachable(exc):
+                        raise
+                    self.close_connection()
+                    if attempt:
+                        raise unavailable(self.uri, exc, "checking a member's token") from None
+            raise AssertionError("unreachable")  # pragma: no cover
+
+    def close_connection(self) -> None:
+        """Close the connection (the next :meth:`member` reconnects); idempotent."""
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self._conn = None
