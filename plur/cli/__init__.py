@@ -10,6 +10,7 @@ One module per command group, each imported only when one of its commands runs
 :mod:`.forget`       forget
 :mod:`.transfer`     import, export, ingest
 :mod:`.migrate`      migrate (folder <-> PostgreSQL)
+:mod:`.team`         team add, list, grant, revoke, remove, rotate (members of a PostgreSQL store)
 :mod:`.recall`       recall, section
 :mod:`.health`       init, doctor, reindex
 :mod:`.serve`        serve, mcp
@@ -55,6 +56,7 @@ COMMANDS = {
     "export": "plur.cli.transfer.export",
     "ingest": "plur.cli.transfer.ingest",
     "migrate": "plur.cli.migrate.migrate",
+    "team": "plur.cli.team.team",
     "recall": "plur.cli.recall.recall",
     "section": "plur.cli.recall.section",
     "init": "plur.cli.health.init",
