@@ -130,6 +130,10 @@ SETTINGS: tuple[Setting, ...] = (
             "Where engrams live: '' = the YAML folder <home>/engrams; 'postgresql://user@host/db' = a PostgreSQL "
             "database with pgvector shared by several machines or a team (extra 'postgres'; README 'Memory on "
             "PostgreSQL'). Indexes, caches and stats.db stay in <home> on each machine."),
+    Setting("feed_retention_days", 30.0, float,
+            "PostgreSQL store: change-feed rows every home has applied are pruned, and rows older than this many "
+            "days whatever the homes say; a home off for longer rebuilds its derived copies from the database "
+            "(full resync) when it comes back. README 'Memory on PostgreSQL'.", range=(0.0, 36500)),
     Setting("autostart_service", True, bool,
             "When no service runs, `plur recall`/`section`, `plur mcp` and `plur hook` start one in the background "
             "(like Gradle's daemon) and answer the current call with keyword (BM25) recall; off = they work in-process."),
@@ -213,6 +217,7 @@ class Settings:
     refresh_interval_s: float = 1.0
     record_stats: bool = True
     store: str = ""
+    feed_retention_days: float = 30.0
     autostart_service: bool = True
     service_idle_exit_s: float = 10800.0
 

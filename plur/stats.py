@@ -183,6 +183,13 @@ class StatsDB:
                                    (engram_id,)).fetchone()
         return {"useful": int(row[0]), "not_useful": int(row[1]) - int(row[0])}
 
+    def engram_ids(self) -> set[str]:
+        """Every engram id some event row names (feedback, recall hits, injections)."""
+        with self._lock:
+            return {r[0] for r in self._db.execute(
+                "SELECT engram_id FROM feedback UNION SELECT engram_id FROM recall_hits "
+                "UNION SELECT engram_id FROM injection_engrams")}
+
     def forget_engram(self, engram_id: str) -> None:
         """Drop every event row naming ``engram_id`` (used when a person forgets an engram).
 

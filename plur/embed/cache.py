@@ -153,6 +153,11 @@ class EmbeddingCache:
                 return int(self._conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
             return int(self._conn.execute("SELECT COUNT(*) FROM vectors WHERE identity = ?", (identity,)).fetchone()[0])
 
+    def keys(self) -> set[bytes]:
+        """Every cached text key, whatever the model identity (a full resync compares them with the database's)."""
+        with self._lock:
+            return {bytes(k) for (k,) in self._conn.execute("SELECT DISTINCT text_sha256 FROM vectors")}
+
     def identities(self) -> dict[str, int]:
         """identity -> number of vectors (for ``plur doctor`` and pruning stale models)."""
         with self._lock:

@@ -72,9 +72,11 @@ def scan(mem: Any, force: bool = False, use: bool = True) -> None:
                 mem._indexes.remove(changes.removed)
             mem._indexes.add(changed)
     if getattr(mem.store, "remote", False):
-        from .shared import erase_forgotten_elsewhere
+        from .shared import erase_forgotten_elsewhere, resync_derived
 
         erase_forgotten_elsewhere(mem, mem.store.take_forgotten())
+        if mem.store.take_resync():
+            resync_derived(mem)
 
 
 def note_own_write(mem: Any) -> None:

@@ -18,7 +18,8 @@ def open_store(settings: Any) -> Any:
     if settings.store:
         from .pg.store import PgStore
 
-        return PgStore(settings.store, settings.home, max_statement_bytes=settings.max_statement_bytes)
+        return PgStore(settings.store, settings.home, max_statement_bytes=settings.max_statement_bytes,
+                       retention_s=settings.feed_retention_days * 86400.0)
     from .store import EngramStore
 
     return EngramStore(settings.home, max_statement_bytes=settings.max_statement_bytes, fsync=settings.fsync)

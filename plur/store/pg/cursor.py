@@ -28,11 +28,23 @@ def load_cursor(path: Path, uri: str) -> int | None:
     return None
 
 
-def save_cursor(path: Path, uri: str, cursor: int) -> None:
+def home_id(path: Path) -> str:
+    """This home's random name in ``plur_homes`` (kept in the cursor file; a new one when the file is gone)."""
+    with suppress(OSError, ValueError, TypeError, KeyError):
+        got = json.loads(path.read_text(encoding="utf-8"))["home"]
+        if isinstance(got, str) and 8 <= len(got) <= 64:
+            return got
+    import secrets
+
+    return secrets.token_hex(12)
+
+
+def save_cursor(path: Path, uri: str, cursor: int, home: str | None = None) -> None:
     """Record ``cursor`` (atomically; a home that cannot be written keeps the old value, which only means
-    erasing some derived copies a second time)."""
+    erasing some derived copies a second time, or a full resync after a pruning)."""
     from ..atomic import atomic_write, private_dirs
 
+    data = {"store": _store_id(uri), "cursor": int(cursor), **({"home": home} if home else {})}
     with suppress(OSError):
         private_dirs(path.parent)
-        atomic_write(path, json.dumps({"store": _store_id(uri), "cursor": int(cursor)}).encode("utf-8"), sync=False)
+        atomic_write(path, json.dumps(data).encode("utf-8"), sync=False)

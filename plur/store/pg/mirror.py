@@ -25,6 +25,7 @@ class PgMirror:
     _resume_from: int | None
     _cursor: int
     _loaded: bool
+    _resync: bool
 
     def _index_add(self, e: Engram) -> None:
         self._index_remove(e.id)
@@ -62,6 +63,9 @@ class PgMirror:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cursor = conn.execute("SELECT coalesce(max(seq), 0) FROM plur_changes").fetchone()[0]
             rows = conn.execute("SELECT doc, yaml FROM plur_engrams").fetchall()
+            from .prune import pruned_through
+
+            pruned = pruned_through(conn)
         before = set(self._by_id)
         self._by_id, self._by_key, self._sorted = {}, {}, None
         for doc, yaml_text in rows:
@@ -70,26 +74,39 @@ class PgMirror:
             self._note(e.id, "updated" if e.id in before else "added")
         for gone in before - set(self._by_id):
             self._note(gone, "removed")
-        if self._resume_from is not None and self._resume_from < cursor:
+        if self._resume_from is not None and self._resume_from < pruned:
+            # the feed rows after this home's cursor were pruned: which engrams went is unknown here, so every
+            # derived copy is checked against the database (plur.memory.shared.resync_derived)
+            self._resync = True
+        elif self._resume_from is not None and self._resume_from < cursor:
             # this home read the feed up to _resume_from before: engrams erased since must go from its copies
             for engram_id, keys in conn.execute("SELECT id, keys FROM plur_changes WHERE seq > %s AND seq <= %s "
                                                 "AND op = 'removed'", (self._resume_from, cursor)).fetchall():
                 if engram_id not in self._by_id:
                     self._forgotten.setdefault(engram_id, []).extend(bytes(k) for k in keys or ())
         self._cursor, self._loaded = int(cursor), True
+        if getattr(self, "home_id", None):  # known at once, so a pruning elsewhere does not force a resync here
+            from .prune import register
+
+            register(conn, self.home_id, self._cursor)
 
     def _catch_up(self, conn: Any) -> None:
         """Apply the feed since the cursor (or load everything on first use)."""
         if not self._loaded:
             self._load(conn)
             return
-        changes = conn.execute("SELECT seq, id, keys FROM plur_changes WHERE seq > %s ORDER BY seq",
+        changes = conn.execute("SELECT seq, id, keys, (SELECT value::bigint FROM plur_meta WHERE key = "
+                               "'pruned_through') FROM plur_changes WHERE seq > %s ORDER BY seq",
                                (self._cursor,)).fetchall()
         if not changes:
             return
-        ids = list(dict.fromkeys(i for _, i, _ in changes))
+        if (changes[0][3] or 0) > self._cursor:  # rows this process had not applied were pruned: reload all
+            self._resume_from, self._loaded = self._cursor, False
+            self._load(conn)
+            return
+        ids = list(dict.fromkeys(i for _, i, _, _ in changes))
         keys_of: dict[str, list[bytes]] = {}
-        for _, engram_id, keys in changes:
+        for _, engram_id, keys, _ in changes:
             keys_of.setdefault(engram_id, []).extend(bytes(k) for k in keys or ())
         rows = {r[0]: r for r in conn.execute("SELECT id, doc, yaml FROM plur_engrams WHERE id = ANY(%s)",
                                                (ids,)).fetchall()}

@@ -13,6 +13,8 @@
         "removed" row carries the sha256 keys of the texts whose vectors machines may cache (statement and
         chunks), so a machine that was off during the forget still erases its copies when it comes back
     plur_vectors(identity, text_sha256, vec)   embeddings computed once per (model identity, text)
+    plur_homes(home, cursor, seen)             each home's applied cursor, so the feed can be pruned
+        (:mod:`plur.store.pg.prune`); ``plur_meta`` row ``pruned_through`` is the last seq deleted
 
 Writers serialise on one transaction-level advisory lock (:data:`WRITE_LOCK`), so feed sequence numbers
 commit in order and a reader that has applied seq n has seen every change up to n.
@@ -25,7 +27,7 @@ from typing import Any
 from ...errors import StoreError
 
 #: Bumped when the tables change shape; a database with a newer version is refused.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: pg_advisory_xact_lock key every writer takes ("plur" in ASCII).
 WRITE_LOCK = 0x706C7572
 #: pg_advisory_xact_lock key for creating the tables.
@@ -42,6 +44,8 @@ DDL = (
     "at timestamptz NOT NULL DEFAULT now(), keys bytea[])",
     "CREATE TABLE IF NOT EXISTS plur_vectors (identity text NOT NULL, text_sha256 bytea NOT NULL, "
     "vec vector NOT NULL, PRIMARY KEY (identity, text_sha256))",
+    "CREATE TABLE IF NOT EXISTS plur_homes (home text PRIMARY KEY, cursor bigint NOT NULL, "
+    "seen timestamptz NOT NULL DEFAULT now())",
 )
 
 
@@ -78,6 +82,8 @@ def ensure_schema(conn: Any) -> None:
         row = conn.execute("SELECT value FROM plur_meta WHERE key = 'schema_version'").fetchone()
         if row is None:
             conn.execute("INSERT INTO plur_meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) < SCHEMA_VERSION:  # version 1 lacked plur_homes, created above
+            conn.execute("UPDATE plur_meta SET value = %s WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
         elif int(row[0]) > SCHEMA_VERSION:
             raise StoreError(f"the engram database has schema version {row[0]}, newer than this plur's "
                              f"{SCHEMA_VERSION}; upgrade plur on this machine")

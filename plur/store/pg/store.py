@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,9 @@ from ...errors import ConflictError, DuplicateError, NotFoundError, StoreError, 
 from ..changes import Changes
 from ..engram import Engram, content_hash, engram_version, new_id, validate_id
 from .connect import connect, is_unreachable, redact, unavailable
+from .health import PgHealth
 from .mirror import PgMirror
+from .prune import REGISTER_EVERY_S
 from .rows import to_row
 from .schema import CHANNEL, WRITE_LOCK, ensure_schema
 
@@ -38,7 +41,7 @@ _UPSERT = ("INSERT INTO plur_engrams (id, scope, status, content_hash, doc, yaml
            "content_hash = excluded.content_hash, doc = excluded.doc, yaml = excluded.yaml")
 
 
-class PgStore(PgMirror):
+class PgStore(PgHealth, PgMirror):
     """Engrams in PostgreSQL (tables of :mod:`plur.store.pg.schema`); see the module docstring.
 
     Args:
@@ -47,6 +50,7 @@ class PgStore(PgMirror):
             store opened only to copy engrams (``plur migrate``).
         max_statement_bytes: largest statement accepted, in UTF-8 bytes.
         listen: start the LISTEN thread (``False``: poll the feed at every :meth:`refresh`).
+        retention_s: feed rows older than this are pruned whatever the homes say (:mod:`.prune`).
 
     Raises:
         DatabaseUnavailableError: on first use, when the server cannot be reached.
@@ -56,7 +60,7 @@ class PgStore(PgMirror):
     remote = True
 
     def __init__(self, uri: str, home: str | Path | None, max_statement_bytes: int = 1 << 20,
-                 listen: bool = True) -> None:
+                 listen: bool = True, retention_s: float = 30 * 86400.0) -> None:
         self.uri = uri
         self.home = Path(home).expanduser() if home is not None else None
         self.root = self.home  # `plur init` creates the home; engrams are not files here
@@ -72,11 +76,14 @@ class PgStore(PgMirror):
         self._pending: dict[str, str] = {}
         self._forgotten: dict[str, list[bytes]] = {}
         self._cursor = 0
-        self._loaded = False
+        self._loaded = self._resync = False
+        self.retention_s = float(retention_s)
+        self._registered_at = self._pruned_at = -1e18
         self.cursor_path = self.home / "index" / "pg-feed.json" if self.home is not None else None
-        from .cursor import load_cursor
+        from .cursor import home_id, load_cursor
 
         self._resume_from = load_cursor(self.cursor_path, uri) if self.cursor_path is not None else None
+        self.home_id = home_id(self.cursor_path) if self.cursor_path is not None else None
         self._erase_keys: list[bytes] = []
 
     def __repr__(self) -> str:
@@ -147,6 +154,8 @@ class PgStore(PgMirror):
         with self._mutex:
             self._call(lambda conn, _: self._catch_up(conn), "reading the change feed")
             pending, self._pending = self._pending, {}
+            if time.monotonic() - self._registered_at >= REGISTER_EVERY_S:
+                self._register()
         return Changes(
             added=frozenset(i for i, op in pending.items() if op == "added"),
             updated=frozenset(i for i, op in pending.items() if op == "updated"),
@@ -161,15 +170,54 @@ class PgStore(PgMirror):
             out, self._forgotten = list(self._forgotten.items()), {}
         return out
 
+    def take_resync(self) -> bool:
+        """True (once) when this home's cursor fell behind the pruned part of the feed (:mod:`.prune`): which
+        engrams were forgotten meanwhile is unknown, so the caller checks every derived copy against the
+        database, then calls :meth:`save_cursor`."""
+        with self._mutex:
+            got, self._resync = self._resync, False
+        return got
+
     def save_cursor(self) -> None:
         """Record in the home how far the feed was applied (after the derived copies of :meth:`take_forgotten`
-        were erased), so a restart learns only of later forgets."""
+        were erased), so a restart learns only of later forgets; also in ``plur_homes`` (:meth:`_register`)."""
         with self._mutex:
-            if self._loaded and not self._forgotten and self.cursor_path is not None:
+            if self._loaded and not self._forgotten and not self._resync and self.cursor_path is not None:
                 from .cursor import save_cursor
 
-                save_cursor(self.cursor_path, self.uri, self._cursor)
+                save_cursor(self.cursor_path, self.uri, self._cursor, self.home_id)
                 self._resume_from = self._cursor
+                self._register()
+
+    def _register(self) -> None:
+        """Record this home's cursor in ``plur_homes`` and prune the feed when due (best effort: a failure only
+        means the feed is pruned later)."""
+        from .prune import PRUNE_EVERY_S, prune, register
+
+        if not self._loaded or self.home_id is None:
+            return
+        self._registered_at = now = time.monotonic()
+        try:
+            conn = self._connection()
+            register(conn, self.home_id, self._cursor)
+            if now - self._pruned_at >= PRUNE_EVERY_S:
+                self._pruned_at = now
+                prune(conn, self.retention_s)
+        except Exception as exc:  # noqa: BLE001 - the server went away: the next call reconnects
+            import logging
+
+            logging.getLogger("plur.store.pg").info("feed bookkeeping skipped: %s", " ".join(str(exc).split()))
+
+    def prune_changes(self, retention_s: float | None = None) -> int:
+        """Record this home's cursor and prune the feed now (:func:`plur.store.pg.prune.prune`); rows deleted."""
+        from .prune import prune, register
+
+        with self._mutex:
+            self._ensure()
+            conn = self._connection()
+            if self.home_id is not None:
+                register(conn, self.home_id, self._cursor)
+            return prune(conn, self.retention_s if retention_s is None else retention_s)
 
     def all(self) -> list[Engram]:
         """Every engram, oldest first (by ``created``, then id), from the mirror."""
@@ -382,43 +430,6 @@ class PgStore(PgMirror):
             self._write(plan, "forgetting the engram")
             self._vacuum()
         return result[-1]
-
-    def _vacuum(self) -> None:
-        """Plain VACUUM of the rows a forget deleted (best effort): dead tuples are freed now, not at the next
-        autovacuum, so new rows overwrite them (README "What PostgreSQL keeps after a forget")."""
-        try:
-            self._connection().execute("VACUUM plur_engrams, plur_vectors")
-        except Exception as exc:  # noqa: BLE001 - not the owner, or the server went away: autovacuum does it later
-            import logging
-
-            logging.getLogger("plur.store.pg").info("VACUUM after forget skipped: %s", " ".join(str(exc).split()))
-
-    # -- health and life cycle ------------------------------------------------------------
-    def quarantined(self) -> list[dict[str, Any]]:
-        """Always ``[]``: rows are validated on write, nothing is quarantined."""
-        return []
-
-    def quarantined_count(self) -> int:
-        """Always 0."""
-        return 0
-
-    def restore(self, name: str) -> Engram:
-        """Nothing to restore in a database. Raises NotFoundError."""
-        raise NotFoundError(f"no quarantined file {name!r}: engrams in a database are never quarantined")
-
-    def lock_state(self) -> dict[str, Any]:
-        """For ``plur doctor``: the folder store's keys (``locked`` False: writers hold a transaction-level advisory
-        lock only while they write; ``path``: the database) plus ``kind``, ``listening`` and ``cursor``."""
-        feed = self._feed
-        return {"locked": False, "path": f"{redact(self.uri)} (advisory lock)", "owner": None, "kind": "postgresql",
-                "listening": bool(feed and feed.connected), "cursor": self._cursor}
-
-    def manifest_info(self) -> dict[str, Any]:
-        """What ``plur doctor`` shows for the folder's manifest: the database and the cursor."""
-        return {"path": redact(self.uri), "exists": self._loaded, "bytes": 0, "entries": len(self._by_id)}
-
-    def save_manifest(self) -> None:
-        """Nothing to save: the database is the record."""
 
     def close(self) -> None:
         """Save the feed cursor (when no erasure is pending), stop the listener, close the connection (idempotent)."""

@@ -112,6 +112,17 @@ class PgVectorCache:
                                                        ([bytes(k) for k in keys],)).rowcount or 0,
                              "erasing embeddings"))
 
+    def present(self, keys: Sequence[bytes]) -> set[bytes]:
+        """The keys among ``keys`` that have a stored vector (any identity)."""
+        def fn(conn: Any) -> set[bytes]:
+            out: set[bytes] = set()
+            for start in range(0, len(keys), 10000):
+                part = [bytes(k) for k in keys[start:start + 10000]]
+                out.update(bytes(r[0]) for r in conn.execute(
+                    "SELECT DISTINCT text_sha256 FROM plur_vectors WHERE text_sha256 = ANY(%s)", (part,)))
+            return out
+        return set(self._run(fn, "reading embeddings")) if keys else set()
+
     def count(self, identity: str | None = None) -> int:
         """Number of stored vectors, for one identity or all."""
         if identity is None:
