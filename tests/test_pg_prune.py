@@ -111,3 +111,30 @@ def test_a_running_store_behind_the_pruned_rows_reloads_everything(tmp_path: Pat
         assert _feed_rows(conn) == 1
     a.close()
     b.close()
+
+
+def test_a_forget_on_a_home_without_a_model_erases_every_homes_chunk_vectors(tmp_path: Path, pg_uri: str,
+                                                                            embedder) -> None:
+    from conftest import wait_for
+    from plur.embed.cache import text_key
+    from plur.memory import Memory
+    from plur.memory.forget import vector_keys
+    from plur.store.pg.vectors import PgVectorCache
+
+    a = _memory(tmp_path, "a", pg_uri, embedder)
+    long = " ".join(f"The long runbook step {i} says to check the gauge labelled R{i} twice." for i in range(30))
+    e = a.learn(long)
+    assert e.id in {h.engram.id for h in a.recall("gauge labelled R7", 3, record=False)}   # a embeds its chunks
+    shared = PgVectorCache(pg_uri)
+    keys = sorted(shared.present(vector_keys(a, e)))                     # the chunks a embedded
+    assert len(keys) > 2
+    emb = a.model_resolution().embedder
+    assert len(emb.cache.local.get_many(emb.identity, keys)) == len(keys)
+    with Memory(tmp_path / "no-model", model="none", store=pg_uri) as b:   # cannot chunk: it has no tokenizer
+        b.forget(e.id)
+    assert shared.present(keys) == set()                                 # not one chunk vector left in the database
+    wait_for(lambda: e.id not in {h.engram.id for h in a.recall("gauge labelled R7", 3, record=False)},
+             "a to apply the forget")
+    assert emb.cache.local.get_many(emb.identity, keys) == {}           # nor in a's own cache
+    shared.close()
+    a.close()

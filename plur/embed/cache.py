@@ -322,6 +322,9 @@ class CachedEmbedder:
             (``[m, dims] float32`` unit vectors, ``[m] int64`` owner index into ``texts``).
         """
         chunks, owners = self.document_chunks(texts, tokens, headers)
+        note = getattr(self.cache, "note_chunks", None)  # a shared store: who owns each chunk, for forgets
+        if note is not None:
+            note([(text_key(texts[o]), text_key(c)) for c, o in zip(chunks, owners.tolist()) if c != texts[o]])
         return self.embed_documents(chunks), owners
 
     def document_chunks(self, texts: Sequence[str], tokens: Sequence[int | None] | None = None,

@@ -35,6 +35,7 @@ class TieredCache:
         self.writable = getattr(local, "writable", True)
         self.shared_hits = 0
         self._warned = False
+        self._noted: set[bytes] = set()  # statement keys whose chunk keys were recorded in the database
 
     def _warn(self, exc: Exception) -> None:
         if not self._warned:
@@ -57,6 +58,19 @@ class TieredCache:
                 found.update(more)
         return found
 
+    def note_chunks(self, pairs: Sequence[tuple[bytes, bytes]]) -> None:
+        """Record ``(statement key, chunk key)`` pairs in the database once per statement (skipped, with the
+        warning, while it is down: a later embedding of the statement records them)."""
+        todo = [(o, k) for o, k in pairs if o not in self._noted]
+        if not todo:
+            return
+        try:
+            self.shared.note_chunks(todo)
+        except DatabaseUnavailableError as exc:
+            self._warn(exc)
+            return
+        self._noted.update(o for o, _ in todo)
+
     def put_many(self, identity: str, items: Iterable[tuple[bytes, np.ndarray]]) -> None:
         """Store vectors in both levels (the shared one skipped, with a warning, while it is down)."""
         rows = list(items)
@@ -72,6 +86,7 @@ class TieredCache:
         Raises:
             DatabaseUnavailableError: the shared level could not be reached (the local copies are gone).
         """
+        self._noted.difference_update(bytes(k) for k in keys)
         n = self.local.forget(keys)
         return n + self.shared.forget(keys)
 

@@ -15,6 +15,8 @@
     plur_vectors(identity, text_sha256, vec)   embeddings computed once per (model identity, text)
     plur_homes(home, cursor, seen)             each home's applied cursor, so the feed can be pruned
         (:mod:`plur.store.pg.prune`); ``plur_meta`` row ``pruned_through`` is the last seq deleted
+    plur_chunk_keys(owner, text_sha256)        the sha256 of each chunk text some machine embedded for a
+        statement (owner: the statement's sha256), so a forget on a machine without a model still erases them
 
 Writers serialise on one transaction-level advisory lock (:data:`WRITE_LOCK`), so feed sequence numbers
 commit in order and a reader that has applied seq n has seen every change up to n.
@@ -46,6 +48,8 @@ DDL = (
     "vec vector NOT NULL, PRIMARY KEY (identity, text_sha256))",
     "CREATE TABLE IF NOT EXISTS plur_homes (home text PRIMARY KEY, cursor bigint NOT NULL, "
     "seen timestamptz NOT NULL DEFAULT now())",
+    "CREATE TABLE IF NOT EXISTS plur_chunk_keys (owner bytea NOT NULL, text_sha256 bytea NOT NULL, "
+    "PRIMARY KEY (owner, text_sha256))",
 )
 
 

@@ -297,7 +297,10 @@ class PgStore(PgHealth, PgMirror):
                             cur.executemany(_UPSERT, up)
                         gone = [e.id for e, op in ops if op == "removed"]
                         keys = self._erase_keys if gone else []
-                        if gone:
+                        if gone:  # and every chunk text any machine embedded for the statement (plur_chunk_keys)
+                            cur.execute("DELETE FROM plur_chunk_keys WHERE owner = ANY(%s) RETURNING text_sha256",
+                                        (keys,))
+                            keys = list(dict.fromkeys([*keys, *(bytes(r[0]) for r in cur.fetchall())]))
                             cur.execute("DELETE FROM plur_engrams WHERE id = ANY(%s)", (gone,))
                             cur.execute("DELETE FROM plur_vectors WHERE text_sha256 = ANY(%s)", (keys,))
                         live = [(e.id, op) for e, op in ops if op != "removed"]

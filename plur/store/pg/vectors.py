@@ -112,6 +112,15 @@ class PgVectorCache:
                                                        ([bytes(k) for k in keys],)).rowcount or 0,
                              "erasing embeddings"))
 
+    def note_chunks(self, pairs: Sequence[tuple[bytes, bytes]]) -> None:
+        """Record ``(statement key, chunk key)`` pairs in ``plur_chunk_keys``, so that a forget on any machine
+        (also one without a model, which cannot chunk) erases the chunks' vectors (:meth:`PgStore.delete`)."""
+        if not pairs:
+            return
+        self._run(lambda conn: conn.execute(
+            "INSERT INTO plur_chunk_keys SELECT * FROM unnest(%s::bytea[], %s::bytea[]) ON CONFLICT DO NOTHING",
+            ([bytes(o) for o, _ in pairs], [bytes(k) for _, k in pairs])), "saving chunk keys")
+
     def present(self, keys: Sequence[bytes]) -> set[bytes]:
         """The keys among ``keys`` that have a stored vector (any identity)."""
         def fn(conn: Any) -> set[bytes]:
