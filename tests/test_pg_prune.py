@@ -138,3 +138,23 @@ def test_a_forget_on_a_home_without_a_model_erases_every_homes_chunk_vectors(tmp
     assert emb.cache.local.get_many(emb.identity, keys) == {}           # nor in a's own cache
     shared.close()
     a.close()
+
+
+def test_a_database_of_schema_1_is_upgraded_in_place(tmp_path: Path, pg_uri: str) -> None:
+    import psycopg
+
+    from plur.store.engram import Engram
+    from plur.store.pg.store import PgStore
+
+    with PgStore(pg_uri, tmp_path / "a", listen=False) as a:
+        kept, _ = a.add(Engram.create("Written before the upgrade."))
+    with psycopg.connect(pg_uri, autocommit=True) as conn:   # what a plur of schema 1 left behind
+        conn.execute("DROP TABLE plur_homes, plur_chunk_keys")
+        conn.execute("UPDATE plur_meta SET value = '1' WHERE key = 'schema_version'")
+    with PgStore(pg_uri, tmp_path / "b", listen=False) as b:
+        assert kept.id in b.by_id()
+        b.add(Engram.create("Written after it."))
+        assert b.prune_changes() >= 0
+    with psycopg.connect(pg_uri, autocommit=True) as conn:
+        assert conn.execute("SELECT value FROM plur_meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+        assert conn.execute("SELECT count(*) FROM plur_homes").fetchone()[0] >= 1
