@@ -55,6 +55,15 @@ def connect(uri: str, *, autocommit: bool = True) -> Any:
     return conn
 
 
+def close_quietly(conn: Any) -> None:
+    """Close ``conn`` when there is one; a connection the server already dropped may raise on close: ignored."""
+    if conn is not None:
+        try:
+            conn.close()
+        except Exception:  # noqa: BLE001 - closing a broken connection: nothing left to do
+            pass
+
+
 def register_vector(conn: Any) -> None:
     """Register pgvector's ``vector`` type on ``conn`` (numpy arrays in and out, binary)."""
     require("pgvector", "postgres")

@@ -48,7 +48,7 @@ class ChangeListener:
             self.heard.notify_all()
 
     def _run(self) -> None:
-        from .connect import connect
+        from .connect import close_quietly, connect
 
         backoff = 0.2
         while not self._stop.is_set():
@@ -71,11 +71,7 @@ class ChangeListener:
             finally:
                 self.connected = False
                 self._bump()
-                if conn is not None:
-                    try:
-                        conn.close()
-                    except Exception:  # noqa: BLE001
-                        pass
+                close_quietly(conn)
             self._stop.wait(backoff)
             backoff = min(MAX_BACKOFF_S, backoff * 2)
 

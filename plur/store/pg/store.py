@@ -29,7 +29,7 @@ from typing import Any
 from ...errors import ConflictError, DuplicateError, NotFoundError, StoreError, ValidationError
 from ..changes import Changes
 from ..engram import Engram, content_hash, engram_version, new_id, validate_id
-from .connect import connect, is_unreachable, redact, unavailable
+from .connect import close_quietly, connect, is_unreachable, redact, unavailable
 from .health import PgHealth
 from .mirror import PgMirror
 from .prune import REGISTER_EVERY_S
@@ -109,11 +109,7 @@ class PgStore(PgHealth, PgMirror):
         return conn
 
     def _drop(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:  # noqa: BLE001
-                pass
+        close_quietly(self._conn)
         self._conn = None
 
     def _call(self, fn: Callable[[Any, dict[str, bool]], Any], doing: str) -> Any:

@@ -199,9 +199,7 @@ class TeamDirectory:
 
     def close_connection(self) -> None:
         """Close the connection (the next :meth:`member` reconnects); idempotent."""
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:  # noqa: BLE001
-                pass
+        from .connect import close_quietly
+
+        close_quietly(self._conn)
         self._conn = None
