@@ -2,8 +2,8 @@
 
 Vectors: seeded random 384-d unit vectors around 64 cluster centres in a 24-d latent space
 (the same generator as tests/test_dense.py). Queries: 200 points near indexed vectors.
-Each size is measured on the exact path (numpy matmul) and the HNSW path (hnswlib, M=16,
-ef_construction=200, ef_search=128), plus a filtered search (``allowed`` = 20% of the ids) and
+Each size is measured on the exact path (numpy matmul) and the HNSW path (usearch int8 graph, candidates re-scored exactly, M=16,
+ef_construction=128, ef_search=128), plus a filtered search (``allowed`` = 20% of the ids) and
 HNSW Recall@10 against exact.
 
 Run:  python bench/bench_dense.py [--sizes 1000 10000 100000] [--threads N] [--out results.json]

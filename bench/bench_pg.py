@@ -11,7 +11,7 @@ Per size N (random unit vectors, 384 dims, seeded; latency does not depend on wh
   (one engram per transaction, 200 of them), a fresh process's load of the whole table into its mirror
   (s), ``plur_vectors`` bulk write (vectors/s), and the peak RSS of this process (MiB).
 * **ann** (skip with ``--skip-ann``): top-100 over the same vectors by plur's local
-  :class:`~plur.index.dense.DenseIndex` (hnswlib, exact below 20k) and by pgvector's HNSW index
+  :class:`~plur.index.dense.DenseIndex` (usearch int8 HNSW, exact below 20k) and by pgvector's HNSW index
   (``vector_cosine_ops``, m=16, ef_construction=64, ``hnsw.ef_search`` 128): build seconds, query
   p50/p99 ms over ``--queries`` queries, and recall@10 against exact cosine.
 * **folder**: the folder store's ingest, learn and load at the same N (up to ``--folder-max``).

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 #: Distributions whose versions go into every manifest.
-PACKAGES: tuple[str, ...] = ("plur", "numpy", "torch", "sentence-transformers", "transformers", "hnswlib",
+PACKAGES: tuple[str, ...] = ("plur", "numpy", "torch", "sentence-transformers", "transformers", "usearch",
                              "PyStemmer", "tqdm", "matplotlib")
 
 

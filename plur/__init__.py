@@ -2,7 +2,7 @@
 
 Engrams are plain YAML files; recall fuses BM25 and dense embeddings; an
 off-turn worker fills a cache that a synchronous prompt section reads.
-Heavy libraries (torch, sentence-transformers, hnswlib) load lazily.
+Heavy libraries (torch, sentence-transformers, usearch) load lazily.
 """
 
 from __future__ import annotations

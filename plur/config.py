@@ -77,12 +77,15 @@ SETTINGS: tuple[Setting, ...] = (
             "Optional second stage over the fused top rerank_top_n: a cross-encoder pinned in models.lock "
             "[rerankers] (e.g. BAAI/bge-reranker-base) or a model folder; '' = off. Quality not measured here."),
     Setting("rerank_top_n", 30, int, "Candidates the reranker reorders (engrams; only when reranker is set).", range=(1, 10000)),
-    Setting("hnsw_m", 16, int, "HNSW graph degree M (hnswlib).", range=(2, 256)),
-    Setting("hnsw_ef_construction", 200, int, "HNSW ef at construction time.", range=(1, 100000)),
-    Setting("hnsw_ef_search", 128, int, "HNSW ef at query time (raised to k when k is larger).", range=(1, 100000)),
+    Setting("hnsw_m", 16, int, "HNSW graph degree M (usearch connectivity; the graph stores int8 vectors).",
+            range=(2, 256)),
+    Setting("hnsw_ef_construction", 128, int,
+            "HNSW ef at construction time. 128: recall@10 0.988 of the exact top 10 on 135k real MiniLM vectors "
+            "(candidates re-scored exactly), build ~1.4x faster than 200.", range=(1, 100000)),
+    Setting("hnsw_ef_search", 128, int, "HNSW ef at query time (raised to the candidates asked for when more; "
+            "the graph is asked for max(2k, 64) and they are re-scored with the exact vectors).", range=(1, 100000)),
     Setting("index_threads", 0, int,
-            "Threads inserting into the HNSW graph (0 = every core; 1 makes the graph reproducible, at about "
-            "half the build speed on 2 cores).", range=(0, 256)),
+            "Threads inserting into the HNSW graph (0 = every core).", range=(0, 256)),
     Setting("exact_threshold", 20000, int,
             "Below this many vectors dense search is exact (numpy matmul) instead of HNSW.", range=(0, 1000000000)),
     Setting("max_statement_bytes", 1048576, int, "Largest statement accepted, in UTF-8 bytes (1 MiB).", range=(1, 67108864)),
@@ -197,7 +200,7 @@ class Settings:
     reranker: str = ""
     rerank_top_n: int = 30
     hnsw_m: int = 16
-    hnsw_ef_construction: int = 200
+    hnsw_ef_construction: int = 128
     hnsw_ef_search: int = 128
     index_threads: int = 0
     exact_threshold: int = 20000

@@ -96,7 +96,7 @@ def require(module: str, extra: str):
     """Import an optional module or raise :class:`MissingDependencyError`.
 
     Args:
-        module: dotted module name, e.g. ``"hnswlib"``.
+        module: dotted module name, e.g. ``"usearch.index"``.
         extra: the pip extra that provides it, e.g. ``"embed"``.
 
     Returns:

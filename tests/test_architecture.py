@@ -179,18 +179,18 @@ def test_the_size_check_catches_a_new_long_module(tmp_path: Path) -> None:
 def test_import_plur_is_light() -> None:
     code = ("import sys, plur, plur.memory, plur.store.store, plur.index.recall, plur.embed.models_lock, "
             "plur.embed.embedder, plur.embed.cache, plur.prompt.section, plur.prompt.worker; "
-            "heavy = [m for m in ('torch', 'sentence_transformers', 'hnswlib', 'scipy', 'starlette', 'matplotlib') "
+            "heavy = [m for m in ('torch', 'sentence_transformers', 'usearch', 'scipy', 'starlette', 'matplotlib') "
             "if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
 
 
 def test_plur_learn_imports_no_heavy_library(tmp_path: Path) -> None:
-    """`plur learn` (the CLI path, in a fresh process) never imports torch, hnswlib or sentence-transformers."""
+    """`plur learn` (the CLI path, in a fresh process) never imports torch, usearch or sentence-transformers."""
     code = ("import sys, runpy; sys.argv = ['plur', '--home', sys.argv[1], 'learn', 'The sky is blue.']\n"
             "from plur.cli import main\n"
             "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "heavy = [m for m in ('torch', 'sentence_transformers', 'hnswlib') if m in sys.modules]\n"
+            "heavy = [m for m in ('torch', 'sentence_transformers', 'usearch') if m in sys.modules]\n"
             "print('HEAVY=' + ','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "home")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -72,8 +72,8 @@ def test_grows_past_hnsw_capacity() -> None:
     index = make("hnsw")
     index.add([f"a{i}" for i in range(100)], x[:100])
     assert index.search(x[5], 1)[0][0] == "a5"  # graph built, capacity 1024
-    index.add([f"b{i}" for i in range(100, 4000)], x[100:])  # past capacity: resized
-    assert index._hnsw.get_max_elements() >= 4000
+    index.add([f"b{i}" for i in range(100, 4000)], x[100:])  # the graph grows
+    assert len(index._graph) == 4000
     assert len(index) == 4000
     for row in (150, 2047, 3999):
         assert index.search(x[row], 1)[0][0] == f"b{row}"
@@ -153,7 +153,7 @@ def test_save_load_gives_identical_results(path: str, tmp_path: Path) -> None:
     index.remove(["e3", "e4"])
     index.save(tmp_path / "dense", identity="model@abc:384:cls:norm:512")
     names = {p.name for p in (tmp_path / "dense").iterdir()}
-    assert names == {"vectors.npy", "ids.json", "meta.json"} | ({"hnsw.bin"} if path == "hnsw" else set())
+    assert names == {"vectors.npy", "ids.json", "meta.json"} | ({"graph.usearch"} if path == "hnsw" else set())
     loaded = DenseIndex.load(tmp_path / "dense", DIMS, identity="model@abc:384:cls:norm:512")
     assert loaded.identity == "model@abc:384:cls:norm:512" and len(loaded) == len(index) == 549
     for q in near(x[:25], seed=12):
@@ -231,42 +231,51 @@ def test_graph_owned_vectors_survive_compaction_save_and_load(tmp_path):
     assert np.allclose(np.load(tmp_path / "dense" / "vectors.npy")[[index._rows_of["v2500"][0]]], x[2500])
 
 
-class _NoRowReads:
-    """An hnswlib index whose row reads (``get_items``) fail: proves rows come from the mapped file."""
-
-    def __init__(self, inner) -> None:
-        self._inner = inner
-
-    def get_items(self, *a, **kw):
-        raise AssertionError("row read from the graph, not from the saved vectors.npy")
-
-    def __getattr__(self, name):
-        return getattr(self._inner, name)
-
-
-def test_saved_rows_are_read_from_the_saved_file_and_newer_rows_from_the_graph(tmp_path: Path) -> None:
+def test_saved_rows_are_read_from_the_saved_file_and_newer_rows_from_the_scratch_file(tmp_path: Path) -> None:
+    """With a graph, no float32 row is on the heap: saved rows come from vectors.npy, newer ones from the
+    unlinked scratch file in ``scratch_dir``, and scores are exact (the graph's int8 vectors only find)."""
     x = clustered(3000, seed=5)
     ids = [f"e{i}" for i in range(len(x))]
     idx = make("hnsw")
+    idx.scratch_dir = tmp_path / "scratch"
     idx.add(ids, x)
+    idx.build()
+    assert idx._vecs is None and idx._rows.n == 3000 and idx._rows.base is None  # all in the scratch file
+    assert list((tmp_path / "scratch").iterdir()) == []  # created unlinked: nothing to see or leave behind
     idx.save(tmp_path / "d")
     loaded = DenseIndex.load(tmp_path / "d", dims=DIMS)
     for d in (idx, loaded):  # the index that saved and the one that loaded both read the file
-        assert d._vecs is None and d._rowfile is not None and (d._rowfile.n, d._rowfile.dims) == (3000, DIMS)
-        real = d._hnsw
-        d._hnsw = _NoRowReads(real)
+        assert d._vecs is None and d._rows.base is not None and (d._rows.base.n, d._rows.base.dims) == (3000, DIMS)
         q = near(x[17], seed=3)
         got = d.scores_for(q, ["e17", "e2999", "e5"])
         want = {i: float(x[int(i[1:])] @ q / np.linalg.norm(x[int(i[1:])])) for i in ("e17", "e2999", "e5")}
-        assert got.keys() == want.keys() and all(abs(got[i] - want[i]) < 1e-5 for i in got)
-        d._hnsw = real
+        assert got.keys() == want.keys() and all(abs(got[i] - want[i]) < 1e-6 for i in got)
+        top = d.search(q, 3)
+        assert top[0][0] == "e17" and abs(top[0][1] - want["e17"]) < 1e-6  # re-scored: the exact cosine
     extra = near(x[:2], seed=9)
-    loaded.add(["n0", "n1"], extra)  # rows past the file come from the graph
+    loaded.add(["n0", "n1"], extra)  # rows past the file go to the scratch file
+    assert loaded._rows.n == 3002 and loaded._rows.start == 3000
     got = loaded.scores_for(extra[0], ["n0", "e17"])
-    assert abs(got["n0"] - 1.0) < 1e-5 and "e17" in got
+    assert abs(got["n0"] - 1.0) < 1e-6 and "e17" in got
     loaded.remove(["e5"])
-    loaded.save(tmp_path / "d2")  # saved rows copied from the old file, the removed one zeroed, new ones from the graph
+    loaded.save(tmp_path / "d2")  # saved rows copied from the old file, the removed one zeroed, new ones from scratch
     again = DenseIndex.load(tmp_path / "d2", dims=DIMS)
     saved = np.load(tmp_path / "d2" / "vectors.npy")
     assert not saved[5].any() and np.allclose(saved[17], x[17] / np.linalg.norm(x[17]), atol=1e-6)
     assert np.allclose(saved[3000], extra[0], atol=1e-6) and again.search(extra[1], 1)[0][0] == "n1"
+
+
+def test_a_graph_of_another_format_is_refused_with_the_fix(tmp_path: Path) -> None:
+    """An index saved by the hnswlib layout (format 1) or with a damaged graph file asks for a rebuild."""
+    x = clustered(600, seed=21)
+    idx = make("hnsw")
+    idx.add([f"e{i}" for i in range(600)], x)
+    idx.save(tmp_path / "d")
+    meta = json.loads((tmp_path / "d" / "meta.json").read_text())
+    (tmp_path / "d" / "meta.json").write_text(json.dumps(meta | {"format_version": 1}))
+    with pytest.raises(StoreError, match="has format 1, expected 2; rebuild it with `plur reindex`"):
+        DenseIndex.load(tmp_path / "d", DIMS)
+    (tmp_path / "d" / "meta.json").write_text(json.dumps(meta))
+    (tmp_path / "d" / "graph.usearch").write_bytes(b"not a graph")
+    with pytest.raises(StoreError, match="graph.usearch.*rebuild it with `plur reindex`"):
+        DenseIndex.load(tmp_path / "d", DIMS)

@@ -451,7 +451,7 @@ def test_bm25_recall_imports_no_model(tmp_path: Path, memory) -> None:
     code = ("import sys\nfrom plur.cli import main\n"
             "rc = main(['--home', sys.argv[1], 'learn', 'Tuesdays are for tea.'])\n"
             "rc = rc or main(['--home', sys.argv[1], 'recall', '--mode', 'bm25', 'Tuesdays', '--json'])\n"
-            "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'hnswlib') if m in sys.modules]\n"
+            "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers', 'usearch') if m in sys.modules]\n"
             "print('HEAVY=' + ','.join(heavy), rc)")
     out = subprocess.run([sys.executable, "-c", code, str(home)], capture_output=True, text=True,
                          env={**os.environ, "PLUR_MODEL": PACKAGED_MODEL})

@@ -1,4 +1,4 @@
-"""Dense index: cosine top-k over unit vectors, exact (numpy) when small, HNSW (hnswlib) when large.
+"""Dense index: cosine top-k over unit vectors, exact (numpy) when small, HNSW (usearch, int8) when large.
 
 One id may own several vectors (the chunks of a long engram); search returns each id once, with
 its best chunk's score. Vectors are L2-normalised on the way in, so the inner product is the
@@ -9,15 +9,22 @@ When each path runs:
 * exact -- ``vectors @ query`` over a contiguous ``[n, dims] float32`` matrix, while the index
   holds fewer than ``exact_threshold`` live vectors, and whenever an ``allowed`` set covers at
   most ``small_allowed_fraction`` (5%) of the live ids (then only those ids' rows are scored);
-* HNSW -- hnswlib, ``space="ip"``, built on first use above the threshold (Malkov & Yashunin,
-  "Efficient and robust approximate nearest neighbor search using Hierarchical Navigable Small
-  World graphs", TPAMI 2020), seeded; deletes are ``mark_deleted``, a re-added id gets new labels;
-  with ``allowed`` it searches through hnswlib's ``filter`` and falls back to exact when fewer than
-  k allowed ids come back. No id outside ``allowed`` is ever returned.
+* HNSW -- :mod:`plur.index.graph` (usearch, int8 vectors, inner product), built on first use above
+  the threshold (Malkov & Yashunin, "Efficient and robust approximate nearest neighbor search using
+  Hierarchical Navigable Small World graphs", TPAMI 2020); deletes remove the labels, a re-added id
+  gets new labels. The graph only finds candidates: each is re-scored with its exact float32 row, so
+  a returned cosine is never the quantised one. With ``allowed`` the graph is asked for more
+  candidates (in proportion to the share of rows allowed, doubled until k allowed ids come back) and
+  the search falls back to exact when that fails. No id outside ``allowed`` is ever returned.
+
+Where the float32 rows live: in a ``[capacity, dims]`` array on the heap while there is no graph;
+once there is one, on disk (:class:`plur.index.dense_rows.RowStore`: the saved ``vectors.npy`` plus an
+unlinked scratch file for newer rows, read with ``pread``), so a 147k-vector index holds ~97 MiB of
+graph and no second copy.
 
 The search methods (exact and HNSW) are :mod:`plur.index.dense_search`. On disk
 (:mod:`plur.index.dense_io`): ``vectors.npy`` (all rows, dead ones included, so HNSW labels
-stay row numbers), ``ids.json`` (owner id per row, ``null`` if dead), ``hnsw.bin`` (if built) and
+stay row numbers), ``ids.json`` (owner id per row, ``null`` if dead), ``graph.usearch`` (if built) and
 ``meta.json`` (format version, dims, identity, parameters, row count, sha256 of ids.json),
 written last.
 """
@@ -31,16 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ValidationError, require
+from ..errors import ValidationError
 from .dense_io import FORMAT_VERSION, load_index, save_index
+from .dense_rows import BLOCK_ROWS, RowStore
 from .dense_search import DenseSearch
 
 _COMPACT_MIN_DEAD = 1024  # compact once dead rows exceed max(this, live rows)
 
-
-#: Rows scored or copied per block when the vectors live in the HNSW graph. hnswlib.get_items builds
-#: Python lists before the numpy array (~100 bytes a value), so 512 x 384 is a ~20 MB transient.
-_BLOCK_ROWS = 512
 
 
 class DenseIndex(DenseSearch):
@@ -48,23 +52,24 @@ class DenseIndex(DenseSearch):
 
     Args:
         dims: vector width (384 for bge-small).
-        m: HNSW graph degree M (hnswlib default 16).
+        m: HNSW graph degree M (16).
         ef_construction: HNSW candidate list size while building.
         ef_search: HNSW candidate list size while searching; raised to the number fetched when larger.
         exact_threshold: below this many live vectors, search is exact.
-        seed: HNSW random seed (level assignment), so a build is reproducible.
-        num_threads: threads for HNSW inserts; 1 (default) makes the graph reproducible.
+        num_threads: threads for HNSW inserts.
         small_allowed_fraction: an ``allowed`` set at most this fraction of the live ids is
             searched exactly over its own rows.
 
     Attributes:
         identity: the embedding model identity the vectors came from (set by the caller; saved).
+        scratch_dir: folder for the unlinked scratch file of float32 rows added while a graph exists
+            (the index folder when :class:`~plur.index.indexes.IndexSet` owns it; default the temp folder).
 
     Thread-safe: every public method holds one re-entrant lock.
     """
 
     def __init__(self, dims: int, m: int = 16, ef_construction: int = 200, ef_search: int = 128,
-                 exact_threshold: int = 20000, seed: int = 42, *, num_threads: int = 1,
+                 exact_threshold: int = 20000, *, num_threads: int = 1,
                  small_allowed_fraction: float = 0.05) -> None:
         if dims < 1:
             raise ValidationError(f"dims={dims} must be >= 1")
@@ -73,15 +78,16 @@ class DenseIndex(DenseSearch):
                                   f"ef_search={ef_search} must be >= 2, >= 1, >= 1")
         self.dims = int(dims)
         self.m, self.ef_construction, self.ef_search = int(m), int(ef_construction), int(ef_search)
-        self.exact_threshold, self.seed, self.num_threads = int(exact_threshold), int(seed), int(num_threads)
+        self.exact_threshold, self.num_threads = int(exact_threshold), int(num_threads)
         self.small_allowed_fraction = float(small_allowed_fraction)
         self.identity = ""
+        self._scratch_dir: Path | None = None
         self._lock = threading.RLock()
         self._reset()
 
     def _reset(self) -> None:
-        # [capacity, dims] float32; rows [0, _n) used. None once an HNSW graph holds the vectors: hnswlib
-        # keeps its own copy, and a second one would cost 150 MB at 100k x 384 (see _matrix()).
+        # [capacity, dims] float32; rows [0, _n) used. None once there is a graph: the rows are then in
+        # _rows (on disk), and a heap copy would cost 216 MiB at 147k x 384.
         self._vecs: np.ndarray | None = np.empty((0, self.dims), dtype=np.float32)
         self._row_slot = np.empty(0, dtype=np.int64)             # row -> slot of its id, -1 if dead
         self._n = 0
@@ -91,10 +97,21 @@ class DenseIndex(DenseSearch):
         self._slot_live = np.zeros(0, dtype=bool)                # slot -> id is live
         self._live_rows = 0
         self._multi = 0                                          # live ids owning > 1 row
-        self._hnsw: Any = None                                   # holds every row in [0, _n) once built
-        # the saved vectors.npy (rows [0, n) as saved), read with pread instead of asking the graph for a row
-        # (hnswlib.get_items: ~16 us a row through Python lists); None until saved or loaded, and after a compaction
-        self._rowfile: Any = None
+        self._graph: Any = None                                  # plur.index.graph.Graph over [0, _n) once built
+        if getattr(self, "_rows", None) is not None:
+            self._rows.close()
+        self._rows: RowStore | None = None                       # the float32 rows while there is a graph
+
+    @property
+    def scratch_dir(self) -> Path | None:
+        """Folder of the unlinked scratch file holding float32 rows added while a graph exists (None: temp folder)."""
+        return self._scratch_dir
+
+    @scratch_dir.setter
+    def scratch_dir(self, folder: Path | None) -> None:
+        self._scratch_dir = None if folder is None else Path(folder)
+        if self._rows is not None:
+            self._rows.scratch_dir = self._scratch_dir
 
     # -- size ----------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -148,11 +165,13 @@ class DenseIndex(DenseSearch):
             self._grow(start + len(ids))
             if self._vecs is not None:
                 self._vecs[start:start + len(ids)] = x
+            else:
+                self._rows.append(x)
             for row, i in enumerate(ids, start):
                 self._attach(row, i)
             self._n += len(ids)
-            if self._hnsw is not None:
-                self._hnsw_add(start, self._n, x)
+            if self._graph is not None:
+                self._graph.add(np.arange(start, self._n), x, self.num_threads)
 
     def remove(self, ids: Iterable[str]) -> int:
         """Remove ids and all their vectors; unknown ids are ignored.
@@ -187,9 +206,8 @@ class DenseIndex(DenseSearch):
         self._live_rows -= len(rows)
         if len(rows) > 1:
             self._multi -= 1
-        if self._hnsw is not None:
-            for r in rows:
-                self._hnsw.mark_deleted(r)
+        if self._graph is not None:
+            self._graph.remove(rows)
         return True
 
     def _grow(self, needed: int) -> None:
@@ -210,27 +228,17 @@ class DenseIndex(DenseSearch):
         if self._vecs is not None:
             return self._vecs[rows] @ q
         out = np.empty(len(rows), dtype=np.float32)
-        for c in range(0, len(rows), _BLOCK_ROWS):
-            out[c:c + _BLOCK_ROWS] = self._matrix(rows[c:c + _BLOCK_ROWS]) @ q
+        step = 16 * BLOCK_ROWS
+        for c in range(0, len(rows), step):
+            out[c:c + step] = self._matrix(rows[c:c + step]) @ q
         return out
 
     def _matrix(self, rows: np.ndarray) -> np.ndarray:
-        """Vectors of live ``rows`` (``[len(rows), dims] float32``), from ``_vecs``, the saved file or the graph.
-
-        Once the graph holds the vectors, rows the last save wrote are read from its ``vectors.npy``
-        (:class:`plur.index.dense_io.RowFile`: ``pread``, no copy on the heap, no mapping in RSS); newer
-        rows are fetched from the graph :data:`_BLOCK_ROWS` at a time (bounded transient memory).
-        """
+        """Vectors of live ``rows`` (``[len(rows), dims] float32``), from ``_vecs`` or, once there is a graph,
+        from the rows on disk (:class:`plur.index.dense_rows.RowStore`: ``pread``, no copy on the heap)."""
         if self._vecs is not None:
             return self._vecs[rows]
-        rows = np.asarray(rows, dtype=np.int64)
-        rowfile = self._rowfile
-        if rowfile is not None and (len(rows) == 0 or int(rows.max()) < rowfile.n):
-            return rowfile.rows(rows)
-        out = np.empty((len(rows), self.dims), dtype=np.float32)
-        for c in range(0, len(rows), _BLOCK_ROWS):
-            out[c:c + _BLOCK_ROWS] = self._hnsw.get_items(rows[c:c + _BLOCK_ROWS], return_type="numpy")
-        return out
+        return self._rows.rows(np.asarray(rows, dtype=np.int64))
 
     def _maybe_compact(self) -> None:
         dead = self._n - self._live_rows
@@ -253,32 +261,22 @@ class DenseIndex(DenseSearch):
     def build(self) -> None:
         """Build the HNSW graph now (it is otherwise built on the first search that needs it)."""
         with self._lock:
-            if self._hnsw is None:
-                self._build_hnsw()
+            if self._graph is None:
+                self._build_graph()
 
-    def _build_hnsw(self) -> None:
-        hnswlib = require("hnswlib", "embed")
+    def _build_graph(self) -> None:
+        """Move rows ``[0, _n)`` into a new graph and their float32 copies to disk (``_vecs`` is dropped)."""
+        from .graph import Graph
+
         if self._n > self._live_rows:
             self._compact()
-        index = hnswlib.Index(space="ip", dim=self.dims)
-        # hnswlib allocates max_elements up front (~1.7 KB per 384-d element at M=16): leave 25% headroom,
-        # not 100%, and grow by 25% (resize_index copies once per growth step).
-        index.init_index(max_elements=self._n + max(1024, self._n // 4), M=self.m,
-                         ef_construction=self.ef_construction,
-                         random_seed=self.seed)
-        index.set_ef(self.ef_search)
-        self._hnsw = index
-        self._hnsw_add(0, self._n, self._vecs[:self._n])
-        self._vecs = None  # the graph holds the vectors now
-
-    def _hnsw_add(self, start: int, end: int, vectors: np.ndarray) -> None:
-        """Add rows ``[start, end)`` whose vectors are ``vectors`` (``[end - start, dims]``) to the graph."""
-        if end <= start:
-            return
-        cap = self._hnsw.get_max_elements()
-        if end > cap:
-            self._hnsw.resize_index(max(end, cap + cap // 4))
-        self._hnsw.add_items(vectors, np.arange(start, end), num_threads=self.num_threads)
+        graph = Graph(self.dims, self.m, self.ef_construction, self.ef_search)
+        rows = RowStore(self.dims, scratch_dir=self.scratch_dir)
+        for c in range(0, self._n, 16 * BLOCK_ROWS):  # bounded blocks: the scratch file, then the graph
+            block = self._vecs[c:min(self._n, c + 16 * BLOCK_ROWS)]
+            rows.append(block)
+            graph.add(np.arange(c, c + len(block)), block, self.num_threads)
+        self._graph, self._rows, self._vecs = graph, rows, None
 
     # -- persistence (format: plur.index.dense_io) ---------------------------------------------
     def save(self, folder: Path, identity: str | None = None) -> None:

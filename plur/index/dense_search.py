@@ -133,38 +133,48 @@ class DenseSearch:
         return _top(pairs, k)
 
     def _hnsw_search(self, q: np.ndarray, k: int, slot_ok: np.ndarray | None) -> list[tuple[str, float]] | None:
-        """HNSW top-k; ``None`` when hnswlib cannot return enough (the caller then goes exact)."""
-        if self._hnsw is None:
-            self._build_hnsw()
+        """HNSW top-k, candidates re-scored with their exact rows; ``None`` when the graph cannot return
+        enough allowed ids (the caller then goes exact)."""
+        if self._graph is None:
+            self._build_graph()
+        live = self._live_rows
+        # int8 distances only find: ask for more than k and re-score them all exactly (rows by pread, ~1 us each)
+        want = max(_OVERSAMPLE * k, _MIN_FETCH) * (2 if self._multi else 1)
         if slot_ok is None:
-            pool, filt = self._live_rows, None
-        else:
+            fetch = min(live, want)
+        else:  # ask for as many more as the allowed share of the rows suggests
             slots = self._row_slot[:self._n]
-            rows = np.flatnonzero((slots >= 0) & slot_ok[np.maximum(slots, 0)])
-            allowed_rows = set(rows.tolist())
-            pool, filt = len(allowed_rows), allowed_rows.__contains__
-        fetch = min(pool, k if not self._multi else 2 * k)
-        while True:
-            self._hnsw.set_ef(max(self.ef_search, fetch))
-            try:
-                labels, dists = self._hnsw.knn_query(q, k=fetch, num_threads=1, filter=filt)
-            except RuntimeError:  # fewer than `fetch` reachable (many deletes, tight filter)
+            pool = int(np.count_nonzero((slots >= 0) & slot_ok[np.maximum(slots, 0)]))
+            if pool == 0:
                 return None
+            fetch = min(live, int(np.ceil(want * live / pool)))
+        while True:
+            labels = self._graph.search(q, fetch)
+            slot = self._row_slot[labels]
+            ok = slot >= 0
+            if slot_ok is not None:
+                ok &= slot_ok[np.maximum(slot, 0)]  # never leak
+            labels, slot = labels[ok], slot[ok]
             best: dict[str, float] = {}
-            for label, d in zip(labels[0].tolist(), dists[0].tolist()):
-                slot = self._row_slot[label]
-                if slot < 0 or (slot_ok is not None and not slot_ok[slot]):  # never leak
-                    continue
-                i = self._slot_ids[slot]
-                score = 1.0 - d  # hnswlib "ip" distance is 1 - <a, b>
-                if score > best.get(i, -np.inf):
-                    best[i] = score
+            if len(labels):
+                ids = self._slot_ids
+                for s, score in zip(slot.tolist(), self._scores(labels, q).tolist()):
+                    i = ids[s]
+                    if score > best.get(i, -np.inf):
+                        best[i] = score
             if len(best) >= k:
                 return _top(best.items(), k)
-            if fetch >= pool:
+            if fetch >= live or fetch >= _MAX_FETCH:
                 return None
-            fetch = min(pool, 2 * fetch)
+            fetch = min(live, 2 * fetch)
 
+
+#: Most candidates asked of the graph in one search before an ``allowed`` search goes exact instead.
+_MAX_FETCH = 8192
+#: The graph is asked for ``max(_OVERSAMPLE * k, _MIN_FETCH)`` candidates, all re-scored with their exact rows:
+#: int8 quantisation reorders near neighbours (clustered 50k x 384, k = 10: recall@10 0.85 asking for k).
+_OVERSAMPLE = 2
+_MIN_FETCH = 64
 
 
 def _argtop(scores: np.ndarray, k: int) -> np.ndarray:

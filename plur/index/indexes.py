@@ -69,7 +69,7 @@ class IndexSet:
         settings: BM25 k1/b, tokenizer stemming, HNSW parameters.
         embedder: an :class:`plur.embed.embedder.Embedder` (usually cached), or ``None`` for BM25 only.
         defer_dense: open the lexical leg only and leave the saved dense leg untouched on disk until
-            :meth:`attach_embedder` (a BM25-only recall then never loads a model, torch or hnswlib).
+            :meth:`attach_embedder` (a BM25-only recall then never loads a model, torch or usearch).
             :meth:`save` keeps the saved dense leg's manifest entries meanwhile.
     """
 
@@ -126,6 +126,7 @@ class IndexSet:
             if self.dense is not None:
                 self.dense_hashes = dict(manifest.get("dense", {}))
                 self.dense.num_threads = _threads(self.settings.index_threads)
+                self.dense.scratch_dir = self.folder
         elif manifest and manifest.get("model"):
             log.warning("embedding model or chunking changed (%s -> %s); rebuilding the dense index "
                         "(texts already embedded come from the cache)", manifest.get("model"), self.model_identity)
@@ -170,9 +171,11 @@ class IndexSet:
         from .dense import DenseIndex
 
         s = self.settings
-        return DenseIndex(self.embedder.dims, m=s.hnsw_m, ef_construction=s.hnsw_ef_construction,
-                          ef_search=s.hnsw_ef_search, exact_threshold=s.exact_threshold,
-                          num_threads=_threads(s.index_threads))
+        dense = DenseIndex(self.embedder.dims, m=s.hnsw_m, ef_construction=s.hnsw_ef_construction,
+                           ef_search=s.hnsw_ef_search, exact_threshold=s.exact_threshold,
+                           num_threads=_threads(s.index_threads))
+        dense.scratch_dir = self.folder  # float32 rows of a graph-backed index: a scratch file here, not the heap
+        return dense
 
     def _read_manifest(self) -> dict[str, Any] | None:
         path = self.folder / "manifest.json"

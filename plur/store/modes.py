@@ -4,7 +4,7 @@ plur's home holds statements, recall queries (``stats.db``), embeddings, index v
 and logs. The home folder's 0700 alone protected them; a home copied elsewhere (``cp -r``, a backup
 restored, a sync tool), or made by an older plur with the usual umask 022, left them 0644. So each
 writer creates its file with mode 0600 from the first byte (:func:`open_private`,
-:func:`touch_private`, ``tempfile.mkstemp``), files written by a library (hnswlib, numpy) are
+:func:`touch_private`, ``tempfile.mkstemp``), files written by a library (usearch, numpy) are
 narrowed before they are renamed into place (:func:`private_file`), and :func:`repair` fixes a
 whole home (``plur doctor --fix``).
 
