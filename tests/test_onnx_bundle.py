@@ -91,9 +91,31 @@ def test_a_tampered_bundle_is_not_used_and_is_exported_again(spec_folder, export
     with caplog.at_level("INFO", "plur.embed.onnx_bundle"):
         assert OnnxBundle.open(tmp_path, emb.identity) is None
     assert "not used" in caplog.text and "differs" in caplog.text
-    again = SentenceTransformerEmbedder(spec, "cpu", folder=folder, onnx_dir=tmp_path)  # torch, then a new export
-    assert again._st is not None and again.bundle is not None
+    again = SentenceTransformerEmbedder(spec, "cpu", folder=folder, onnx_dir=tmp_path)  # a new export, in a child
+    assert again._st is None and again.bundle is not None
     assert OnnxBundle.open(tmp_path, emb.identity) is not None
+
+
+def test_the_first_export_loads_torch_in_a_child_process_only(tmp_path: Path) -> None:
+    """No bundle yet: the process that asked gets one without ever importing torch (it stays in the child,
+    ~450 MiB that would otherwise stay resident for the process's life), and its vectors equal the model's."""
+    code = ("import sys; from plur.config import load_settings; from plur.embed.resolve import resolve_embedder;"
+            f"r = resolve_embedder(load_settings({str(tmp_path / 'home')!r}, model={PACKAGED_MODEL!r}), "
+            f"onnx_dir={str(tmp_path / 'graphs')!r}); e = r.embedder; v = e.embed_documents(['a', 'b c']);"
+            "print(e.bundle is not None, v.shape, 'torch' in sys.modules, e.query_runtime)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         env={"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "True (2, 384) False onnx"
+    assert (tmp_path / "graphs" / "onnx").is_dir()
+
+
+def test_a_failed_child_export_falls_back_to_this_process(spec_folder, tmp_path: Path, monkeypatch, caplog) -> None:
+    """A child that cannot export (here: it is told it is already a child) leaves the export to this process."""
+    spec, folder = spec_folder
+    monkeypatch.setenv("PLUR_BUNDLE_CHILD", "1")
+    emb = SentenceTransformerEmbedder(spec, "cpu", folder=folder, onnx_dir=tmp_path)
+    assert emb._st is not None and emb.bundle is not None  # torch here, bundle exported here
 
 
 def test_embed_runtime_torch_keeps_sentence_transformers(tmp_path: Path) -> None:

@@ -126,6 +126,17 @@ def _spec_from_folder(folder: Path) -> ModelSpec:
     )
 
 
+def _bundle_exported(spec_or_path: Any, folder: Path | None, onnx_dir: Path, batch_size: int) -> bool:
+    """Export the ONNX bundle in a child process when onnxruntime is here (:mod:`plur.embed.bundle_child`)."""
+    try:
+        import onnxruntime  # noqa: F401 - without it no bundle can serve: load the model here as before
+    except ImportError:
+        return False
+    from .bundle_child import export_in_child
+
+    return export_in_child(spec_or_path, folder, onnx_dir, batch_size)
+
+
 class SentenceTransformerEmbedder:
     """An :class:`Embedder` backed by sentence-transformers.
 
@@ -177,6 +188,8 @@ class SentenceTransformerEmbedder:
             from .onnx_bundle import OnnxBundle
 
             self.bundle = OnnxBundle.open(Path(onnx_dir), self._identity)
+            if self.bundle is None and _bundle_exported(spec_or_path, folder, Path(onnx_dir), batch_size):
+                self.bundle = OnnxBundle.open(Path(onnx_dir), self._identity)  # torch stayed in the child
         self.device = "cpu" if self.bundle is not None else pick_device(device)
         if self.bundle is None:
             self._load()

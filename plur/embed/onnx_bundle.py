@@ -47,7 +47,20 @@ BATCH_TOKENS = 8192
 #: Most ``texts x tokens^2`` in one batch: the attention scores (``x heads x 4`` bytes) of long texts.
 BATCH_ATTENTION = 2 ** 20
 
-__all__ = ["BATCH_ATTENTION", "BATCH_TOKENS", "FORMAT", "OnnxBundle", "bundle_folder", "export_bundle"]
+__all__ = ["BATCH_ATTENTION", "BATCH_TOKENS", "FORMAT", "OnnxBundle", "bundle_folder", "export_bundle",
+           "shrinking_run_options"]
+
+
+def shrinking_run_options(ort: Any) -> Any:
+    """``RunOptions`` that give the CPU arena's unused memory back after each run.
+
+    ONNX Runtime's arena otherwise keeps the largest run's activations for the life of the session: the
+    bundle's probe check (a padded batch up to ``max_seq_length``) left 327 MiB resident for a 90 MB
+    MiniLM graph, 131 MiB with shrinkage; a one-query run costs the same either way (p50 6.9-7.5 ms).
+    """
+    options = ort.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
 
 
 def bundle_folder(cache_dir: Path, identity: str) -> Path:
@@ -96,6 +109,7 @@ class OnnxBundle:
         options.log_severity_level = 3
         self.session = ort.InferenceSession(str(self.folder / "model.onnx"), options,
                                             providers=["CPUExecutionProvider"])
+        self._run_options = shrinking_run_options(ort)
 
     @classmethod
     def open(cls, cache_dir: Path, identity: str, threads: int | None = None) -> "OnnxBundle | None":
@@ -173,7 +187,7 @@ class OnnxBundle:
             mask[r, :k] = 1
             types[r, :k] = e.type_ids
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        return self.session.run(None, {name: feeds[name] for name in self.names})[0]
+        return self.session.run(None, {name: feeds[name] for name in self.names}, self._run_options)[0]
 
     def offsets(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         """Character offsets of each text's tokens, no special tokens, not truncated (for chunking)."""

@@ -172,10 +172,13 @@ def _session_path(model: Any, names: list[str], path: Path, threads: int | None)
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3  # errors only: its graph-fusion notices are not for the user
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    from .onnx_bundle import shrinking_run_options
+
+    run_options = shrinking_run_options(ort)
 
     def fast(text: str) -> np.ndarray:
         features = model.preprocess([text])
-        out = session.run(None, {n: features[n].numpy() for n in names})[0]
+        out = session.run(None, {n: features[n].numpy() for n in names}, run_options)[0]
         return np.ascontiguousarray(out[0], dtype=np.float32)
 
     return fast
