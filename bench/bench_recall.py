@@ -108,6 +108,7 @@ def run_size(n: int, n_queries: int, cache_dir: str, plain: bool = False) -> dic
                             "source": {"kind": "conversation", "format": "messages", "session": f"s{i // 20}",
                                        "turn": i % 20}} for i, t in enumerate(texts))
         t_store = time.perf_counter() - t0
+        del pool, questions, texts  # the bench's own corpus (~30 MiB at 100k): not part of plur's peak RSS
         emb = mem.model_resolution().embedder
         t0 = time.perf_counter()
         out = mem.reindex(progress=False)
