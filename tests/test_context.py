@@ -5,9 +5,12 @@ Real stores on disk, the real BM25 index; the dense leg is off (model "none") ex
 
 from __future__ import annotations
 
+import hashlib
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plur.index.context import ConversationContext, conversation_key
 from plur.memory import Memory
@@ -129,3 +132,48 @@ def test_dense_leg_embeds_the_bare_turn(plur_home, embedder):
         vec = embedder.embed_documents(["What did you name your puppy?"])[0]
         (top_id, cosine), *_ = idx.dense.search(vec, 1)
         assert top_id == a.id and cosine == pytest.approx(1.0, abs=1e-4)
+
+
+def _reference(live: dict, window: int, own_weight: int, eid: str) -> tuple[list[str], str, str]:
+    """(neighbours, document, own key) of ``eid`` recomputed from scratch: ``live`` is id -> (engram, own
+    suffix, key suffix) in the order the engrams were put, which orders engrams sharing a turn."""
+    e, own_suffix, key_suffix = live[eid]
+    (key, turn) = conversation_key(e)
+    near = [i for t in range(turn - window, turn + window + 1)
+            for i, (o, _, _) in live.items() if i != eid and conversation_key(o) == (key, t)]
+    doc = "\n".join([e.statement + own_suffix] * own_weight + [live[i][0].statement for i in near])
+    return near, doc, e.content_hash + key_suffix
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcdef"), st.booleans(), st.sampled_from(["s1", "s2"]),
+                          st.integers(0, 4), st.sampled_from(["", "\nmay"]), st.integers(0, 3)), max_size=40),
+       st.integers(1, 2), st.integers(1, 2))
+def test_puts_and_drops_leave_the_documents_a_fresh_computation_gives(ops, window, own_weight):
+    """Issue 30 stores one compact record per engram; every answer must equal the naive recomputation,
+    turns shared by several engrams and moves between sessions included."""
+    ctx = ConversationContext(window=window, own_weight=own_weight)
+    live: dict = {}
+    for eid, put, session, turn, suffix, text in ops:
+        if put:
+            e = _e(eid, f"text {eid} {text}", session=session, turn=turn)
+            ctx.put(e, suffix, suffix.replace("\n", "@"))
+            live.pop(eid, None)
+            live[eid] = (e, suffix, suffix.replace("\n", "@"))
+        else:
+            ctx.drop(eid)
+            live.pop(eid, None)
+    for eid in "abcdef":
+        assert (eid in ctx) == (eid in live)
+        if eid not in live:
+            continue
+        near, doc, own_key = _reference(live, window, own_weight, eid)
+        assert ctx.neighbours(eid) == near
+        assert ctx.document(eid) == doc
+        if not near:
+            assert ctx.signature(eid) == own_key
+        else:
+            h = hashlib.sha256(f"ctx{window}x{own_weight}:{own_key}".encode())
+            for i in near:
+                h.update(b"|" + live[i][0].content_hash.encode())
+            assert ctx.signature(eid) == "ctx:" + h.hexdigest()[:32]

@@ -29,6 +29,14 @@ from .tokenize import Tokenizer
 __all__ = ["ConversationContext", "conversation_key"]
 
 Key = tuple[str, str]  # (scope, session)
+#: (key, turn, statement, content_hash, own_suffix, key_suffix) of one recorded engram
+_Record = tuple[Key, int, str, str, str, str]
+
+
+def _any_id(group: Mapping[int, str | tuple[str, ...]]) -> str:
+    """One id recorded in a (non-empty) group."""
+    held = next(iter(group.values()))
+    return held if isinstance(held, str) else held[0]
 
 
 def conversation_key(engram: Any) -> tuple[Key, int] | None:
@@ -64,31 +72,40 @@ class ConversationContext:
     def __init__(self, window: int, own_weight: int = 1) -> None:
         self.window = max(0, int(window))
         self.own_weight = max(1, int(own_weight))
-        self._groups: dict[Key, dict[int, list[str]]] = {}
-        self._where: dict[str, tuple[Key, int]] = {}
-        self._text: dict[str, str] = {}
-        self._hash: dict[str, str] = {}
-        self._own: dict[str, str] = {}
-        self._key: dict[str, str] = {}
+        # (scope, session) -> turn -> the id, or a tuple of ids when several engrams share the turn
+        self._groups: dict[Key, dict[int, str | tuple[str, ...]]] = {}
+        # id -> (key, turn, statement, content_hash, own_suffix, key_suffix); one flat tuple per engram whose
+        # strings are the engram's own objects or shared suffixes, so 100k turns hold no copied text (issue 30)
+        self._rec: dict[str, _Record] = {}
 
     def __contains__(self, engram_id: object) -> bool:
-        return engram_id in self._where
+        return engram_id in self._rec
 
     def _near(self, key: Key, turn: int, exclude: str | None = None) -> list[str]:
-        group = self._groups.get(key, {})
+        group = self._groups.get(key)
+        if group is None:
+            return []
         out: list[str] = []
         for t in range(turn - self.window, turn + self.window + 1):
-            out += [i for i in group.get(t, ()) if i != exclude]
+            ids = group.get(t)
+            if ids is None:
+                continue
+            if isinstance(ids, str):
+                if ids != exclude:
+                    out.append(ids)
+            else:
+                out += [i for i in ids if i != exclude]
         return out
 
-    def put(self, engram: Any, own_text: str | None = None, own_key: str | None = None) -> set[str]:
+    def put(self, engram: Any, own_suffix: str = "", key_suffix: str = "") -> set[str]:
         """Record (or move) ``engram``; returns the *other* ids whose document changed.
 
         Args:
             engram: an :class:`~plur.store.engram.Engram` (active).
-            own_text: the engram's own part of its document (default its statement; the
-                index may append the date words).
-            own_key: what ``own_text`` depends on, for :meth:`signature` (default the content hash).
+            own_suffix: appended to the statement to make the engram's own part of its document
+                (the index passes ``"\n"`` + the date words; pass a shared string, it is kept per engram).
+            key_suffix: appended to the content hash to make what the own part depends on, for
+                :meth:`signature` (the index passes ``"@"`` + the date words).
 
         An engram without conversation provenance is dropped from the bookkeeping (it may
         have lost it in an edit), so its former neighbours are returned.
@@ -97,31 +114,33 @@ class ConversationContext:
         where = conversation_key(engram) if self.window else None
         if where is None:
             return affected
-        key, turn = where
-        self._groups.setdefault(key, {}).setdefault(turn, []).append(engram.id)
-        self._where[engram.id] = where
-        self._text[engram.id] = engram.statement
-        self._hash[engram.id] = engram.content_hash
-        self._own[engram.id] = engram.statement if own_text is None else own_text
-        self._key[engram.id] = engram.content_hash if own_key is None else own_key
+        (scope, session), turn = where
+        group = self._groups.get((scope, session))
+        if group is None:
+            key: Key = (scope, session)
+            group = self._groups[key] = {}
+        else:
+            key = self._rec[_any_id(group)][0]  # share the group's key tuple
+        held = group.get(turn)
+        group[turn] = engram.id if held is None else (*((held,) if isinstance(held, str) else held), engram.id)
+        self._rec[engram.id] = (key, turn, engram.statement, engram.content_hash, own_suffix, key_suffix)
         affected.update(self._near(key, turn, exclude=engram.id))
         affected.discard(engram.id)
         return affected
 
     def drop(self, engram_id: str) -> set[str]:
         """Forget ``engram_id``; returns its former neighbours (their documents changed)."""
-        where = self._where.pop(engram_id, None)
-        self._text.pop(engram_id, None)
-        self._hash.pop(engram_id, None)
-        self._own.pop(engram_id, None)
-        self._key.pop(engram_id, None)
-        if where is None:
+        rec = self._rec.pop(engram_id, None)
+        if rec is None:
             return set()
-        key, turn = where
+        key, turn = rec[0], rec[1]
         group = self._groups[key]
-        group[turn].remove(engram_id)
-        if not group[turn]:
+        held = group[turn]
+        rest = () if isinstance(held, str) else tuple(i for i in held if i != engram_id)
+        if not rest:
             del group[turn]
+        else:
+            group[turn] = rest[0] if len(rest) == 1 else rest
         if not group:
             del self._groups[key]
         return set(self._near(key, turn))
@@ -131,30 +150,28 @@ class ConversationContext:
 
         Args:
             engrams: the active engrams.
-            own: engram -> ``(own_text, own_key)`` (default: the statement and its content hash).
+            own: engram -> ``(own_suffix, key_suffix)`` as :meth:`put` takes them (default: none).
         """
         self._groups.clear()
-        self._where.clear()
-        self._text.clear()
-        self._hash.clear()
-        self._own.clear()
-        self._key.clear()
+        self._rec.clear()
         if not self.window:
             return
         for e in engrams:
             if conversation_key(e) is not None:  # the others are not recorded (put would drop them)
-                self.put(e, *(own(e) if own is not None else (None, None)))
+                self.put(e, *(own(e) if own is not None else ()))
 
     def neighbours(self, engram_id: str) -> list[str]:
         """Ids of ``engram_id``'s neighbours in turn order (``[]`` without provenance)."""
-        where = self._where.get(engram_id)
-        if where is None:
+        rec = self._rec.get(engram_id)
+        if rec is None:
             return []
-        return self._near(where[0], where[1], exclude=engram_id)
+        return self._near(rec[0], rec[1], exclude=engram_id)
 
     def document(self, engram_id: str) -> str:
         """The BM25 text of a recorded engram: its own text, then its neighbours' statements, one per line."""
-        parts = [self._own[engram_id]] * self.own_weight + [self._text[i] for i in self.neighbours(engram_id)]
+        rec = self._rec[engram_id]
+        own = rec[2] + rec[4]
+        parts = [own] * self.own_weight + [self._rec[i][2] for i in self.neighbours(engram_id)]
         return "\n".join(parts)
 
     def signature(self, engram_id: str) -> str:
@@ -164,13 +181,14 @@ class ConversationContext:
         neighbours; otherwise a sha256 over the window, the own key and each neighbour's
         content hash, in turn order.
         """
-        own_key = self._key[engram_id]
+        rec = self._rec[engram_id]
+        own_key = rec[3] + rec[5]
         near = self.neighbours(engram_id)
         if not near:
             return own_key
         h = hashlib.sha256(f"ctx{self.window}x{self.own_weight}:{own_key}".encode())
         for i in near:
-            h.update(b"|" + self._hash[i].encode())
+            h.update(b"|" + self._rec[i][3].encode())
         return "ctx:" + h.hexdigest()[:32]
 
     def matches(self, tokenizer: Tokenizer, query: str, engram_id: str, statement: str
@@ -187,7 +205,7 @@ class ConversationContext:
         wanted = set(tokenizer(query)) - set(tokenizer(statement))
         out = []
         for i in near:
-            terms = tuple(sorted(wanted.intersection(tokenizer(self._text[i]))))
+            terms = tuple(sorted(wanted.intersection(tokenizer(self._rec[i][2]))))
             if terms:
                 out.append((i, terms))
         return tuple(out)

@@ -28,6 +28,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,14 @@ from ..store.atomic import private_dirs
 
 log = logging.getLogger("plur.index.indexes")
 FORMAT = 1
+#: Engrams whose BM25 documents are built and tokenized together in :meth:`IndexSet.add` (bounds its peak memory).
+ADD_BATCH = 1000
+
+
+@lru_cache(maxsize=4096)
+def _date_suffixes(words: str) -> tuple[str, str]:
+    """``("\n" + words, "@" + words)``, one pair per day for every engram of that day."""
+    return "\n" + words, "@" + words
 
 
 def _identity(embedder: Any | None) -> str | None:
@@ -195,29 +204,37 @@ class IndexSet:
         Returns:
             Number of engrams (re)indexed or removed in the lexical leg.
         """
-        want = {eid: e.content_hash for eid, e in engrams.items()}
-        self.context.rebuild((engrams[eid] for eid in want), own=self._own)
-        want_lex = {eid: self._signature(engrams[eid]) for eid in want}
-        stale = [eid for eid in self.lexical_hashes if eid not in want]
+        self.context.rebuild(engrams.values(), own=self._suffixes)
+        want_lex = {eid: self._signature(e) for eid, e in engrams.items()}
+        stale = [eid for eid in self.lexical_hashes if eid not in engrams]
         changed = [eid for eid, h in want_lex.items() if self.lexical_hashes.get(eid) != h]
         if stale:
             self.remove(stale)
         if changed:  # oldest first, as the store lists them (the BM25 document order is then reproducible)
-            self.add(sorted((engrams[eid] for eid in changed), key=lambda e: (e.created, e.id)), progress=progress)
+            self.add(sorted((engrams[eid] for eid in changed), key=lambda e: (e.created, e.id)), progress=progress,
+                     signatures=want_lex)
+        done = len(stale) + len(changed)
+        del want_lex, changed
         if self.dense is not None:
-            self._sync_dense(engrams, {eid: dense_key(engrams[eid], self.settings) for eid in want})
-        return len(stale) + len(changed)
+            self._sync_dense(engrams, {eid: dense_key(e, self.settings) for eid, e in engrams.items()})
+        return done
 
     # -- the BM25 document of an engram -----------------------------------------------------
+    def _suffixes(self, e: Engram) -> tuple[str, str]:
+        """``(own_suffix, key_suffix)``: what follows the statement in the engram's own BM25 text and the content
+        hash in what that text depends on: ``"\n"`` / ``"@"`` + its date words when ``index_dates``, else nothing.
+        The strings are shared by every engram of a day, so the context keeps no text of its own per engram."""
+        return _date_suffixes(date_words(e.created)) if self.settings.index_dates else ("", "")
+
     def _own(self, e: Engram) -> tuple[str, str]:
         """``(own text, own key)``: the statement (+ its date words when ``index_dates``) and what it depends on."""
-        text = f"{e.statement}\n{date_words(e.created)}" if self.settings.index_dates else e.statement
-        return text, self._own_key(e)
+        own_suffix, key_suffix = self._suffixes(e)
+        return e.statement + own_suffix, self._own_key(e)
 
     def _own_key(self, e: Engram) -> str:
         """What an engram's own BM25 text depends on, without building the text (a sync computes it for every
         engram): the content hash, plus its date words when ``index_dates``."""
-        return f"{e.content_hash}@{date_words(e.created)}" if self.settings.index_dates else e.content_hash
+        return e.content_hash + self._suffixes(e)[1]
 
     def _signature(self, e: Engram) -> str:
         return self.context.signature(e.id) if e.id in self.context else self._own_key(e)
@@ -235,11 +252,20 @@ class IndexSet:
             self.dirty = True
         return todo
 
-    def add(self, engrams: Iterable[Engram], *, progress: bool = False) -> list[str]:
+    def add(self, engrams: Iterable[Engram], *, progress: bool = False,
+            signatures: Mapping[str, str] | None = None) -> list[str]:
         """Index (or re-index) engrams (any status: validity is filtered at recall time).
 
         Neighbouring turns whose BM25 document includes an added or changed turn are
-        re-indexed too (lexical leg only; their vectors do not change).
+        re-indexed too (lexical leg only; their vectors do not change). Documents are built and
+        tokenized :data:`ADD_BATCH` at a time, so a bulk add of 100k engrams never holds all their
+        texts or token lists at once (issue 30).
+
+        Args:
+            engrams: the engrams.
+            progress: show a tqdm bar (when more than 1,000).
+            signatures: id -> :meth:`_signature` already computed with the context as it will be after
+                this add (``sync`` passes its own, so the manifest shares those strings); missing ids are computed.
 
         Returns:
             Ids (re)indexed in the lexical leg: the given engrams, then the neighbours.
@@ -250,17 +276,19 @@ class IndexSet:
             return touched
         affected: set[str] = set()
         for e in active:
-            affected |= self.context.put(e, *self._own(e))
-        docs = [self._document(e) for e in active]
+            affected |= self.context.put(e, *self._suffixes(e))
+        starts: Iterable[int] = range(0, len(active), ADD_BATCH)
         if progress and len(active) > 1000:
             from tqdm import tqdm
 
-            for start in tqdm(range(0, len(active), 5000), desc="BM25 index", unit="batch"):
-                self.lexical.add([e.id for e in active[start:start + 5000]], docs[start:start + 5000])
-        else:
-            self.lexical.add([e.id for e in active], docs)
+            starts = tqdm(starts, desc="BM25 index", unit="batch")
+        for start in starts:
+            batch = active[start:start + ADD_BATCH]
+            self.lexical.add([e.id for e in batch], [self._document(e) for e in batch])
+        sigs = signatures or {}
         for e in active:
-            self.lexical_hashes[e.id] = self._signature(e)
+            sig = sigs.get(e.id)
+            self.lexical_hashes[e.id] = sig if sig is not None else self._signature(e)
             if self.dense is not None and self.dense_hashes.get(e.id) != dense_key(e, self.settings):
                 self._pending_dense[e.id] = e
         self.dirty = True
