@@ -166,6 +166,45 @@ def test_random_edit_sequences_match_a_rebuilt_reference(sequence) -> None:
         assert_matches_reference(index, live, queries)
 
 
+
+heavy = st.tuples(st.sampled_from(["apple", "banana", "cherry"]), st.sampled_from([1, 2, 255, 256, 300]))
+heavy_texts = st.lists(heavy, max_size=3).map(lambda parts: " ".join(" ".join([w] * n) for w, n in parts))
+heavy_ops = st.lists(st.tuples(st.sampled_from(["add", "remove", "save"]), st.integers(0, 5), heavy_texts),
+                     min_size=1, max_size=20)
+
+
+@settings(max_examples=60, deadline=None)
+@given(heavy_ops)
+def test_one_byte_term_frequencies_widen_past_255_and_score_as_the_reference(tmp_path_factory, sequence) -> None:
+    """Issue 30 keeps a term's frequencies in one byte each until one exceeds 255: adds, removes, re-adds,
+    compaction and a save/load (lazy CSR postings) in any order must still score exactly as rank-bm25."""
+    from plur.index.postings import SMALL_TF_MAX
+
+    folder = tmp_path_factory.mktemp("heavy")
+    index = BM25Index()
+    live: dict[str, str] = {}
+    for op, n, text in sequence:
+        doc_id = f"d{n}"
+        if op == "add":
+            index.add([doc_id], [text])
+            live[doc_id] = text
+        elif op == "remove":
+            index.remove([doc_id])
+            live.pop(doc_id, None)
+        else:
+            index.save(folder)
+            index = BM25Index.load(folder)
+    for term in list(index._postings):
+        slots, tfs = index._postings[term]
+        assert len(slots) == len(tfs) and tfs.typecode in "Bi"
+        assert tfs.typecode == "i" or max(tfs, default=0) <= SMALL_TF_MAX
+    queries = ["apple", "banana cherry", "apple apple cherry"]
+    if not live or not any(index.tokenizer(t) for t in live.values()):
+        assert all(index.search(q, 10) == [] for q in queries)
+    else:
+        assert_matches_reference(index, live, queries)
+
+
 # -------------------------------------------------------------- edge cases
 def small_index(docs: dict[str, str], **kw) -> BM25Index:
     index = BM25Index(**kw)

@@ -17,8 +17,9 @@ word found in exactly one of them would score 0). Apart from the idf, scores equ
 rank-bm25 0.2.2's ``BM25Okapi.get_scores``; ``tests/test_lexical.py`` checks this to
 1e-6 on LongMemEval turns.
 
-Design: postings per term are growable ``array('i')`` pairs (doc slot, term
-frequency), so adding one document costs O(its length). Removal leaves a tombstone;
+Design: postings per term are growable ``array`` pairs (doc slots ``'i'``, term
+frequencies ``'B'`` until one exceeds 255, then ``'i'``: :mod:`plur.index.postings`), so adding
+one document costs O(its length) and a posting takes 5 bytes, not 8 (issue 30). Removal leaves a tombstone;
 ``N``, ``n(t)`` and ``avgdl`` count live documents only, and all of them enter the
 score at query time, so an add never invalidates stored scores. Tombstones are
 compacted away once they exceed 25% of the slots (and before a save).
@@ -39,6 +40,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .lexical_io import FORMAT_VERSION, BM25Files
+from .postings import SMALL_TF_MAX, tf_array
 from .tokenize import Tokenizer
 
 __all__ = ["BM25Index", "FORMAT_VERSION"]
@@ -79,7 +81,7 @@ class BM25Index(BM25Files):
         self._slot: dict[str, int] = {}  # live id -> slot
         self._dl = np.zeros(64, dtype=np.float64)  # slot -> length in tokens
         self._alive = np.zeros(64, dtype=bool)
-        self._postings: MutableMapping[str, tuple[array, array]] = {}  # term -> (slots, tfs)
+        self._postings: MutableMapping[str, tuple[array, array]] = {}  # term -> (slots 'i', tfs 'B' or 'i')
         self._total_len = 0  # tokens over live docs
         self._n_dead = 0
         self._norm: np.ndarray | None = None  # cached k1 * (1 - b + b * dl / avgdl)
@@ -170,7 +172,9 @@ class BM25Index(BM25Files):
         for term, tf in Counter(terms).items():
             entry = postings.get(term)
             if entry is None:
-                entry = postings[term] = (array("i"), array("i"))
+                entry = postings[term] = (array("i"), array("B" if tf <= SMALL_TF_MAX else "i"))
+            elif tf > SMALL_TF_MAX and entry[1].typecode == "B":  # widen this term's tfs, once
+                entry = postings[term] = (entry[0], array("i", entry[1]))
             entry[0].append(slot)
             entry[1].append(tf)
         self._ids.append(doc_id)
@@ -332,7 +336,7 @@ class BM25Index(BM25Files):
             idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
             impact = self._impacts.get(term)
             if impact is None or len(impact) != len(slots):
-                tf = np.frombuffer(entry[1], dtype=np.int32).astype(np.float64)
+                tf = tf_array(entry[1]).astype(np.float64)
                 impact = tf * k1p1 / (tf + norm[slots])
                 if self._impact_size + len(impact) <= _IMPACT_CACHE_VALUES:
                     self._impacts[term] = impact

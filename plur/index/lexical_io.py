@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..jsonio import loads
-from .postings import Postings
+from .postings import Postings, tf_array
 from .tokenize import TOKENIZER_VERSION, Tokenizer
 from ..store.atomic import private_dirs
 from ..store.modes import open_private, private_dir
@@ -170,7 +170,7 @@ class BM25Files:
         for term in sorted(self._postings):
             slots_buf, tfs_buf = self._postings[term]
             slots = np.frombuffer(slots_buf, dtype=np.int32)
-            tfs = np.frombuffer(tfs_buf, dtype=np.int32)
+            tfs = tf_array(tfs_buf)
             if self._n_dead:
                 keep = alive[slots]
                 if not keep.any():
@@ -178,7 +178,7 @@ class BM25Files:
                 slots, tfs = slots[keep], tfs[keep]
             vocab.append(term)
             slot_parts.append(remap[slots])
-            tf_parts.append(tfs.copy())
+            tf_parts.append(tfs.astype(np.int32))  # on disk always int32
         offsets = np.zeros(len(vocab) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in slot_parts], out=offsets[1:])
         empty = np.zeros(0, dtype=np.int32)
