@@ -7,7 +7,8 @@ resident for the life of the process (~450 MiB: a first-time 100k-engram index b
 same :class:`~plur.embed.embedder.SentenceTransformerEmbedder` (same spec, folder and verification),
 which writes and verifies the bundle, and exits; the parent then opens the bundle like any later start.
 
-    python -m plur.embed.bundle_child   # reads its pickled arguments from stdin; exit 0 = bundle written
+The child runs :mod:`plur.embed.bundle_main` (``python -m plur.embed.bundle_main``: pickled arguments on
+stdin, exit 0 = bundle written).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def export_in_child(spec_or_path: Any, folder: Path | None, onnx_dir: Path, batc
                          "batch_size": int(batch_size)})
     env = dict(os.environ, **{_IN_CHILD: "1"})
     try:
-        proc = subprocess.run([sys.executable, "-m", "plur.embed.bundle_child"], input=args, env=env,
+        proc = subprocess.run([sys.executable, "-m", "plur.embed.bundle_main"], input=args, env=env,
                               capture_output=True, timeout=TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.info("ONNX bundle not exported in a child process (%s); exporting in this process", exc)
@@ -61,18 +62,3 @@ def export_in_child(spec_or_path: Any, folder: Path | None, onnx_dir: Path, batc
                  proc.returncode, " | ".join(tail))
         return False
     return True
-
-
-def main() -> int:
-    """The child: build the embedder (which exports and verifies the bundle); 0 when a bundle serves it."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
-    args = pickle.loads(sys.stdin.buffer.read())  # noqa: S301 - our own parent, same user, over a pipe
-    from .embedder import SentenceTransformerEmbedder
-
-    emb = SentenceTransformerEmbedder(args["spec_or_path"], device="cpu", batch_size=args["batch_size"],
-                                      folder=args["folder"], onnx_dir=args["onnx_dir"])
-    return 0 if emb.bundle is not None else 3
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .fast_query import MAX_ABS_DIFF, _probes
+from .ort_session import open_session
 
 log = logging.getLogger("plur.embed.onnx_bundle")
 
@@ -47,20 +48,7 @@ BATCH_TOKENS = 8192
 #: Most ``texts x tokens^2`` in one batch: the attention scores (``x heads x 4`` bytes) of long texts.
 BATCH_ATTENTION = 2 ** 20
 
-__all__ = ["BATCH_ATTENTION", "BATCH_TOKENS", "FORMAT", "OnnxBundle", "bundle_folder", "export_bundle",
-           "shrinking_run_options"]
-
-
-def shrinking_run_options(ort: Any) -> Any:
-    """``RunOptions`` that give the CPU arena's unused memory back after each run.
-
-    ONNX Runtime's arena otherwise keeps the largest run's activations for the life of the session: the
-    bundle's probe check (a padded batch up to ``max_seq_length``) left 327 MiB resident for a 90 MB
-    MiniLM graph, 131 MiB with shrinkage; a one-query run costs the same either way (p50 6.9-7.5 ms).
-    """
-    options = ort.RunOptions()
-    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
-    return options
+__all__ = ["BATCH_ATTENTION", "BATCH_TOKENS", "FORMAT", "OnnxBundle", "bundle_folder", "export_bundle"]
 
 
 def bundle_folder(cache_dir: Path, identity: str) -> Path:
@@ -82,7 +70,6 @@ class OnnxBundle:
     """
 
     def __init__(self, folder: Path, threads: int | None = None) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.folder = Path(folder)
@@ -99,17 +86,7 @@ class OnnxBundle:
         self.tokenizer.no_truncation()
         self._model_tok = Tokenizer.from_str(self.tokenizer.to_str())
         self._model_tok.enable_truncation(max_length=self.max_seq_length)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = max(1, int(threads or os.cpu_count() or 1))
-        options.inter_op_num_threads = 1
-        # Idle intra-op threads sleep instead of spinning: on a shared machine spinning threads fight the busy
-        # ones for the cores (6 short documents with one core taken: 42 ms spinning, 26 ms not; issue 27).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3
-        self.session = ort.InferenceSession(str(self.folder / "model.onnx"), options,
-                                            providers=["CPUExecutionProvider"])
-        self._run_options = shrinking_run_options(ort)
+        self.session, self._run_options = open_session(self.folder / "model.onnx", threads or os.cpu_count() or 1)
 
     @classmethod
     def open(cls, cache_dir: Path, identity: str, threads: int | None = None) -> "OnnxBundle | None":

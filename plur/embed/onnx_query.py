@@ -160,21 +160,11 @@ def _export(model: Any, names: list[str], path: Path) -> None:
 
 def _session_path(model: Any, names: list[str], path: Path, threads: int | None) -> Callable[[str], np.ndarray]:
     """An ONNX Runtime session on ``path`` wrapped as ``text -> [dims] float32``."""
-    import onnxruntime as ort
     import torch
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = max(1, int(threads or torch.get_num_threads()))
-    options.inter_op_num_threads = 1
-    # Idle intra-op threads sleep instead of spinning: on a shared machine spinning threads fight the busy
-    # ones for the cores (6 short documents with one core taken: 42 ms spinning, 26 ms not; issue 27).
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3  # errors only: its graph-fusion notices are not for the user
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    from .onnx_bundle import shrinking_run_options
+    from .ort_session import open_session
 
-    run_options = shrinking_run_options(ort)
+    session, run_options = open_session(path, threads or torch.get_num_threads())
 
     def fast(text: str) -> np.ndarray:
         features = model.preprocess([text])
