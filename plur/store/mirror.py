@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import StoreError, ValidationError
+from .active_texts import ActiveTexts
 from .atomic import clean_stale_temps
 from .engram import Engram, validate_id
 from .lock import StoreLock
@@ -64,7 +65,7 @@ class FolderMirror:
         self._mutex = threading.RLock()
         self._entries: dict[str, FileEntry] = {}
         self._by_id: dict[str, Engram] = {}
-        self._by_key: dict[tuple[str, str], set[str]] = {}  # (scope, content_hash) -> active ids
+        self._by_key = ActiveTexts()  # active ids by (scope, content_hash)
         self._sorted: list[Engram] | None = None
         self._pending: dict[str, str] = {}  # id -> "added" | "updated" | "removed"
         self._unmoved: dict[str, dict[str, Any]] = {}  # bad files we could not move aside
@@ -86,25 +87,19 @@ class FolderMirror:
     # -- internals: cache -----------------------------------------------------------------
     def _index_add(self, e: Engram) -> None:
         self._by_id[e.id] = e
-        if e.status == "active":
-            self._by_key.setdefault((e.scope, e.content_hash), set()).add(e.id)
+        self._by_key.add(e)
         self._sorted = None
 
     def _index_remove(self, engram_id: str) -> None:
         old = self._by_id.pop(engram_id, None)
         if old is None:
             return
-        key = (old.scope, old.content_hash)
-        ids = self._by_key.get(key)
-        if ids is not None:
-            ids.discard(engram_id)
-            if not ids:
-                del self._by_key[key]
+        self._by_key.discard(old)
         self._sorted = None
 
     def _duplicate_of(self, scope: str, chash: str) -> Engram | None:
         """The oldest active engram with this content hash in this scope."""
-        ids = self._by_key.get((scope, chash))
+        ids = self._by_key.ids(scope, chash, self._by_id)
         if not ids:
             return None
         return min((self._by_id[i] for i in ids), key=lambda e: (e.created, e.id))

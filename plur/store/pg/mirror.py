@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..active_texts import ActiveTexts
 from ..changes import _merge_op
 from ..engram import Engram
 from .rows import from_row
@@ -18,7 +19,7 @@ class PgMirror:
     """State and feed application only; no connection of its own (every method takes ``conn``)."""
 
     _by_id: dict[str, Engram]
-    _by_key: dict[tuple[str, str], set[str]]
+    _by_key: ActiveTexts
     _sorted: list[Engram] | None
     _pending: dict[str, str]
     _forgotten: dict[str, list[bytes]]
@@ -30,18 +31,13 @@ class PgMirror:
     def _index_add(self, e: Engram) -> None:
         self._index_remove(e.id)
         self._by_id[e.id] = e
-        if e.status == "active":
-            self._by_key.setdefault((e.scope, e.content_hash), set()).add(e.id)
+        self._by_key.add(e)
         self._sorted = None
 
     def _index_remove(self, engram_id: str) -> Engram | None:
         old = self._by_id.pop(engram_id, None)
         if old is not None:
-            ids = self._by_key.get((old.scope, old.content_hash))
-            if ids is not None:
-                ids.discard(engram_id)
-                if not ids:
-                    del self._by_key[(old.scope, old.content_hash)]
+            self._by_key.discard(old)
             self._sorted = None
         return old
 
@@ -53,7 +49,7 @@ class PgMirror:
             self._pending[engram_id] = merged
 
     def _duplicate_of(self, scope: str, chash: str) -> Engram | None:
-        ids = self._by_key.get((scope, chash))
+        ids = self._by_key.ids(scope, chash, self._by_id)
         return min((self._by_id[i] for i in ids), key=lambda e: (e.created, e.id)) if ids else None
 
     def _load(self, conn: Any) -> None:
@@ -67,7 +63,7 @@ class PgMirror:
 
             pruned = pruned_through(conn)
         before = set(self._by_id)
-        self._by_id, self._by_key, self._sorted = {}, {}, None
+        self._by_id, self._by_key, self._sorted = {}, ActiveTexts(), None
         for doc, yaml_text in rows:
             e = from_row(doc, yaml_text)
             self._index_add(e)

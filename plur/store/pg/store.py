@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConflictError, DuplicateError, NotFoundError, StoreError, ValidationError
+from ..active_texts import ActiveTexts
 from ..changes import Changes
 from ..engram import Engram, content_hash, engram_version, new_id, validate_id
 from .connect import close_quietly, connect, is_unreachable, redact, unavailable
@@ -71,7 +72,7 @@ class PgStore(PgHealth, PgMirror):
         self._mutex = threading.RLock()
         self._conn: Any = None
         self._by_id: dict[str, Engram] = {}
-        self._by_key: dict[tuple[str, str], set[str]] = {}
+        self._by_key = ActiveTexts()  # active ids by (scope, content_hash)
         self._sorted: list[Engram] | None = None
         self._pending: dict[str, str] = {}
         self._forgotten: dict[str, list[bytes]] = {}
@@ -380,7 +381,7 @@ class PgStore(PgHealth, PgMirror):
                 raise ConflictError(
                     f"engram {engram.id} changed since you opened it (version {expected}, now "
                     f"{engram_version(current)}); nothing was saved: reload it and make your change again")
-            others = sorted(i for i in self._by_key.get((engram.scope, engram.content_hash), ()) if i != engram.id)
+            others = sorted(i for i in self._by_key.ids(engram.scope, engram.content_hash, self._by_id) if i != engram.id)
             same = current.status == "active" and (current.scope, current.content_hash) == (
                 engram.scope, engram.content_hash)
             if engram.status == "active" and others and not same:

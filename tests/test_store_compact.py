@@ -1,0 +1,50 @@
+"""The store's compact in-memory forms (issue 30) behave as the plain forms they replaced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from plur.store.active_texts import ActiveTexts
+from plur.store.engram import Engram
+from plur.store.store import EngramStore
+
+
+def test_active_texts_finds_ids_by_scope_and_hash_and_forgets_them() -> None:
+    a = Engram.create("the sky is blue", scope="global")
+    b = Engram.create("The  sky is BLUE", scope="global")          # same content hash, same scope
+    c = Engram.create("the sky is blue", scope="project:x")        # same hash, other scope
+    r = Engram.create("the sky is blue", scope="global", status="retired")
+    by_id = {e.id: e for e in (a, b, c, r)}
+    t = ActiveTexts()
+    for e in by_id.values():
+        t.add(e)
+    assert sorted(t.ids("global", a.content_hash, by_id)) == sorted([a.id, b.id])
+    assert t.ids("project:x", a.content_hash, by_id) == [c.id]
+    assert t.ids("global", "sha256:0000000000000000", by_id) == []
+    t.discard(r)                                                    # never recorded: nothing happens
+    t.discard(a)
+    assert t.ids("global", a.content_hash, by_id) == [b.id]
+    t.discard(b)
+    t.discard(c)
+    assert t.ids("project:x", a.content_hash, by_id) == [] and len(t) == 0
+
+
+def test_active_texts_checks_the_engram_it_is_given_now() -> None:
+    a = Engram.create("a fact", scope="global")
+    t = ActiveTexts()
+    t.add(a)
+    retired = a.replace(status="retired")
+    assert t.ids("global", a.content_hash, {a.id: retired}) == []   # retired since: not a duplicate
+
+
+def test_the_store_still_merges_duplicates_and_refuses_duplicate_edits(tmp_path: Path) -> None:
+    store = EngramStore(tmp_path, fsync=False)
+    first, made = store.add(Engram.create("Tea at five", tags=("a",)))
+    again, made_again = store.add(Engram.create("tea at  FIVE", tags=("b",)))
+    other, _ = store.add(Engram.create("tea at five", scope="project:p"))
+    assert made and not made_again and again.id == first.id and again.tags == ("a", "b")
+    assert other.id != first.id
+    assert store.find_duplicate("TEA at five").id == first.id
+    store.delete(first.id)
+    assert store.find_duplicate("tea at five") is None
+    assert store.find_duplicate("tea at five", "project:p").id == other.id
