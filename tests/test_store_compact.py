@@ -48,3 +48,35 @@ def test_the_store_still_merges_duplicates_and_refuses_duplicate_edits(tmp_path:
     store.delete(first.id)
     assert store.find_duplicate("tea at five") is None
     assert store.find_duplicate("tea at five", "project:p").id == other.id
+
+
+def test_engrams_without_unknown_keys_share_one_empty_extra_nobody_can_change() -> None:
+    import copy
+    import pickle
+
+    import pytest
+
+    from plur.store.frozen import NO_EXTRA
+
+    a, b = Engram.create("one"), Engram.from_dict(Engram.create("two").to_dict())
+    c = Engram.from_manifest(Engram.create("three").to_dict(), Engram.create("three").content_hash)
+    assert a.extra is b.extra is c.extra is NO_EXTRA and a.extra == {} and not a.extra
+    with pytest.raises(TypeError):
+        a.extra["leak"] = 1  # type: ignore[index]
+    assert dict(b.extra) == {} and len(NO_EXTRA) == 0
+    assert pickle.loads(pickle.dumps(a)) == a and pickle.loads(pickle.dumps(a)).extra is NO_EXTRA
+    assert copy.deepcopy(a).extra is NO_EXTRA
+    kept = Engram.from_dict({**a.to_dict(), "plur": {"x": 1}})
+    assert kept.extra == {"plur": {"x": 1}} and a.extra == {}      # unknown keys still kept, apart
+
+
+def test_engrams_are_slotted_and_still_replace_compare_and_hash() -> None:
+    import dataclasses
+
+    e = Engram.create("slots", tags=("t",), source={"kind": "conversation", "turn": 1})
+    assert not hasattr(e, "__dict__")
+    f = e.replace(statement="other")
+    assert f.statement == "other" and f.id == e.id and e.statement == "slots"
+    assert dataclasses.replace(e) == e and hash(dataclasses.replace(e)) == hash(e)
+    with __import__("pytest").raises(dataclasses.FrozenInstanceError):
+        e.statement = "x"  # type: ignore[misc]

@@ -22,6 +22,7 @@ from functools import cache
 from typing import Any
 
 from ..errors import InvalidIdError, ValidationError
+from .frozen import NO_EXTRA
 from .times import check_window, format_time, parse_duration, parse_time, utcnow  # noqa: F401 - re-exported
 
 #: ``ENG-YYYY-MM-DD-<6 lower-case hex>``. Anchored with ``\A``/``\Z`` so no
@@ -118,9 +119,11 @@ def _check_statement(statement: Any, max_bytes: int | None) -> str:
     return statement
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Engram:
     """One memory. Immutable; use :meth:`replace` for an edited copy.
+
+    Slotted (no per-instance ``__dict__``: ~170 bytes an engram instead of ~280; issue 30).
 
     Attributes:
         id: ``ENG-YYYY-MM-DD-<6 hex>``.
@@ -137,7 +140,8 @@ class Engram:
             not current (``valid_until`` is set by ``supersede`` and ``learn --ttl``).
         supersedes: id of the engram this one replaced, or ``None``.
         content_hash: :func:`content_hash` of the statement.
-        extra: unknown YAML keys, kept for the round trip.
+        extra: unknown YAML keys, kept for the round trip (when there are none: the shared, immutable
+            :data:`plur.store.frozen.NO_EXTRA`, equal to ``{}``).
     """
 
     id: str
@@ -156,7 +160,7 @@ class Engram:
     status: str = "active"
     supersedes: str | None = None
     content_hash: str = ""
-    extra: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    extra: Mapping[str, Any] = field(default=NO_EXTRA, hash=False)
 
     def __post_init__(self) -> None:
         validate_id(self.id)
@@ -292,7 +296,7 @@ class Engram:
             kwargs.pop("tags", None)
         if kwargs.get("pinned") is None:
             kwargs.pop("pinned", None)
-        return cls(**kwargs, extra=extra)
+        return cls(**kwargs, extra=extra or NO_EXTRA)
 
     @classmethod
     def from_manifest(cls, data: Mapping[str, Any], chash: str) -> "Engram | None":
@@ -312,8 +316,7 @@ class Engram:
         try:
             if not _MANIFEST_KEYS.issuperset(data) or data.get("content_hash") != chash or not chash:
                 return None
-            e = object.__new__(cls)
-            d = e.__dict__
+            d: dict[str, Any] = {}
             for name in _STR_FIELDS:
                 v = data[name] if name in _REQUIRED_STR else data.get(name, _DEFAULTS[name])
                 if not (type(v) is str or (v is None and name in _OPTIONAL_STR)):
@@ -346,7 +349,10 @@ class Engram:
                 return None
             d["pinned"] = pinned
             d["content_hash"] = chash
-            d["extra"] = {}
+            d["extra"] = NO_EXTRA
+            e = object.__new__(cls)
+            for name, v in d.items():
+                _set(e, name, v)
             return e
         except (KeyError, TypeError, ValueError, IndexError):
             return None
@@ -370,6 +376,7 @@ class Engram:
         return cls.from_dict(data)
 
 
+_set = object.__setattr__  # Engram is frozen: from_manifest fills its slots directly
 _MANIFEST_KEYS = frozenset(FIELD_ORDER)
 _STR_FIELDS = ("id", "statement", "type", "scope", "domain", "rationale", "status", "supersedes")
 _REQUIRED_STR = frozenset(("id", "statement", "scope"))
