@@ -80,3 +80,26 @@ def test_engrams_are_slotted_and_still_replace_compare_and_hash() -> None:
     assert dataclasses.replace(e) == e and hash(dataclasses.replace(e)) == hash(e)
     with __import__("pytest").raises(dataclasses.FrozenInstanceError):
         e.statement = "x"  # type: ignore[misc]
+
+
+def test_file_entries_keep_their_key_and_sha_and_a_damaged_sha_drops_the_row(tmp_path: Path) -> None:
+    import json
+
+    from plur.store.manifest import RACY_WINDOW_NS, FileEntry, file_sha, load_manifest, root_text, save_manifest
+
+    e = Engram.create("entry")
+    sha = file_sha(b"bytes")
+    ent = FileEntry((10**18, 300, 2**40), 10**18 + RACY_WINDOW_NS + 1, sha, e)
+    assert ent.key == (10**18, 300, 2**40) and ent.sha == sha and not ent.racy()
+    ent.key = (10**18 + 5, 301, 7)
+    assert (ent.mtime_ns, ent.size, ent.ino) == (10**18 + 5, 301, 7) and ent.racy()
+    path, root = tmp_path / "m.json", tmp_path / "engrams"
+    assert save_manifest(path, root, {f"{e.id}.yaml": ent})
+    back = load_manifest(path, root)[f"{e.id}.yaml"]
+    assert back.key == ent.key and back.sha == sha and back.observed_ns == ent.observed_ns
+    assert Engram.from_manifest(back.data, back.chash) == e
+    doc = json.loads(path.read_text())
+    assert doc["root"] == root_text(root)
+    doc["files"][f"{e.id}.yaml"][4] = "not hex"
+    path.write_text(json.dumps(doc))
+    assert load_manifest(path, root) == {}

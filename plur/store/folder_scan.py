@@ -1,4 +1,4 @@
-"""One stat pass over ``<home>/engrams/``: the engram files with their ``stat`` results, and plur's temp files.
+"""One stat pass over ``<home>/engrams/``: the engram files with their stat keys, and plur's temp files.
 
 :class:`plur.store.mirror.FolderMirror` compares these ``(mtime_ns, size, inode)`` keys with what it
 knows to re-read only changed files.
@@ -17,15 +17,22 @@ from ..errors import StoreError
 from .atomic import TMP_PREFIX
 
 
-def scan_folder(root: Path) -> tuple[dict[str, os.stat_result], list[str]]:
-    """``({file name: stat}, [temp file names])`` of the engram folder ``root`` (empty when it is missing).
+#: ``(st_mtime_ns, st_size, st_ino)`` of a file: what tells the store it changed.
+StatKey = tuple[int, int, int]
+
+
+def scan_folder(root: Path) -> tuple[dict[str, StatKey], list[str]]:
+    """``({file name: (mtime_ns, size, inode)}, [temp file names])`` of the engram folder ``root``
+    (empty when it is missing).
 
     Only regular ``*.yaml`` files not starting with ``.`` count; a file that vanishes mid-scan is skipped.
+    Only the three numbers are kept, not the ``os.stat_result``: ~160 bytes a file instead of ~430,
+    which at 100k files is 27 MiB less at the peak of a full scan (issue 30).
 
     Raises:
         StoreError: the folder exists but cannot be read (naming it and the fix).
     """
-    files: dict[str, os.stat_result] = {}
+    files: dict[str, StatKey] = {}
     temps: list[str] = []
     try:
         it = os.scandir(root)
@@ -47,11 +54,11 @@ def scan_folder(root: Path) -> tuple[dict[str, os.stat_result], list[str]]:
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode):
-                files[n] = st
+                files[n] = (st.st_mtime_ns, st.st_size, st.st_ino)
     return files, temps
 
 
-def scan_folder_while(root: Path, work: Callable[[], Any]) -> tuple[dict[str, os.stat_result], list[str]]:
+def scan_folder_while(root: Path, work: Callable[[], Any]) -> tuple[dict[str, StatKey], list[str]]:
     """:func:`scan_folder` on a thread while this thread runs ``work()`` (e.g. parsing the store manifest).
 
     The stat calls release the GIL, so the two overlap: ~30 ms of a cold 10k-engram ``plur recall --mode
@@ -76,4 +83,4 @@ def scan_folder_while(root: Path, work: Callable[[], Any]) -> tuple[dict[str, os
     return out["result"]
 
 
-__all__ = ["scan_folder", "scan_folder_while"]
+__all__ = ["StatKey", "scan_folder", "scan_folder_while"]

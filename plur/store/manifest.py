@@ -49,20 +49,56 @@ def file_sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:32]
 
 
-@dataclass
 class FileEntry:
-    """What the store knows about one engram file (by file name)."""
+    """What the store knows about one engram file (by file name).
 
-    key: tuple[int, int, int]  # (st_mtime_ns, st_size, st_ino)
-    observed_ns: int  # wall clock (time.time_ns) when the bytes were last read
-    sha: str  # file_sha of the file bytes
-    engram: Engram | None  # None only for manifest entries not yet materialised
-    data: dict[str, Any] | None = None  # Engram.to_dict() from the manifest
-    chash: str = ""  # the row's content_hash (Engram.from_manifest checks it against data)
+    One per engram, so kept small (issue 30): slots, the stat key as three fields rather than a
+    tuple, the sha as its 16 raw bytes rather than 32 hex characters (~100 bytes an entry instead
+    of ~330 for a dataclass holding a tuple and the hex text).
+
+    Args / attributes:
+        key: ``(st_mtime_ns, st_size, st_ino)`` (stored as ``mtime_ns``, ``size``, ``ino``).
+        observed_ns: wall clock (``time.time_ns``) when the bytes were last read.
+        sha: :func:`file_sha` of the file bytes (32 lower-case hex digits).
+        engram: the parsed engram; ``None`` only for manifest entries not yet materialised.
+        data: ``Engram.to_dict()`` from the manifest (until materialised).
+        chash: the row's ``content_hash`` (``Engram.from_manifest`` checks it against ``data``).
+
+    Raises:
+        ValueError: ``sha`` is not hex (a damaged manifest row; :func:`load_manifest` skips it).
+    """
+
+    __slots__ = ("mtime_ns", "size", "ino", "observed_ns", "_sha", "engram", "data", "chash")
+
+    def __init__(self, key: tuple[int, int, int], observed_ns: int, sha: str, engram: Engram | None,
+                 data: dict[str, Any] | None = None, chash: str = "") -> None:
+        self.mtime_ns, self.size, self.ino = key
+        self.observed_ns = observed_ns
+        self._sha = bytes.fromhex(sha)
+        self.engram = engram
+        self.data = data
+        self.chash = chash
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """``(st_mtime_ns, st_size, st_ino)`` when the file was last read."""
+        return (self.mtime_ns, self.size, self.ino)
+
+    @key.setter
+    def key(self, key: tuple[int, int, int]) -> None:
+        self.mtime_ns, self.size, self.ino = key
+
+    @property
+    def sha(self) -> str:
+        """:func:`file_sha` of the bytes last read (hex)."""
+        return self._sha.hex()
 
     def racy(self) -> bool:
         """True when the file's mtime is within :data:`RACY_WINDOW_NS` of when it was read."""
-        return self.key[0] + RACY_WINDOW_NS > self.observed_ns
+        return self.mtime_ns + RACY_WINDOW_NS > self.observed_ns
+
+    def __repr__(self) -> str:
+        return f"FileEntry(key={self.key}, observed_ns={self.observed_ns}, sha={self.sha!r}, engram={self.engram!r})"
 
 
 def load_manifest(path: Path, root: Path) -> dict[str, FileEntry]:
@@ -137,7 +173,7 @@ def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool
             sep = ""
             for name, ent in entries.items():
                 e = ent.engram
-                row = [ent.key[0], ent.key[1], ent.key[2], ent.observed_ns, ent.sha,
+                row = [ent.mtime_ns, ent.size, ent.ino, ent.observed_ns, ent.sha,
                        e.content_hash if e is not None else ent.chash, ent.data if e is None else e.to_dict()]
                 try:
                     if _wide_int(row[6]):  # loads() would read it as a float: re-read the file instead

@@ -24,7 +24,7 @@ from .engram import Engram, validate_id
 from .lock import StoreLock
 from .manifest import FileEntry, JournalTail, WriterJournal, file_sha, load_manifest
 from .manifest import save_manifest as save_manifest_file
-from .folder_scan import scan_folder, scan_folder_while
+from .folder_scan import StatKey, scan_folder, scan_folder_while
 from .quarantine import move_aside, unmoved_record
 from .changes import Changes, _check_home, _merge_op  # noqa: F401 - Changes re-exported
 
@@ -144,7 +144,7 @@ class FolderMirror:
         self._loaded = True
         self._entries.update(load_manifest(self.manifest_path, self.root))
 
-    def _scan(self) -> tuple[dict[str, os.stat_result], list[str]]:
+    def _scan(self) -> tuple[dict[str, StatKey], list[str]]:
         return scan_folder(self.root)
 
     def _full_refresh(self, locked: bool, check_racy: bool = True) -> None:
@@ -155,8 +155,7 @@ class FolderMirror:
             files, temps = self._scan()
         clean_stale_temps(self.root, temps, locked)
         reads = 0
-        for name, st in files.items():
-            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+        for name, key in files.items():
             ent = self._entries.get(name)
             if ent is not None and ent.key == key and not (check_racy and ent.racy()):
                 if ent.engram is not None:
