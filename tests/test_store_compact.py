@@ -100,6 +100,8 @@ def test_file_entries_keep_their_key_and_sha_and_a_damaged_sha_drops_the_row(tmp
     assert Engram.from_manifest(back.data, back.chash) == e
     doc = json.loads(path.read_text())
     assert doc["root"] == root_text(root)
-    doc["files"][f"{e.id}.yaml"][4] = "not hex"
-    path.write_text(json.dumps(doc))
-    assert load_manifest(path, root) == {}
+    for col, bad in ((4, "not hex"), (4, "abcd"), (2, 2**64), (0, -(2**70))):
+        row = list(json.loads(path.read_text())["files"][f"{e.id}.yaml"])
+        broken = {**doc, "files": {f"{e.id}.yaml": row[:col] + [bad] + row[col + 1:]}}
+        (tmp_path / "bad.json").write_text(json.dumps(broken))
+        assert load_manifest(tmp_path / "bad.json", root) == {}, (col, bad)

@@ -278,7 +278,8 @@ class EngramStore(FolderMirror):
                 raise ConflictError(
                     f"engram {engram.id} changed since you opened it (version {expected}, now "
                     f"{engram_version(current)}); nothing was saved: reload it and make your change again")
-            others = sorted(i for i in self._by_key.ids(engram.scope, engram.content_hash, self._by_id) if i != engram.id)
+            others = sorted(i for i in self._by_key.ids(engram.scope, engram.content_hash, self._by_id)
+                            if i != engram.id)
             same = current.status == "active" and (current.scope, current.content_hash) == (
                 engram.scope, engram.content_hash)  # a duplicate from before this edit is not refused
             if engram.status == "active" and others and not same:
