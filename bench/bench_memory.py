@@ -30,10 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.bench_recall import MODEL, corpus, sentence_pool  # noqa: E402
 
 
-def rss_mib() -> float:
-    """Current resident set size of this process, MiB (``VmRSS``)."""
+def rss_mib(field: str = "VmRSS") -> float:
+    """Current resident set size of this process (``VmRSS``), or its peak so far (``VmHWM``), MiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -68,10 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     last = [rss_mib(), time.perf_counter()]
 
     def mark(phase: str) -> None:
-        now, t = rss_mib(), time.perf_counter()
+        now, hwm, t = rss_mib(), rss_mib("VmHWM"), time.perf_counter()
         phases.append({"phase": phase, "rss_mib": round(now, 1), "delta_mib": round(now - last[0], 1),
-                       "s": round(t - last[1], 2)})
-        print(f"{phase:<34} RSS {now:7.1f} MiB  {now - last[0]:+7.1f}  {t - last[1]:7.2f} s", flush=True)
+                       "peak_so_far_mib": round(hwm, 1), "s": round(t - last[1], 2)})
+        print(f"{phase:<34} RSS {now:7.1f} MiB  {now - last[0]:+7.1f}  peak so far {hwm:7.1f}  {t - last[1]:7.2f} s",
+              flush=True)
         last[:] = [now, t]
 
     mark("python + bench imports")

@@ -458,9 +458,14 @@ def test_a_loaded_index_makes_each_terms_postings_on_first_use_and_answers_as_th
     idx.remove(["d1"])
     for q in ("dog", "zebra", "cat mat", "number 7"):
         assert loaded.search(q, 10) == idx.search(q, 10), q
-    loaded.save(tmp_path / "lex2")
+    made = set(loaded._postings._loaded)
+    loaded.save(tmp_path / "lex2")                          # postings stream to disk from the CSR slices...
+    assert set(loaded._postings._loaded) == made            # ...without making the untouched terms' arrays
     again = BM25Index.load(tmp_path / "lex2")
     assert again.search("zebra dog", 10) == idx.search("zebra dog", 10)
+    idx.save(tmp_path / "lex3")                             # the same files from a never-saved index
+    for name in ("postings_doc.npy", "postings_tf.npy", "offsets.npy", "vocab.json", "ids.json"):
+        assert (tmp_path / "lex2" / name).read_bytes() == (tmp_path / "lex3" / name).read_bytes(), name
 
 
 def test_cached_term_impacts_follow_every_change_of_lengths_and_parameters() -> None:

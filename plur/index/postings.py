@@ -62,6 +62,20 @@ class Postings(MutableMapping[str, Entry]):
             self._slots = self._tfs = None
         return entry
 
+    def peek(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(slots [p] int32, tfs [p] uint8|int32)`` of a term without making its arrays (read-only views).
+
+        Raises:
+            KeyError: an unknown term.
+        """
+        entry = self._loaded.get(term)
+        if entry is not None:
+            return np.frombuffer(entry[0], dtype=np.int32), tf_array(entry[1])
+        j = self._where[term]
+        lo, hi = self._bounds[j], self._bounds[j + 1]
+        assert self._slots is not None and self._tfs is not None
+        return self._slots[lo:hi], self._tfs[lo:hi]
+
     def get(self, term: str, default: Entry | None = None) -> Entry | None:  # type: ignore[override]
         entry = self._loaded.get(term)
         if entry is None:
