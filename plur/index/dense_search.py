@@ -138,8 +138,8 @@ class DenseSearch:
         if self._graph is None:
             self._build_graph()
         live = self._live_rows
-        # int8 distances only find: ask for more than k and re-score them all exactly (rows by pread, ~1 us each)
-        want = max(_OVERSAMPLE * k, _MIN_FETCH) * (2 if self._multi else 1)
+        # int8 distances only find: ask for at least _MIN_FETCH and re-score them all exactly (rows by pread)
+        want = max(k, _MIN_FETCH) * (2 if self._multi else 1)
         if slot_ok is None:
             fetch = min(live, want)
         else:  # ask for as many more as the allowed share of the rows suggests
@@ -155,15 +155,15 @@ class DenseSearch:
             if slot_ok is not None:
                 ok &= slot_ok[np.maximum(slot, 0)]  # never leak
             labels, slot = labels[ok], slot[ok]
-            best: dict[str, float] = {}
-            if len(labels):
+            scores = self._scores(labels, q) if len(labels) else np.empty(0, dtype=np.float32)
+            if self._multi:  # best chunk per id
+                order = np.lexsort((-scores, slot))
+                first = np.ones(len(order), dtype=bool)
+                first[1:] = slot[order][1:] != slot[order][:-1]
+                slot, scores = slot[order][first], scores[order][first]
+            if len(slot) >= k:
                 ids = self._slot_ids
-                for s, score in zip(slot.tolist(), self._scores(labels, q).tolist()):
-                    i = ids[s]
-                    if score > best.get(i, -np.inf):
-                        best[i] = score
-            if len(best) >= k:
-                return _top(best.items(), k)
+                return _top(zip([ids[s] for s in slot.tolist()], scores.tolist()), k)
             if fetch >= live or fetch >= _MAX_FETCH:
                 return None
             fetch = min(live, 2 * fetch)
@@ -171,9 +171,9 @@ class DenseSearch:
 
 #: Most candidates asked of the graph in one search before an ``allowed`` search goes exact instead.
 _MAX_FETCH = 8192
-#: The graph is asked for ``max(_OVERSAMPLE * k, _MIN_FETCH)`` candidates, all re-scored with their exact rows:
-#: int8 quantisation reorders near neighbours (clustered 50k x 384, k = 10: recall@10 0.85 asking for k).
-_OVERSAMPLE = 2
+#: The graph is asked for at least this many candidates (twice as many when ids own several rows), all
+#: re-scored with their exact rows: int8 quantisation reorders near neighbours (clustered 50k x 384, k = 10:
+#: recall@10 0.85 asking for 10, >= 0.99 asking for 64; 135k real MiniLM vectors: 0.988 for 64 or 100).
 _MIN_FETCH = 64
 
 
