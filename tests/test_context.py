@@ -177,3 +177,27 @@ def test_puts_and_drops_leave_the_documents_a_fresh_computation_gives(ops, windo
             for i in near:
                 h.update(b"|" + live[i][0].content_hash.encode())
             assert ctx.signature(eid) == "ctx:" + h.hexdigest()[:32]
+
+
+def test_a_bulk_build_indexes_each_document_as_its_text_would(plur_home):
+    """The BM25 leg built from pieces tokenized once per batch (IndexSet._batch_tokens) holds the same postings
+    and lengths as one built from each engram's whole document text, plain engrams and shared turns included."""
+    from plur.index.lexical import BM25Index
+
+    with Memory(plur_home, model="none", fsync=False) as mem:
+        for s in range(3):
+            for t in range(7):
+                mem.learn(f"Speaker{t % 2}: turn {t} of session {s}, café 東京 word{t * s} and more",
+                          source=_src(f"s{s}", t))
+        mem.learn("a shared turn index", source=_src("s1", 3))
+        mem.learn("plain note without provenance, 2024-05-01")
+        mem.reindex(progress=False)
+        idx = mem._index()
+        engrams = list(mem._by_id().values())
+        ref = BM25Index(tokenizer=idx.tokenizer)
+        ref.add([e.id for e in engrams], [idx._document(e) for e in engrams])
+        assert len(ref) == len(idx.lexical) == len(engrams)
+        for e in engrams:
+            assert ref._dl[ref._slot[e.id]] == idx.lexical._dl[idx.lexical._slot[e.id]], e.statement
+        for q in ("turn 3 session 1", "café", "東京 word4", "speaker1 more", "plain 2024", "shared index"):
+            assert idx.lexical.search(q, 30) == ref.search(q, 30), q

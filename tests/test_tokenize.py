@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plur.index.tokenize import STOP_WORDS, TOKENIZER_VERSION, Tokenizer
 
@@ -121,3 +123,17 @@ def test_precomputed_mark_ranges_match_this_pythons_unicode() -> None:
     if unicodedata.unidata_version != _marks.UNIDATA_VERSION:
         pytest.skip(f"Unicode {unicodedata.unidata_version} here, table for {_marks.UNIDATA_VERSION} (computed then)")
     assert list(_marks.MARK_RANGES) == mark_ranges()
+
+
+_PIECE = st.text(alphabet=st.sampled_from(list("ab Zé_'.-9") + ["\u0301", "\u0308", "東", "京", "語", "ﬁ", "Ⅻ", "ß",
+                                                               "Σ", "ς", "\t", "は", "한", "🙂", "ｱ", "\u200b"]),
+                 max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECE, max_size=6), st.booleans())
+def test_a_newline_joined_document_tokenizes_as_its_pieces(pieces: list[str], stemming: bool) -> None:
+    """IndexSet tokenizes a turn's statement once and reuses it in every document it is part of (issue 30): that
+    is only right if no term spans a newline and normalisation does not cross it, whatever the script."""
+    tok = Tokenizer(stemming=stemming)
+    assert tok("\n".join(pieces)) == [t for p in pieces for t in tok(p)]

@@ -174,6 +174,13 @@ class ConversationContext:
         parts = [own] * self.own_weight + [self._rec[i][2] for i in self.neighbours(engram_id)]
         return "\n".join(parts)
 
+    def document_parts(self, engram_id: str) -> list[str]:
+        """The pieces whose ``"\n"``-join is :meth:`document` (its own statement and suffix, then each neighbour's
+        statement): a caller tokenizing many documents tokenizes each shared piece once."""
+        rec = self._rec[engram_id]
+        own = [rec[2], rec[4]] if rec[4] else [rec[2]]
+        return own * self.own_weight + [self._rec[i][2] for i in self.neighbours(engram_id)]
+
     def signature(self, engram_id: str) -> str:
         """What a recorded engram's document depends on, for the index manifest.
 

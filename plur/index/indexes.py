@@ -27,7 +27,7 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -242,6 +242,29 @@ class IndexSet:
     def _document(self, e: Engram) -> str:
         return self.context.document(e.id) if e.id in self.context else self._own(e)[0]
 
+    def _batch_tokens(self, batch: Sequence[Engram]) -> list[list[str]]:
+        """The BM25 terms of each engram's document, each distinct piece (a turn's statement, a day's date words)
+        tokenized once per batch: a turn is in ``1 + 2 * context_window`` documents (own text twice, four
+        neighbours), so a bulk build tokenized every statement ~6 times before (issue 30)."""
+        memo: dict[str, list[str]] = {}
+        tokenize = self.tokenizer
+
+        def terms(piece: str) -> list[str]:
+            got = memo.get(piece)
+            if got is None:
+                got = memo[piece] = tokenize(piece)
+            return got
+
+        out: list[list[str]] = []
+        for e in batch:
+            parts = self.context.document_parts(e.id) if e.id in self.context else [e.statement, self._suffixes(e)[0]]
+            doc: list[str] = []
+            for piece in parts:
+                if piece:
+                    doc += terms(piece)
+            out.append(doc)
+        return out
+
     def _reindex_neighbours(self, ids: Iterable[str]) -> list[str]:
         """Re-index the BM25 documents of already indexed neighbours whose context changed."""
         todo = sorted(i for i in ids if i in self.context and i in self.lexical_hashes)
@@ -284,7 +307,7 @@ class IndexSet:
             starts = tqdm(starts, desc="BM25 index", unit="batch")
         for start in starts:
             batch = active[start:start + ADD_BATCH]
-            self.lexical.add([e.id for e in batch], [self._document(e) for e in batch])
+            self.lexical.add_tokens([e.id for e in batch], self._batch_tokens(batch))
         sigs = signatures or {}
         for e in active:
             sig = sigs.get(e.id)

@@ -154,7 +154,12 @@ class BM25Index(BM25Files):
                     f"add() needs str ids and texts, got id {doc_id!r} ({type(doc_id).__name__}) "
                     f"with text of type {type(text).__name__}"
                 )
-        tokenized = [self.tokenizer(t) for t in texts]
+        self.add_tokens(ids, [self.tokenizer(t) for t in texts])
+
+    def add_tokens(self, ids: Sequence[str], tokenized: Sequence[list[str]]) -> None:
+        """:meth:`add` for documents already tokenized by :attr:`tokenizer` (``tokenized[i]`` = the terms of
+        document ``ids[i]``, as ``self.tokenizer(text)`` returns them). A caller that builds many documents
+        from shared parts tokenizes each part once (``tokenizer("a\nb") == tokenizer("a") + tokenizer("b")``)."""
         with self._lock:
             for doc_id, terms in zip(ids, tokenized):
                 if doc_id in self._slot:
