@@ -36,6 +36,7 @@ from ..jsonio import loads
 from ..config import Settings
 from ..store.engram import Engram
 from .chunking import dense_key, embed_engrams, layout_identity
+from .heap import release_free_heap
 from .context import ConversationContext
 from .dates import date_words
 from ..store.atomic import private_dirs
@@ -316,7 +317,10 @@ class IndexSet:
                 self._pending_dense[e.id] = e
         self.dirty = True
         mine = {e.id for e in active}
-        return [e.id for e in active] + touched + self._reindex_neighbours(affected - mine)
+        done = [e.id for e in active] + touched + self._reindex_neighbours(affected - mine)
+        if len(active) >= ADD_BATCH:
+            release_free_heap()  # the batches' documents and token lists (issue 30)
+        return done
 
     def remove(self, ids: Iterable[str]) -> list[str]:
         """Drop ids from both legs (unknown ids are ignored).
@@ -392,6 +396,8 @@ class IndexSet:
             self.dirty = True
             self.save()  # what is embedded so far: the next open resumes from here
             raise
+        if len(pending) >= ADD_BATCH:
+            release_free_heap()  # the batches' texts, chunks and cached vectors (issue 30)
         return len(pending)
 
     # -- persistence ----------------------------------------------------------------------
@@ -425,3 +431,4 @@ class IndexSet:
         if not self._pending_dense and self._deferred_manifest is None:
             (self.folder / "reindexing.json").unlink(missing_ok=True)  # a resumed reindex is complete now
         self.dirty = False
+        release_free_heap()  # the save's transients: ids, vocab, manifest text (issue 30)
