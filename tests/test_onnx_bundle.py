@@ -64,16 +64,23 @@ def test_a_later_embedder_serves_from_the_bundle_without_loading_the_model(spec_
     assert later._st is None  # chunking used the bundle's tokenizer
 
 
-def test_no_torch_is_imported_when_the_bundle_serves(exported) -> None:
-    _, cache = exported
+def _resolve_in_fresh_process(home: Path, onnx_dir: Path, extra: str, report: str) -> str:
+    """Resolve the packaged model in a new Python process, embed two documents (plus ``extra`` code), and
+    return the last line it prints: ``bundle in use, vectors' shape, <report>``."""
     code = ("import sys; from plur.config import load_settings; from plur.embed.resolve import resolve_embedder;"
-            f"r = resolve_embedder(load_settings({str(cache / 'home')!r}, model={PACKAGED_MODEL!r}), "
-            f"onnx_dir={str(cache)!r}); e = r.embedder; v = e.embed_documents(['a', 'b c']); q = e.embed_query('x');"
-            "print(e.bundle is not None, v.shape, 'torch' in sys.modules)")
+            f"r = resolve_embedder(load_settings({str(home)!r}, model={PACKAGED_MODEL!r}), "
+            f"onnx_dir={str(onnx_dir)!r}); e = r.embedder; v = e.embed_documents(['a', 'b c']); {extra}"
+            f"print(e.bundle is not None, v.shape, {report})")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                          env={"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split("\n")[-2] == "True (2, 384) False"
+    return out.stdout.split("\n")[-2]
+
+
+def test_no_torch_is_imported_when_the_bundle_serves(exported) -> None:
+    _, cache = exported
+    assert _resolve_in_fresh_process(cache / "home", cache, "q = e.embed_query('x');",
+                                     "'torch' in sys.modules") == "True (2, 384) False"
 
 
 def test_a_tampered_bundle_is_not_used_and_is_exported_again(spec_folder, exported, tmp_path: Path, caplog) -> None:
@@ -99,14 +106,8 @@ def test_a_tampered_bundle_is_not_used_and_is_exported_again(spec_folder, export
 def test_the_first_export_loads_torch_in_a_child_process_only(tmp_path: Path) -> None:
     """No bundle yet: the process that asked gets one without ever importing torch (it stays in the child,
     ~450 MiB that would otherwise stay resident for the process's life), and its vectors equal the model's."""
-    code = ("import sys; from plur.config import load_settings; from plur.embed.resolve import resolve_embedder;"
-            f"r = resolve_embedder(load_settings({str(tmp_path / 'home')!r}, model={PACKAGED_MODEL!r}), "
-            f"onnx_dir={str(tmp_path / 'graphs')!r}); e = r.embedder; v = e.embed_documents(['a', 'b c']);"
-            "print(e.bundle is not None, v.shape, 'torch' in sys.modules, e.query_runtime)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                         env={"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split("\n")[-2] == "True (2, 384) False onnx"
+    assert _resolve_in_fresh_process(tmp_path / "home", tmp_path / "graphs", "",
+                                     "'torch' in sys.modules, e.query_runtime") == "True (2, 384) False onnx"
     assert (tmp_path / "graphs" / "onnx").is_dir()
 
 
