@@ -187,6 +187,26 @@ def test_engram_written_by_another_memory_is_recalled(plur_home: Path, embedder,
     assert memory.recall("when does the plumber come", k=1)[0].engram.id == e.id
 
 
+def test_a_batch_written_by_another_memory_is_recalled_whole(plur_home: Path, embedder, memory: Memory) -> None:
+    # More changed engrams than freshness.BULK_LOOKUP: the scan takes them from one snapshot of the store instead
+    # of a get (and a stat) each. Every new engram must reach the index, an edit its new text, a deletion none.
+    from plur.memory.freshness import BULK_LOOKUP
+
+    old = memory.learn("The gate code is 4411.")
+    memory.recall("warm up", k=1, mode="bm25")
+    other = Memory(plur_home, embedder=embedder)
+    batch = other.learn_many([{"statement": f"Shelf {n} in the garage holds crate zq{n}."} for n in range(BULK_LOOKUP + 36)])
+    other.update(batch[7].id, statement="Shelf 7 in the garage now holds the bicycle pump.")
+    other.forget(batch[8].id)
+    other.update(old.id, statement="The gate code changed to 9071.")
+    other.close()
+    for n in (0, BULK_LOOKUP + 35):
+        assert memory.recall(f"crate zq{n}", k=1, mode="bm25")[0].engram.id == batch[n].id
+    assert memory.recall("bicycle pump", k=1, mode="bm25")[0].engram.id == batch[7].id
+    assert all(h.engram.id != batch[8].id for h in memory.recall("crate zq8", k=10, mode="bm25"))
+    assert memory.recall("gate code 9071", k=1, mode="bm25")[0].engram.statement == "The gate code changed to 9071."
+
+
 def test_other_processes_retirements_and_expiries_apply_without_a_pass_over_the_store(
         plur_home: Path, embedder, memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     # Recall keeps the engrams that can stop being current (retired, validity-bounded) up to date from

@@ -65,7 +65,7 @@ def scan(mem: Any, force: bool = False, use: bool = True) -> None:
     mem._folder_mtime = mtime
     if changes.added or changes.updated or changes.removed:
         mem._generation += 1
-        changed = [e for e in (mem._get_or_none(i) for i in (changes.added | changes.updated)) if e is not None]
+        changed = changed_engrams(mem, changes.added | changes.updated)
         note_changes(mem, mem._generation - 1, changed, changes.removed)
         if mem._indexes is not None:
             if changes.removed:
@@ -83,6 +83,20 @@ def note_own_write(mem: Any) -> None:
     """Our own writes change the folder's mtime; remember it so the next recall does not re-scan."""
     mem._generation += 1
     mem._folder_mtime = mem.store.change_token()
+
+
+#: Above this many changed ids a scan takes them from one ``by_id`` snapshot of the refreshed store instead of a
+#: ``get`` each, which stats the file again: a fresh process's first scan (every engram "added") re-stated every
+#: file it had just read, 6.3 -> 5.5 s for a fresh-process BM25 recall at 100k engrams (issue 30).
+BULK_LOOKUP = 64
+
+
+def changed_engrams(mem: Any, ids: frozenset[str]) -> list[Engram]:
+    """The engrams of ``ids`` as the store holds them right after a refresh (ids gone meanwhile are skipped)."""
+    if len(ids) <= BULK_LOOKUP:
+        return [e for e in (get_or_none(mem, i) for i in ids) if e is not None]
+    snapshot = mem.store.by_id()
+    return [e for e in (snapshot.get(i) for i in ids) if e is not None]
 
 
 def get_or_none(mem: Any, engram_id: str) -> Engram | None:
