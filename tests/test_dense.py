@@ -279,3 +279,18 @@ def test_a_graph_of_another_format_is_refused_with_the_fix(tmp_path: Path) -> No
     (tmp_path / "d" / "graph.usearch").write_bytes(b"not a graph")
     with pytest.raises(StoreError, match="graph.usearch.*rebuild it with `plur reindex`"):
         DenseIndex.load(tmp_path / "d", DIMS)
+
+
+def test_onnxruntime_imports_after_a_graph_was_loaded() -> None:
+    """usearch links libstdc++ statically: imported before onnxruntime, onnxruntime's import segfaulted (a fresh
+    `plur forget` purged the saved graph, then loaded the model). plur.index.graph loads the shared runtime first."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("onnxruntime")
+    code = ("import numpy as np\nfrom plur.index.graph import Graph\n"
+            "g = Graph(8, 16, 64, 64)\ng.add(np.arange(50), np.eye(50, 8, dtype=np.float32) + 0.1)\n"
+            "import onnxruntime\nprint('imported', onnxruntime.__version__)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       cwd=Path(__file__).resolve().parent.parent)
+    assert r.returncode == 0 and "imported" in r.stdout, (r.returncode, r.stderr[-2000:])

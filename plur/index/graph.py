@@ -19,6 +19,8 @@ Deleted labels are removed from the graph (usearch ``remove``), so a search neve
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,27 @@ __all__ = ["Graph", "QUANTISATION"]
 
 #: What the graph stores per component (usearch scalar kind).
 QUANTISATION = "i8"
+
+
+def _usearch() -> Any:
+    """``usearch.index``, imported after the system C++ runtime is loaded into the global symbol scope (Linux).
+
+    usearch's extension links libstdc++ statically and exports its ``STB_GNU_UNIQUE`` symbols (107 in 2.26.6);
+    loaded first, it defines them for the whole process, and importing onnxruntime afterwards segfaults in
+    libstdc++ every time (``import usearch.compiled; import onnxruntime`` -> SIGSEGV; usearch 2.26.6,
+    onnxruntime 1.32.0). ``plur forget`` in a fresh process hit it: the saved graph was purged, then the model
+    was loaded to find the engram's chunk keys. Loading ``libstdc++.so.6`` with ``RTLD_GLOBAL`` first makes
+    the shared runtime's definitions the ones every later library binds to, whichever is imported next.
+
+    Raises:
+        MissingDependencyError: usearch is not installed (extra ``embed``).
+    """
+    if sys.platform.startswith("linux") and "usearch.compiled" not in sys.modules:
+        import ctypes
+
+        with contextlib.suppress(OSError):  # no shared libstdc++ (a static build): nothing to put first
+            ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
+    return require("usearch.index", "embed")
 
 
 class Graph:
@@ -49,7 +72,7 @@ class Graph:
     def __init__(self, dims: int, m: int, ef_construction: int, ef_search: int, *, _index: Any = None) -> None:
         self.dims, self.ef_search = int(dims), int(ef_search)
         if _index is None:
-            usearch_index = require("usearch.index", "embed")
+            usearch_index = _usearch()
             _index = usearch_index.Index(ndim=self.dims, metric="ip", dtype=QUANTISATION, connectivity=int(m),
                                          expansion_add=int(ef_construction), expansion_search=self.ef_search)
         self._index = _index
@@ -90,7 +113,7 @@ class Graph:
         Raises:
             StoreError: the file is unreadable, or of another width or quantisation.
         """
-        usearch_index = require("usearch.index", "embed")
+        usearch_index = _usearch()
         try:
             index = usearch_index.Index.restore(str(path), view=False)
         except Exception as exc:  # noqa: BLE001 - usearch raises RuntimeError/ValueError on a bad file
