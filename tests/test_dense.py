@@ -281,6 +281,72 @@ def test_a_graph_of_another_format_is_refused_with_the_fix(tmp_path: Path) -> No
         DenseIndex.load(tmp_path / "d", DIMS)
 
 
+def _int8_rows(index: DenseIndex, ids: list[str]) -> list[bytes]:
+    """The int8 vectors the HNSW graph holds for these ids' rows, as they appear in its saved file."""
+    rows = [r for i in ids for r in index._rows_of[i]]
+    return [index._graph._index.get(r, dtype=np.int8).tobytes() for r in rows]
+
+
+def test_a_forgotten_vector_leaves_no_bytes_in_the_saved_graph_or_rows_and_the_graph_is_not_rebuilt(
+        tmp_path: Path) -> None:
+    """Forget on a graph-backed index (purge of a saved index, as `plur forget` in a fresh process does): the
+    forgotten rows' float32 and int8 bytes are gone from vectors.npy and graph.usearch, nothing is renumbered
+    (no rebuild: a forget at 147k vectors took 49 s rebuilding the graph), and search never returns them."""
+    from plur.index.purge import purge_saved
+
+    x = clustered(4000, seed=21)
+    ids = [f"e{i}" for i in range(4000)]
+    index = make("hnsw")
+    index.add(ids, x)
+    index.remove(["e5"])                                   # an earlier update's removal: its slot is scrubbed too
+    index.add(["e5"], x[5:6])
+    folder = tmp_path / "index" / "dense"
+    index.save(folder)
+    gone = ["e7", "e1234", "e3999"]
+    int8 = _int8_rows(index, gone)
+    float32 = [x[int(i[1:])].tobytes() for i in gone]
+    graph_file, rows_file = folder / "graph.usearch", folder / "vectors.npy"
+    assert all(b in graph_file.read_bytes() for b in int8) and all(b in rows_file.read_bytes() for b in float32)
+    n_rows = json.loads((folder / "meta.json").read_text())["n_rows"]
+    purge_saved(tmp_path / "index", gone)
+    graph_bytes, rows_bytes = graph_file.read_bytes(), rows_file.read_bytes()
+    assert not any(b in graph_bytes for b in int8)
+    assert not any(b in rows_bytes for b in float32)
+    assert json.loads((folder / "meta.json").read_text())["n_rows"] == n_rows     # rows kept: no compaction
+    loaded = DenseIndex.load(folder, dims=DIMS)
+    assert len(loaded) == 3997 and not any(i in loaded for i in gone)
+    for i in gone:
+        assert i not in [h for h, _ in loaded.search(x[int(i[1:])], 50)]
+    for row in (0, 5, 2000, 3998):
+        assert loaded.search(x[row], 1)[0][0] == f"e{row}"
+
+
+def test_a_forget_in_process_scrubs_the_graph_and_falls_back_to_a_rebuild_when_the_scrub_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from plur.index import graph as graph_mod
+    from plur.index.purge import erase_dense
+
+    x = clustered(3000, seed=22)
+    ids = [f"e{i}" for i in range(3000)]
+    index = make("hnsw")
+    index.add(ids, x)
+    index.build()
+    int8 = _int8_rows(index, ["e10"])
+    index.remove(["e10"])
+    assert index._graph.free_slots() == 1
+    erase_dense(index)
+    assert index._graph.free_slots() == 1 and index._n == 3000         # scrubbed in place, not rebuilt
+    assert int8[0] not in index._graph._index.save()
+    int8 = _int8_rows(index, ["e11"])
+    index.remove(["e11"])
+    monkeypatch.setattr(graph_mod.Graph, "scrub", lambda self: False)  # usearch did not reuse the freed slots
+    erase_dense(index)
+    assert index._n == 2998                                            # compacted: the graph is rebuilt
+    index.save(tmp_path / "dense")
+    assert int8[0] not in (tmp_path / "dense" / "graph.usearch").read_bytes()
+    assert index.search(x[12], 1)[0][0] == "e12"
+
+
 def test_onnxruntime_imports_after_a_graph_was_loaded() -> None:
     """usearch links libstdc++ statically: imported before onnxruntime, onnxruntime's import segfaulted (a fresh
     `plur forget` purged the saved graph, then loaded the model). plur.index.graph loads the shared runtime first."""

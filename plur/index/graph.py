@@ -14,7 +14,12 @@ queries): recall@10 of the exact top 10 when the top 64 the graph returns are re
 at ``ef_construction`` 64, 0.980 at 96 (the default, setting ``hnsw_ef_construction``), 0.988 at 128;
 asking for 10 only, 0.952 at 128. Build of those vectors on 2 threads: ~24 s at 128 on a quiet machine.
 
-Deleted labels are removed from the graph (usearch ``remove``), so a search never returns them.
+Deleted labels are removed from the graph (usearch ``remove``), so a search never returns them. A removed
+node stays in the graph (and in a saved file) with its int8 vector until usearch reuses its slot for a
+later insert; :meth:`Graph.scrub` makes that happen at once, for ``forget``: it inserts as many random
+unit vectors as there are free slots, checks that no new slot was allocated (so each went into a freed
+one), and removes them again. A forget then costs a graph save instead of a rebuild (49 s at 147k
+vectors, issue 30).
 """
 
 from __future__ import annotations
@@ -28,10 +33,12 @@ import numpy as np
 
 from ..errors import StoreError, require
 
-__all__ = ["Graph", "QUANTISATION"]
+__all__ = ["Graph", "QUANTISATION", "SCRUB_LABELS"]
 
 #: What the graph stores per component (usearch scalar kind).
 QUANTISATION = "i8"
+#: First label of the placeholder vectors :meth:`Graph.scrub` inserts and removes (row labels stay far below).
+SCRUB_LABELS = 1 << 62
 
 
 def _usearch() -> Any:
@@ -91,6 +98,30 @@ class Graph:
         """Take labels out of the graph; a later search never returns them."""
         if labels:
             self._index.remove(np.asarray(labels, dtype=np.uint64))
+
+    def free_slots(self) -> int:
+        """Nodes of removed labels still in the graph (each holds its old int8 vector until reused)."""
+        return int(self._index.stats.nodes) - int(self._index.size)
+
+    def scrub(self) -> bool:
+        """Overwrite the int8 vector of every removed label in the graph with random data.
+
+        Returns:
+            True when every freed slot now holds a placeholder (none of the removed vectors is left in memory or
+            in a later :meth:`save`); False when usearch allocated a new slot instead of reusing a freed one, in
+            which case the caller must rebuild the graph from the live rows to erase them.
+        """
+        free = self.free_slots()
+        if free <= 0:
+            return True
+        nodes = int(self._index.stats.nodes)
+        labels = np.arange(SCRUB_LABELS, SCRUB_LABELS + free, dtype=np.uint64)
+        filler = np.random.default_rng().standard_normal((free, self.dims)).astype(np.float32)
+        filler /= np.linalg.norm(filler, axis=1, keepdims=True)
+        self._index.add(labels, filler, threads=1)
+        reused = int(self._index.stats.nodes) == nodes
+        self._index.remove(labels)
+        return reused
 
     def search(self, q: np.ndarray, count: int) -> np.ndarray:
         """Labels ``[<= count] int64`` of the vectors nearest to the ``[dims] float32`` query, best first

@@ -3,7 +3,8 @@
 ``forget`` must leave no trace of a statement under ``<home>``; a process that never opened the
 indexes (``plur forget`` in a fresh process) still has the statement's terms in the saved BM25
 vocabulary and postings and its vectors in the saved dense rows. :func:`purge_saved` loads each
-saved leg, drops the ids, compacts (dead BM25 terms and dense rows are not written back) and saves
+saved leg, drops the ids (dead BM25 terms are not written back, dead dense rows are written as zeros and
+the graph's removed nodes scrubbed: :func:`erase_dense`) and saves
 it again, then drops the ids from ``manifest.json``. A leg that cannot be read is deleted instead:
 the indexes are a cache of the engram files and are rebuilt from them.
 """
@@ -20,10 +21,17 @@ from typing import Any
 log = logging.getLogger("plur.index.purge")
 
 
-def compact_dense(dense: Any) -> None:
-    """Drop the dead rows of an in-memory :class:`~plur.index.dense.DenseIndex` now, so a save writes none."""
-    if dense is not None and getattr(dense, "_n", 0) != getattr(dense, "_live_rows", 0):
-        with dense._lock:
+def erase_dense(dense: Any) -> None:
+    """Make the vectors of rows removed from an in-memory :class:`~plur.index.dense.DenseIndex` unrecoverable from its
+    next save: dead rows are saved as zeros, and the HNSW graph's removed nodes are scrubbed
+    (:meth:`plur.index.graph.Graph.scrub`); only when the scrub cannot be verified are the dead rows compacted away
+    and the graph rebuilt (49 s at 147k vectors, against a save)."""
+    if dense is None or getattr(dense, "_n", 0) == getattr(dense, "_live_rows", 0):
+        return
+    with dense._lock:
+        graph = dense._graph
+        if graph is not None and not graph.scrub():
+            log.warning("the HNSW graph did not reuse its freed slots; rebuilding it to erase the removed vectors")
             dense._compact()
 
 
@@ -87,8 +95,8 @@ def _purge_dense(path: Path, ids: set[str]) -> None:
         return
     identity = getattr(index, "identity", None) or None
     index.remove([i for i in ids if i in index])
-    compact_dense(index)
+    erase_dense(index)
     index.save(path, identity)
 
 
-__all__ = ["compact_dense", "purge_saved"]
+__all__ = ["erase_dense", "purge_saved"]

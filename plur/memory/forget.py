@@ -16,7 +16,7 @@ def forget(mem: Any, engram_id: str) -> Engram:
 
     Erased at once (not at the next save): the engram file; its entry in the store manifest;
     its terms and postings in the saved BM25 index and its rows in the saved dense index (in
-    memory and on disk, compacted); the embedding cache rows of its text and chunks; its
+    memory and on disk: rows zeroed, graph nodes scrubbed, :func:`plur.index.purge.erase_dense`); the embedding cache rows of its text and chunks; its
     quarantined copies; in stats.db its feedback, its injection links and every recall that
     returned it (the query and all that recall's hit rows), with SQLite's ``secure_delete``,
     the WAL truncated and the file VACUUMed. See README "What forget erases".
@@ -24,7 +24,7 @@ def forget(mem: Any, engram_id: str) -> Engram:
     Raises:
         NotFoundError, InvalidIdError: no such engram. StoreError: the home cannot be written.
     """
-    from ..index.purge import compact_dense, purge_saved
+    from ..index.purge import erase_dense, purge_saved
 
     with mem._lock:
         if getattr(mem.store, "remote", False):  # the feed tells every machine which cached vectors to erase
@@ -34,7 +34,7 @@ def forget(mem: Any, engram_id: str) -> Engram:
         mem.store.save_manifest()
         if mem._indexes is not None:
             mem._indexes.remove([removed.id])
-            compact_dense(mem._indexes.dense)
+            erase_dense(mem._indexes.dense)
             mem._indexes.dirty = True
             mem.save()
         else:

@@ -17,13 +17,13 @@ def erase_forgotten_elsewhere(mem: Any, forgotten: list[tuple[str, list[bytes]]]
     record the feed cursor in the home."""
     if not forgotten:
         return
-    from ..index.purge import compact_dense, purge_saved
+    from ..index.purge import erase_dense, purge_saved
     from .forget import forget_keys, forget_quarantined
 
     ids = [i for i, _ in forgotten]
     if mem._indexes is not None:
         mem._indexes.remove(ids)
-        compact_dense(mem._indexes.dense)
+        erase_dense(mem._indexes.dense)
         mem._indexes.dirty = True
         mem.save()
     else:
@@ -45,7 +45,7 @@ def resync_derived(mem: Any) -> dict[str, int]:
     """
     import json
 
-    from ..index.purge import compact_dense, purge_saved
+    from ..index.purge import erase_dense, purge_saved
     from .forget import forget_quarantined
 
     live = set(mem.store.by_id())
@@ -54,7 +54,7 @@ def resync_derived(mem: Any) -> dict[str, int]:
         gone = sorted((set(idx.lexical_hashes) | set(idx.dense_hashes)) - live)
         if gone:
             idx.remove(gone)
-            compact_dense(idx.dense)
+            erase_dense(idx.dense)
             idx.dirty = True
             mem.save()
     else:
