@@ -10,11 +10,13 @@ shared library and memory-mapped file) and, with ``--trace``, the Python heap by
 not the ones to report).
 
     python bench/bench_memory.py --n 20000 --cache-dir DIR [--trace] [--out bench/results/memory.json]
+        [--keep-home DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -58,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", required=True)
     ap.add_argument("--trace", action="store_true", help="also the Python heap by file (tracemalloc)")
     ap.add_argument("--out", default="")
+    ap.add_argument("--keep-home", default="", help="build the store in this (new) folder and keep it "
+                    "(e.g. for bench/bench_forget.py); default a temporary folder")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if args.trace:
@@ -84,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     texts = corpus(args.n, pool)
     del pool
     mark("corpus texts")
-    with tempfile.TemporaryDirectory() as home:
+    with (contextlib.nullcontext(args.keep_home) if args.keep_home else tempfile.TemporaryDirectory()) as home:
         mem = Memory(home, model=MODEL, fsync=False, cache_dir=args.cache_dir)
         day0 = datetime.date(2022, 1, 1)
         mem.learn_many({"statement": t, "created": (day0 + datetime.timedelta(days=i // 20)).isoformat(),
