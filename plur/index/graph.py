@@ -2,7 +2,7 @@
 
 HNSW (Malkov & Yashunin, "Efficient and robust approximate nearest neighbor search using
 Hierarchical Navigable Small World graphs", TPAMI 2020) as implemented by usearch (Unum), with the
-vectors stored as ``i8`` (usearch scales each component of a unit vector by 127 and rounds): 384
+vectors stored as ``i8`` (usearch scales each component of a unit vector by 127, truncated toward 0): 384
 bytes a 384-d vector instead of hnswlib's 1,536, so a 100k-engram store's graph (147k vectors) holds
 ~97 MiB instead of ~234 MiB (RSS growth of the build, 135k vectors), and the distance kernels touch a
 quarter of the memory. The graph only
