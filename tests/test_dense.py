@@ -298,7 +298,7 @@ def test_a_forgotten_vector_leaves_no_bytes_in_the_saved_graph_or_rows_and_the_g
     ids = [f"e{i}" for i in range(4000)]
     index = make("hnsw")
     index.add(ids, x)
-    index.remove(["e5"])                                   # an earlier update's removal: its slot is scrubbed too
+    index.remove(["e5"])                                   # an earlier update: its new row reuses the freed slot
     index.add(["e5"], x[5:6])
     folder = tmp_path / "index" / "dense"
     index.save(folder)
@@ -360,3 +360,21 @@ def test_onnxruntime_imports_after_a_graph_was_loaded() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        cwd=Path(__file__).resolve().parent.parent)
     assert r.returncode == 0 and "imported" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
+def test_a_forget_rebuilds_the_graph_when_it_holds_many_removed_nodes() -> None:
+    """Many removed nodes (a bulk delete synced from another process): scrubbing them all costs a good part of a
+    rebuild and leaves as many dead nodes in the graph, so the forget compacts and rebuilds instead."""
+    from plur.index.purge import SCRUB_MAX_SHARE, erase_dense
+
+    x = clustered(3000, seed=23)
+    index = make("hnsw")
+    index.add([f"e{i}" for i in range(3000)], x)
+    index.build()
+    gone = int(SCRUB_MAX_SHARE * 3000) + 10                 # below the dead-row compaction (1,024) but above the share
+    index.remove([f"e{i}" for i in range(gone)])
+    assert index._graph.free_slots() == gone and index._n == 3000
+    index.remove(["e2999"])
+    erase_dense(index)
+    assert index._n == 3000 - gone - 1                         # compacted; the graph is rebuilt on next use
+    assert index.search(x[2000], 1)[0][0] == "e2000" and index._graph.free_slots() == 0

@@ -20,17 +20,26 @@ from typing import Any
 
 log = logging.getLogger("plur.index.purge")
 
+#: Above this many removed nodes per live node, a forget rebuilds the HNSW graph instead of scrubbing it.
+SCRUB_MAX_SHARE = 0.25
+
 
 def erase_dense(dense: Any) -> None:
     """Make the vectors of rows removed from an in-memory :class:`~plur.index.dense.DenseIndex` unrecoverable from its
     next save: dead rows are saved as zeros, and the HNSW graph's removed nodes are scrubbed
-    (:meth:`plur.index.graph.Graph.scrub`); only when the scrub cannot be verified are the dead rows compacted away
-    and the graph rebuilt (49 s at 147k vectors, against a save)."""
+    (:meth:`plur.index.graph.Graph.scrub`). The dead rows are compacted away and the graph rebuilt instead (49 s at
+    147k vectors, against a save) when the scrub cannot be verified, or when the graph holds more removed nodes than
+    :data:`SCRUB_MAX_SHARE` of its live ones (a bulk delete; an update's new rows reuse the freed slots): inserting that many
+    placeholders costs a good part of a rebuild and leaves the graph as many dead nodes to walk through."""
     if dense is None or getattr(dense, "_n", 0) == getattr(dense, "_live_rows", 0):
         return
     with dense._lock:
         graph = dense._graph
-        if graph is not None and not graph.scrub():
+        if graph is None:
+            return
+        if graph.free_slots() > SCRUB_MAX_SHARE * max(len(graph), 1):
+            dense._compact()
+        elif not graph.scrub():
             log.warning("the HNSW graph did not reuse its freed slots; rebuilding it to erase the removed vectors")
             dense._compact()
 
@@ -99,4 +108,4 @@ def _purge_dense(path: Path, ids: set[str]) -> None:
     index.save(path, identity)
 
 
-__all__ = ["erase_dense", "purge_saved"]
+__all__ = ["SCRUB_MAX_SHARE", "erase_dense", "purge_saved"]
