@@ -378,3 +378,21 @@ def test_a_forget_rebuilds_the_graph_when_it_holds_many_removed_nodes() -> None:
     erase_dense(index)
     assert index._n == 3000 - gone - 1                         # compacted; the graph is rebuilt on next use
     assert index.search(x[2000], 1)[0][0] == "e2000" and index._graph.free_slots() == 0
+
+
+def test_saved_rows_read_in_runs_equal_the_file_in_any_order_with_repeats(tmp_path: Path) -> None:
+    """RowFile.rows reads each run of consecutive rows with one pread; the result is the file's rows, in the order
+    asked, whatever the mix of runs, gaps, repeats and unsorted rows."""
+    from plur.index.dense_rows import RowFile
+
+    x = np.random.default_rng(4).standard_normal((300, 8)).astype(np.float32)
+    np.save(tmp_path / "v.npy", x)
+    rf = RowFile(tmp_path / "v.npy")
+    rng = np.random.default_rng(5)
+    cases = [[0], [299], list(range(300)), [5, 6, 7, 7, 8, 3, 4, 299, 0, 1], list(range(40, 10, -1))]
+    cases += [rng.integers(0, 300, int(rng.integers(1, 120))).tolist() for _ in range(50)]
+    cases += [[int(r) for s in rng.choice(290, 30, replace=False) for r in range(s, s + int(rng.integers(1, 8)))
+               if r < 300] for _ in range(20)]
+    for rows in cases:
+        assert np.array_equal(rf.rows(rows), x[rows]), rows
+    rf.close()

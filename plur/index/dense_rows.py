@@ -56,11 +56,24 @@ class RowFile:
         self._fd = os.open(path, os.O_RDONLY)
 
     def rows(self, rows: list[int]) -> np.ndarray:
-        """``[len(rows), dims] float32`` of rows ``< n``, one ``pread`` each."""
+        """``[len(rows), dims] float32`` of rows ``< n`` (any order, repeats allowed), one ``pread`` per run of
+        consecutive rows: an engram's chunks are consecutive rows, so the exact scores of a recall's BM25-only
+        candidates (~50 engrams, ~176 rows at 100k) take ~50 reads instead of ~176."""
         out = np.empty((len(rows), self.dims), dtype=np.float32)
-        fd, size, base = self._fd, self.row_bytes, self.offset
-        for j, r in enumerate(rows):
-            out[j] = np.frombuffer(os.pread(fd, size, base + r * size), dtype=np.float32)
+        fd, size, base, dims = self._fd, self.row_bytes, self.offset, self.dims
+        order = sorted(range(len(rows)), key=rows.__getitem__)
+        j, n = 0, len(order)
+        while j < n:
+            first = rows[order[j]]
+            e = j + 1
+            while e < n and rows[order[e]] == first + (e - j):
+                e += 1
+            block = np.frombuffer(os.pread(fd, (e - j) * size, base + first * size), dtype=np.float32)
+            if e - j == 1:
+                out[order[j]] = block
+            else:
+                out[order[j:e]] = block.reshape(e - j, dims)
+            j = e
         return out
 
     def read_range(self, start: int, end: int) -> np.ndarray:
