@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import json
 import os
 import resource
@@ -29,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_recall import MODEL, corpus, sentence_pool  # noqa: E402
+from bench.bench_recall import MODEL, corpus, learn_turns, sentence_pool  # noqa: E402
 
 
 def rss_mib(field: str = "VmRSS") -> float:
@@ -90,10 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     mark("corpus texts")
     with (contextlib.nullcontext(args.keep_home) if args.keep_home else tempfile.TemporaryDirectory()) as home:
         mem = Memory(home, model=MODEL, fsync=False, cache_dir=args.cache_dir)
-        day0 = datetime.date(2022, 1, 1)
-        mem.learn_many({"statement": t, "created": (day0 + datetime.timedelta(days=i // 20)).isoformat(),
-                        "source": {"kind": "conversation", "format": "messages", "session": f"s{i // 20}",
-                                   "turn": i % 20}} for i, t in enumerate(texts))
+        learn_turns(mem, texts)
         del texts
         mark("store written (learn_many)")
         res = mem.model_resolution()

@@ -84,6 +84,14 @@ def corpus(n: int, pool: list[str]) -> list[str]:
     return out
 
 
+def learn_turns(mem, texts: list[str]) -> None:
+    """Learn ``texts`` as conversation turns: 20 per session, one session a day (context and date paths exercised)."""
+    day0 = datetime.date(2022, 1, 1)
+    mem.learn_many({"statement": t, "created": (day0 + datetime.timedelta(days=i // 20)).isoformat(),
+                    "source": {"kind": "conversation", "format": "messages", "session": f"s{i // 20}",
+                               "turn": i % 20}} for i, t in enumerate(texts))
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q / 100 * (len(values) - 1))))]
@@ -102,11 +110,8 @@ def run_size(n: int, n_queries: int, cache_dir: str, plain: bool = False) -> dic
         t0 = time.perf_counter()
         if plain:
             mem.learn_many({"statement": t} for t in texts)
-        else:   # conversation turns: 20 per session, one session a day (context + date paths exercised)
-            day0 = datetime.date(2022, 1, 1)
-            mem.learn_many({"statement": t, "created": (day0 + datetime.timedelta(days=i // 20)).isoformat(),
-                            "source": {"kind": "conversation", "format": "messages", "session": f"s{i // 20}",
-                                       "turn": i % 20}} for i, t in enumerate(texts))
+        else:
+            learn_turns(mem, texts)
         t_store = time.perf_counter() - t0
         del pool, questions, texts  # the bench's own corpus (~30 MiB at 100k): not part of plur's peak RSS
         emb = mem.model_resolution().embedder

@@ -15,7 +15,6 @@ Peak RSS here is of both stores together; take RSS figures from ``bench_recall``
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import random
@@ -27,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_recall import MODEL, corpus, pct, sentence_pool  # noqa: E402
+from bench.bench_recall import MODEL, corpus, learn_turns, pct, sentence_pool  # noqa: E402
 
 
 def build(home: str, n: int, pool: list[str], cache_dir: str):
@@ -35,10 +34,7 @@ def build(home: str, n: int, pool: list[str], cache_dir: str):
     from plur.memory import Memory
 
     mem = Memory(home, model=MODEL, fsync=False, cache_dir=cache_dir)
-    day0 = datetime.date(2022, 1, 1)
-    mem.learn_many({"statement": t, "created": (day0 + datetime.timedelta(days=i // 20)).isoformat(),
-                    "source": {"kind": "conversation", "format": "messages", "session": f"s{i // 20}",
-                               "turn": i % 20}} for i, t in enumerate(corpus(n, pool)))
+    learn_turns(mem, corpus(n, pool))
     mem.reindex(progress=False)
     return mem
 

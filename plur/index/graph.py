@@ -111,10 +111,10 @@ class Graph:
             in a later :meth:`save`); False when usearch allocated a new slot instead of reusing a freed one, in
             which case the caller must rebuild the graph from the live rows to erase them.
         """
-        free = self.free_slots()
+        nodes = int(self._index.stats.nodes)  # stats walks the graph (~5 ms at 147k nodes): read it once
+        free = nodes - int(self._index.size)
         if free <= 0:
             return True
-        nodes = int(self._index.stats.nodes)
         labels = np.arange(SCRUB_LABELS, SCRUB_LABELS + free, dtype=np.uint64)
         filler = np.random.default_rng().standard_normal((free, self.dims)).astype(np.float32)
         filler /= np.linalg.norm(filler, axis=1, keepdims=True)
