@@ -14,7 +14,12 @@ Measured on the same texts, same batch size, one process, alternating runs (best
 * ``warm``    -- the same call again (every text served from the cache);
 * ``onnx``    -- with ``--onnx-dir``: the same texts through the model's ONNX Runtime bundle
   (:mod:`plur.embed.onnx_bundle`, exported there once; batched by token length), the document
-  path a CPU-only machine uses (setting ``embed_runtime``); ``vs raw`` is then its time ratio.
+  path a CPU-only machine uses (setting ``embed_runtime``); ``vs raw`` is then its time ratio;
+* ``int8``    -- with ``--onnx-dir``: the bundle's per-token int8 graph (setting ``embed_precision = int8``,
+  :mod:`plur.embed.int8_graph`), with its cosine to the float32 vectors.
+
+``--raw-batches 16,32,64,128`` times raw ``encode`` at each batch size and keeps its best (raw's best batch
+is not plur's).
 
 ``--recall-chunks N`` embeds, instead of LongMemEval turns, the dense chunks of the first ``N`` engrams of
 ``bench/bench_recall.py``'s corpus as a first-time index build cuts them (32-token conversation-turn
@@ -116,7 +121,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0,
                     help="torch CPU threads (0 = torch's default); 1 is steadier on a busy machine")
     ap.add_argument("--with-plain", action="store_true", help="also time the uncached plur embedder")
-    ap.add_argument("--onnx-dir", type=Path, default=None, help="also time the ONNX Runtime bundle cached here")
+    ap.add_argument("--onnx-dir", type=Path, default=None,
+                    help="also time the ONNX Runtime bundle cached here, float32 and int8 (setting embed_precision)")
+    ap.add_argument("--raw-batches", default="",
+                    help="comma-separated batch sizes for raw encode; its best is the 'raw' row (default: --batch-size)")
     ap.add_argument("--recall-chunks", type=int, default=0,
                     help="embed the dense chunks of this many bench_recall engrams instead of LongMemEval turns")
     ap.add_argument("--out", type=Path, default=None)
@@ -139,6 +147,10 @@ def main() -> None:
             export_bundle(model, emb._embed_eager, emb.identity, args.onnx_dir, query_layout(model, "", "ONNX")[1])
             bundle = OnnxBundle.open(args.onnx_dir, emb.identity)
         bundle.embed(texts[:args.batch_size], args.batch_size)  # warm-up
+        from plur.embed.onnx_bundle import open_int8_bundle
+
+        int8 = open_int8_bundle(args.onnx_dir, emb.identity)
+        int8.embed(texts[:args.batch_size], args.batch_size)  # warm-up
     tok = model.tokenizer(texts, truncation=True, max_length=emb.max_seq_length)["input_ids"]
     tokens = sum(len(t) for t in tok)
     print(f"model {emb.identity} on {emb.device}; {len(texts)} texts ({n_user} user turns, "
@@ -150,18 +162,21 @@ def main() -> None:
     if args.with_plain:
         best["plur"] = float("inf")
     if bundle is not None:
-        best["onnx"] = float("inf")
+        best["onnx"] = best["int8"] = float("inf")
+    raw_batches = [int(b) for b in args.raw_batches.split(",") if b] or [args.batch_size]
     split = (float("inf"), 0.0)  # (bookkeeping/model ratio, model seconds) of the best cold run
     with tempfile.TemporaryDirectory(prefix="plur-bench-embed-") as tmp:
         for rep in range(args.repeats):
-            best["raw"] = min(best["raw"], timed(lambda: model.encode(
-                texts, batch_size=args.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                show_progress_bar=False)))
+            for raw_batch in raw_batches:
+                best["raw"] = min(best["raw"], timed(lambda: model.encode(
+                    texts, batch_size=raw_batch, normalize_embeddings=True, convert_to_numpy=True,
+                    show_progress_bar=False)))
             if args.with_plain:
                 best["plur"] = min(best["plur"], timed(lambda: emb.embed_documents(texts)))
             if bundle is not None:
                 best["onnx"] = min(best["onnx"], timed(lambda: bundle.embed(texts, args.batch_size)))
                 np.testing.assert_allclose(bundle.embed(texts[:64]), emb.embed_documents(texts[:64]), atol=1e-5)
+                best["int8"] = min(best["int8"], timed(lambda: int8.embed(texts, args.batch_size)))
             cache = EmbeddingCache(Path(tmp) / f"cache-{rep}.sqlite")
             inner = TimedInner(emb)
             cached = CachedEmbedder(inner, cache)
@@ -180,12 +195,16 @@ def main() -> None:
         rows[name] = {"seconds": round(secs, 3), "texts_per_s": round(len(texts) / secs, 1),
                       "tokens_per_s": round(tokens / secs, 1), "time_vs_raw": round(secs / best["raw"], 4)}
         print(f"{name:>5} {secs:>8.2f} {len(texts) / secs:>9.1f} {tokens / secs:>9.0f} {secs / best['raw']:>7.3f}")
+    if bundle is not None:
+        cos = np.sum(bundle.embed(texts[:1000]) * int8.embed(texts[:1000]), axis=1)
+        print(f"int8 vs float32 cosine on {len(cos)} texts: mean {cos.mean():.4f}, min {cos.min():.4f}")
+        rows["int8"]["cosine_to_float32"] = {"mean": round(float(cos.mean()), 5), "min": round(float(cos.min()), 5)}
     overhead = best["cold"] / best["raw"] - 1
     print(f"cache overhead on a cold cache, end to end: {overhead * 100:+.1f}% of raw encode time (target <= +10%)")
     print(f"cache bookkeeping inside the cold run: {split[0] * 100:.2f}% of its model time ({split[1]:.1f} s)")
     meta = {"machine": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
             "device": emb.device, "model": emb.identity, "n_texts": len(texts), "n_user_turns": n_user,
-            "tokens": tokens, "batch_size": args.batch_size, "repeats": args.repeats,
+            "tokens": tokens, "batch_size": args.batch_size, "raw_batches": raw_batches, "repeats": args.repeats,
             "torch_threads": args.threads or "default"}
     if args.out:
         args.out.write_text(json.dumps({"meta": meta, "runs": rows, "cold_overhead": overhead,

@@ -170,7 +170,9 @@ class Engine:
         with tempfile.TemporaryDirectory(prefix="plur-bench-settings-") as tmp:
             self.settings = load_settings(tmp, **config.settings_overrides())
             if embedder is None:
-                self.resolution = embed.resolve_embedder(self.settings)
+                # int8 runs on the ONNX bundle (exported once under the cache folder); float32 on the model
+                onnx_dir = Path(config.cache_dir) if self.settings.embed_precision == "int8" else None
+                self.resolution = embed.resolve_embedder(self.settings, onnx_dir=onnx_dir)
             else:
                 self.resolution = embed.Resolution(embedder, "given", "embedder passed to the benchmark engine",
                                                    self.settings.model)

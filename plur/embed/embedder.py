@@ -28,6 +28,8 @@ from .st_load import _load_sentence_transformer, _model_dims, _model_pooling
 from .models_lock import ModelSpec, vector_identity
 
 log = logging.getLogger("plur.embed")
+#: Values of ``precision`` (setting ``embed_precision``).
+PRECISIONS = ("float32", "int8")
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,11 +149,17 @@ class SentenceTransformerEmbedder:
         device: ``"auto"`` (cuda, then mps, then cpu), ``"cuda"``, ``"mps"`` or ``"cpu"``.
         batch_size: texts per forward pass.
         folder: where the model files are, for a spec.
+        onnx_dir: where ONNX bundles are cached; given (and on the CPU), documents and queries run on the
+            model's bundle (:mod:`plur.embed.onnx_bundle`), exported once.
+        precision: ``"float32"`` or ``"int8"``: documents and queries on the bundle's per-token int8 graph
+            (:mod:`plur.embed.int8_graph`, its own vector identity); else float32, :attr:`precision_note` says why.
 
     Attributes:
         spec: the model description; ``identity`` is ``spec.identity`` for a pinned model and
             ``"local:<folder>#<fingerprint>:dims:pooling:norm:max"`` for a folder.
         device: the device in use. fp16 weights on CUDA, fp32 elsewhere; output is always float32.
+        precision: the precision serving (``"float32"`` or ``"int8"``).
+        precision_note: why ``"int8"`` was asked for and ``"float32"`` serves, else ``""``.
 
     Raises:
         ModelError: the model cannot be loaded, or its width or pooling contradicts the spec.
@@ -159,7 +167,10 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(self, spec_or_path: ModelSpec | str | os.PathLike[str], device: str = "auto",
-                 batch_size: int = 64, *, folder: Path | None = None, onnx_dir: Path | None = None) -> None:
+                 batch_size: int = 64, *, folder: Path | None = None, onnx_dir: Path | None = None,
+                 precision: str = "float32") -> None:
+        if precision not in PRECISIONS:
+            raise ValidationError(f"precision={precision!r} is not one of {', '.join(PRECISIONS)}")
         if isinstance(spec_or_path, ModelSpec):
             spec, source = spec_or_path, (str(folder) if folder is not None else spec_or_path.name)
             self._identity = spec.identity
@@ -195,6 +206,9 @@ class SentenceTransformerEmbedder:
             self._load()
             if onnx_dir is not None and self.device == "cpu":
                 self._make_bundle(Path(onnx_dir))
+        self.precision, self.precision_note = "float32", ""
+        if precision == "int8":
+            self._serve_int8(Path(onnx_dir) if onnx_dir is not None else None)
         if self.bundle is not None:
             self._fast, self.query_runtime = self._bundle_one, "onnx"
             self._special = self.bundle.special
@@ -246,6 +260,17 @@ class SentenceTransformerEmbedder:
         if layout is not None and model_thread.run(export_bundle, self._st, self._embed_eager, self._identity,
                                                    onnx_dir, layout[1]) is not None:
             self.bundle = OnnxBundle.open(onnx_dir, self._identity)
+
+    def _serve_int8(self, onnx_dir: Path | None) -> None:
+        """Serve from the int8 bundle (derived from the float32 one once) or say in :attr:`precision_note` why not."""
+        from .onnx_bundle import int8_identity, open_int8_bundle
+
+        bundle = open_int8_bundle(onnx_dir, self._identity) if onnx_dir and self.bundle else None
+        if bundle is None:
+            self.precision_note = ("precision int8 needs the model's ONNX bundle on the CPU (extra 'onnx', embed_runtime"
+                                   " = auto, no GPU) and a verified int8 graph (see INFO log); float32 vectors serve")
+            return
+        self.bundle, self._identity, self.precision = bundle, int8_identity(self._identity), "int8"
 
     def _bundle_one(self, text: str) -> np.ndarray:
         return self.bundle.embed([text])[0]
@@ -323,7 +348,7 @@ class SentenceTransformerEmbedder:
         if runtime not in ("auto", "onnx", "torchscript", "eager"):
             raise ValidationError(f"query runtime {runtime!r} is not one of auto, onnx, torchscript, eager")
         if self.query_runtime == "onnx" and self._fast == self._bundle_one and not self._fast_tried:
-            if runtime in ("auto", "onnx"):
+            if runtime in ("auto", "onnx") or self.precision == "int8":  # torch would give float32 vectors
                 return True
             self._fast, self.query_runtime = None, "eager"  # torchscript or eager asked for: the torch model
         if self._fast is None and not self._fast_tried and runtime != "eager":
@@ -422,4 +447,4 @@ class SentenceTransformerEmbedder:
         return f"SentenceTransformerEmbedder({self.identity!r}, device={self.device!r})"
 
 
-__all__ = ["Embedder", "SentenceTransformerEmbedder", "pick_device"]
+__all__ = ["PRECISIONS", "Embedder", "SentenceTransformerEmbedder", "pick_device"]

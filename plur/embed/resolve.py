@@ -8,7 +8,6 @@ loud). Every fallback is logged at WARNING on ``plur.embed`` and raised as a
 
 from __future__ import annotations
 
-import functools
 import logging
 import warnings
 from collections.abc import Mapping
@@ -76,7 +75,8 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
     (``"packaged-fallback"``), then none (BM25 only) with a loud warning.
 
     Args:
-        settings: a :class:`plur.config.Settings` (uses model, device, embed_batch_size, allow_fallback).
+        settings: a :class:`plur.config.Settings` (uses model, device, embed_batch_size, allow_fallback,
+            embed_precision: int8 falls back to float32 loudly, see :class:`SentenceTransformerEmbedder`).
         lock_path: models.lock to read (default :func:`plur.embed.models_lock.default_lock_path`).
         cache_dir: Hugging Face cache (default :func:`plur.embed.model_files.hf_cache_dir`, read at call time).
         download: allow the download step (still skipped when ``HF_HUB_OFFLINE`` is set).
@@ -91,11 +91,20 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
             and how to fix it (``python scripts/fetch_models.py download MODEL``).
     """
     requested = str(settings.model).strip()
-    make = functools.partial(SentenceTransformerEmbedder, onnx_dir=onnx_dir)
     device, batch = settings.device, int(settings.embed_batch_size)
     if requested.lower() == "none":
         return Resolution(None, "none", "disabled by setting", requested)
     warn_list: list[str] = []
+
+    def make(*args: Any, **kwargs: Any) -> SentenceTransformerEmbedder:
+        e = SentenceTransformerEmbedder(*args, onnx_dir=onnx_dir, precision=precision, **kwargs)
+        if e.precision_note:  # int8 asked for, float32 serving: loud, like every fallback
+            msg = f"plur: embed_precision = int8 not in use: {e.precision_note}"
+            _loud(msg)
+            warn_list.append(msg)
+        return e
+
+    precision = str(getattr(settings, "embed_precision", "float32"))
     failures: list[str] = []
     specs: dict[str, ModelSpec] = {}
     try:
