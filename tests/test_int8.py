@@ -134,10 +134,12 @@ def test_a_home_switched_to_int8_reembeds_and_never_mixes_vectors(tmp_path: Path
         ids = [mem.learn(f).id for f in facts]
         assert mem.recall("what is my dog called", 1, mode="dense")[0].engram.id == ids[0]
         f32_identity = mem.model_resolution().embedder.identity
+        assert mem.model_resolution().as_dict()["precision"] == "float32"
     with caplog.at_level("WARNING", "plur.index"), \
             Memory(tmp_path / "h", model=PACKAGED_MODEL, cache_dir=cache, embed_precision="int8") as mem:
         emb = mem.model_resolution().embedder
         assert emb.identity == f32_identity + ":int8rows1"
+        assert mem.model_resolution().as_dict()["precision"] == "int8"  # what `plur doctor` prints
         hits = mem.recall("which database does atlas use", 1, mode="dense")
         assert hits[0].engram.id == ids[1]
     assert "rebuilding the dense index" in caplog.text and ":int8rows1|" in caplog.text

@@ -87,6 +87,8 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, fix: bo
     if "source" in model:
         name = model.get("name") or "none (BM25 only)"
         echo(f"model        {name}  [{model.get('source')}] {model.get('reason') or ''}".rstrip())
+        if model.get("precision"):
+            echo(f"  precision  {model['precision']} vectors, {model.get('device') or '?'}")
         for w in model.get("warnings") or []:
             echo(f"  warning: {one_line(w)}")
     else:

@@ -53,12 +53,16 @@ class Resolution:
     warnings: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        """``{name, source, reason, identity, dims, device, requested, warnings}`` for ``plur doctor``."""
+        """``{name, source, reason, identity, dims, device, precision, requested, warnings}`` for ``plur doctor``
+        (``precision``: ``"int8"`` when the identity is the int8 graph's, else ``"float32"``; None without a model)."""
+        from .int8_graph import TAG
+
         e = self.embedder
         return {
             "name": e.name if e else None, "source": self.source, "reason": self.reason,
             "identity": e.identity if e else None, "dims": e.dims if e else None,
             "device": getattr(e, "device", None) if e else None,
+            "precision": ("int8" if e.identity.endswith(":" + TAG) else "float32") if e else None,
             "requested": self.requested, "warnings": list(self.warnings),
         }
 
