@@ -109,6 +109,24 @@ def test_a_later_int8_embedder_loads_the_verified_graph_and_never_torch(pair, tm
                                         precision="int8")
     assert again.precision == "int8"
     assert json.loads(meta_path.read_text())["probe_vectors"][0][0] != meta["probe_vectors"][0][0]
+    assert {oct(p.stat().st_mode & 0o777) for p in meta_path.parent.iterdir()} == {"0o600"}  # private, as float32's
+
+
+def test_a_verified_int8_graph_serves_without_opening_the_float32_bundle(pair, tmp_path: Path) -> None:
+    """A later process opens (and probe-checks) one bundle, not two: with the float32 bundle gone, the int8
+    embedder still serves, exports nothing and loads no torch."""
+    import shutil
+
+    from plur.embed.onnx_bundle import bundle_folder
+
+    f32, i8 = pair
+    spec = find_spec(load_lock(REPO / "models.lock"), PACKAGED_MODEL)
+    shutil.copytree(i8.bundle.folder.parent.parent / "onnx", tmp_path / "onnx")
+    shutil.rmtree(bundle_folder(tmp_path, f32.identity))
+    later = SentenceTransformerEmbedder(spec, "cpu", folder=spec.packaged_folder(), onnx_dir=tmp_path, precision="int8")
+    assert later.precision == "int8" and later._st is None and later.identity == i8.identity
+    assert not bundle_folder(tmp_path, f32.identity).exists()
+    np.testing.assert_allclose(later.embed_query("x"), i8.embed_query("x"), atol=1e-6)
 
 
 def test_int8_that_cannot_serve_falls_back_to_float32_loudly(tmp_path: Path) -> None:
@@ -116,8 +134,8 @@ def test_int8_that_cannot_serve_falls_back_to_float32_loudly(tmp_path: Path) -> 
     from plur.embed.resolve import ModelFallbackWarning, resolve_embedder
 
     settings = load_settings(tmp_path / "h", model=PACKAGED_MODEL, embed_precision="int8", device="cpu")
-    with pytest.warns(ModelFallbackWarning, match="embed_precision = int8 not in use"):
-        res = resolve_embedder(settings)  # no graph cache: no bundle, the torch model serves
+    with pytest.warns(ModelFallbackWarning, match="int8 not in use: no ONNX graph cache .*embed_runtime = torch"):
+        res = resolve_embedder(settings)  # no graph cache (what embed_runtime = torch gives): the torch model serves
     assert res.embedder.precision == "float32" and not res.embedder.identity.endswith("int8rows1")
     assert any("int8" in w for w in res.warnings)
     with pytest.raises(Exception, match="precision='fp8'"):

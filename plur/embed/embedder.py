@@ -146,11 +146,9 @@ class SentenceTransformerEmbedder:
         spec_or_path: a :class:`plur.embed.models_lock.ModelSpec` (loaded from ``folder``, or by name at
             the pinned revision when ``folder`` is None), or the path of a local model folder (its
             pooling, token limit and query prompt are read from its config files).
-        device: ``"auto"`` (cuda, then mps, then cpu), ``"cuda"``, ``"mps"`` or ``"cpu"``.
-        batch_size: texts per forward pass.
+        device: ``"auto"`` (cuda, then mps, then cpu), ``"cuda"``, ``"mps"`` or ``"cpu"``. batch_size: texts per pass.
         folder: where the model files are, for a spec.
-        onnx_dir: where ONNX bundles are cached; given (and on the CPU), documents and queries run on the
-            model's bundle (:mod:`plur.embed.onnx_bundle`), exported once.
+        onnx_dir: ONNX bundles' cache; given, on the CPU the model's bundle serves (:mod:`plur.embed.onnx_bundle`).
         precision: ``"float32"`` or ``"int8"``: documents and queries on the bundle's per-token int8 graph
             (:mod:`plur.embed.int8_graph`, its own vector identity); else float32, :attr:`precision_note` says why.
 
@@ -158,8 +156,7 @@ class SentenceTransformerEmbedder:
         spec: the model description; ``identity`` is ``spec.identity`` for a pinned model and
             ``"local:<folder>#<fingerprint>:dims:pooling:norm:max"`` for a folder.
         device: the device in use. fp16 weights on CUDA, fp32 elsewhere; output is always float32.
-        precision: the precision serving (``"float32"`` or ``"int8"``).
-        precision_note: why ``"int8"`` was asked for and ``"float32"`` serves, else ``""``.
+        precision / precision_note: the precision serving; why ``"int8"`` was asked for and float32 serves, or ``""``.
 
     Raises:
         ModelError: the model cannot be loaded, or its width or pooling contradicts the spec.
@@ -194,11 +191,16 @@ class SentenceTransformerEmbedder:
         self.query_runtime = "eager"
         #: the ONNX Runtime bundle serving documents and queries (:mod:`plur.embed.onnx_bundle`), or None
         self.bundle: Any = None
+        self.precision, self.precision_note = "float32", ""
         cpu = device == "cpu" or (device == "auto" and not _accelerator_visible())
         if onnx_dir is not None and cpu and spec.dims:
-            from .onnx_bundle import OnnxBundle
+            from .onnx_bundle import OnnxBundle, int8_identity
 
-            self.bundle = OnnxBundle.open(Path(onnx_dir), self._identity)
+            if precision == "int8":  # a verified int8 graph serves alone: the float32 bundle is not opened
+                self.bundle = OnnxBundle.open(Path(onnx_dir), int8_identity(self._identity))
+                if self.bundle is not None:
+                    self._identity, self.precision = int8_identity(self._identity), "int8"
+            self.bundle = self.bundle or OnnxBundle.open(Path(onnx_dir), self._identity)
             if self.bundle is None and _bundle_exported(spec_or_path, folder, Path(onnx_dir), batch_size):
                 self.bundle = OnnxBundle.open(Path(onnx_dir), self._identity)  # torch stayed in the child
         self.device = "cpu" if self.bundle is not None else pick_device(device)
@@ -206,8 +208,7 @@ class SentenceTransformerEmbedder:
             self._load()
             if onnx_dir is not None and self.device == "cpu":
                 self._make_bundle(Path(onnx_dir))
-        self.precision, self.precision_note = "float32", ""
-        if precision == "int8":
+        if precision == "int8" and self.precision != "int8":
             self._serve_int8(Path(onnx_dir) if onnx_dir is not None else None)
         if self.bundle is not None:
             self._fast, self.query_runtime = self._bundle_one, "onnx"
@@ -263,12 +264,11 @@ class SentenceTransformerEmbedder:
 
     def _serve_int8(self, onnx_dir: Path | None) -> None:
         """Serve from the int8 bundle (derived from the float32 one once) or say in :attr:`precision_note` why not."""
-        from .onnx_bundle import int8_identity, open_int8_bundle
+        from .onnx_bundle import int8_identity, int8_or_why
 
-        bundle = open_int8_bundle(onnx_dir, self._identity) if onnx_dir and self.bundle else None
+        bundle, why = int8_or_why(onnx_dir, self._identity, self.bundle, self.device)
         if bundle is None:
-            self.precision_note = ("precision int8 needs the model's ONNX bundle on the CPU (extra 'onnx', embed_runtime"
-                                   " = auto, no GPU) and a verified int8 graph (see INFO log); float32 vectors serve")
+            self.precision_note = f"{why}; float32 vectors serve"
             return
         self.bundle, self._identity, self.precision = bundle, int8_identity(self._identity), "int8"
 

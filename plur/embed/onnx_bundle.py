@@ -53,7 +53,7 @@ BATCH_ATTENTION = 2 ** 20
 MIN_INT8_COSINE = 0.95
 
 __all__ = ["BATCH_ATTENTION", "BATCH_TOKENS", "FORMAT", "MIN_INT8_COSINE", "OnnxBundle", "bundle_folder",
-           "derive_int8_bundle", "export_bundle", "int8_identity", "open_int8_bundle"]
+           "derive_int8_bundle", "export_bundle", "int8_identity", "int8_or_why", "open_int8_bundle"]
 
 
 def bundle_folder(cache_dir: Path, identity: str) -> Path:
@@ -256,6 +256,25 @@ def open_int8_bundle(cache_dir: Path, identity: str) -> "OnnxBundle | None":
     return bundle
 
 
+def int8_or_why(cache_dir: Path | None, identity: str, float_bundle: "OnnxBundle | None",
+                device: str) -> tuple["OnnxBundle | None", str]:
+    """``(int8 bundle, "")`` for a float32 embedder, or ``(None, why)``: the one reason it cannot serve, with its fix."""
+    import importlib.util
+
+    if cache_dir is None:
+        return None, "no ONNX graph cache (setting embed_runtime = torch; set it to auto)"
+    if float_bundle is None and device != "cpu":
+        return None, f"the model runs on {device} and int8 is for the CPU (set device = cpu to use it)"
+    if float_bundle is None:
+        return None, "no ONNX bundle of the model (pip install 'plur[onnx]' for onnxruntime)"
+    bundle = open_int8_bundle(cache_dir, identity)
+    if bundle is not None:
+        return bundle, ""
+    if importlib.util.find_spec("onnx") is None:
+        return None, "the onnx package that rewrites the graph is missing (pip install 'plur[onnx]')"
+    return None, "the int8 graph failed its check against the float32 vectors (see the plur.embed INFO log)"
+
+
 def derive_int8_bundle(cache_dir: Path, identity: str) -> Path | None:
     """Write the int8 bundle of ``identity`` from its float32 bundle; its folder, or None.
 
@@ -302,6 +321,8 @@ def derive_int8_bundle(cache_dir: Path, identity: str) -> Path | None:
             log.info("no int8 bundle: single and batched runs differ by %.2g", diff)
             return None
         del bundle
+        for path in tmp.iterdir():
+            path.chmod(0o600)  # private like the float32 bundle's files (onnx.save and copyfile follow the umask)
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(tmp, folder)
         log.info("int8 ONNX bundle written to %s (%d products on int8; least probe cosine %.4f)", folder, count,

@@ -103,7 +103,7 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
     def make(*args: Any, **kwargs: Any) -> SentenceTransformerEmbedder:
         e = SentenceTransformerEmbedder(*args, onnx_dir=onnx_dir, precision=precision, **kwargs)
         if e.precision_note:  # int8 asked for, float32 serving: loud, like every fallback
-            msg = f"plur: embed_precision = int8 not in use: {e.precision_note}"
+            msg = f"plur: embedding model {e.name}: embed_precision = int8 not in use: {e.precision_note}"
             _loud(msg)
             warn_list.append(msg)
         return e

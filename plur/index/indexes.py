@@ -138,8 +138,9 @@ class IndexSet:
                 self.dense.num_threads = _threads(self.settings.index_threads)
                 self.dense.scratch_dir = self.folder
         elif manifest and manifest.get("model"):
-            log.warning("embedding model or chunking changed (%s -> %s); rebuilding the dense index "
-                        "(texts already embedded come from the cache)", manifest.get("model"), self.model_identity)
+            log.warning("embedding model or chunking changed (%s -> %s); rebuilding the dense index (texts this "
+                        "model already embedded come from the cache; a new model or precision embeds them all)",
+                        manifest.get("model"), self.model_identity)
         if self.dense is None:
             self.dense = self._new_dense()
 
