@@ -113,9 +113,9 @@ SETTINGS: tuple[Setting, ...] = (
             ("auto", "torch")),
     Setting("embed_precision", "float32", str,
             "float32 (the model's own vectors) or int8: documents and queries through a per-token int8 copy of the "
-            "ONNX bundle (needs embed_runtime = auto, extra 'onnx', the CPU): documents 1.31x the float32 bundle's "
-            "tokens/s on 2 AVX2 cores, cosine to float32 0.995 mean; LoCoMo turn hybrid R_any@5 0.768 as float32, "
-            "R_any@10 0.846 against 0.851 (README 'int8 embeddings'). Its vectors are a space of their own: "
+            "ONNX bundle (needs embed_runtime = auto, extra 'onnx', the CPU): documents 1.17-1.31x the float32 "
+            "bundle's tokens/s on 2 AVX2 cores, cosine to float32 0.998 mean; LoCoMo turn hybrid within 0.004 of "
+            "float32 (README 'int8 embeddings'). Its vectors are a space of their own: "
             "switching re-embeds every engram. When int8 cannot serve, float32 does, with a warning.",
             ("float32", "int8")),
     Setting("recall_embed_batch", 32, int,

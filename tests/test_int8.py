@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from plur.embed.embedder import SentenceTransformerEmbedder
+from plur.embed.int8_graph import TAG
 from plur.embed.models_lock import PACKAGED_MODEL, find_spec, load_lock
 
 pytest.importorskip("onnxruntime")
@@ -46,14 +47,14 @@ def pair(tmp_path_factory):
 def test_int8_vectors_are_close_to_float32_and_their_own_space(pair) -> None:
     f32, i8 = pair
     assert (f32.precision, i8.precision, i8.precision_note) == ("float32", "int8", "")
-    assert i8.identity == f32.identity + ":int8rows1" and i8.identity.split(":")[0] == f32.identity.split(":")[0]
+    assert i8.identity == f32.identity + ":" + TAG and i8.identity.split(":")[0] == f32.identity.split(":")[0]
     texts = _texts()
     a, b = f32.embed_documents(texts), i8.embed_documents(texts)
     assert b.shape == a.shape == (len(texts), 384) and b.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
     cos = np.sum(a * b, axis=1)
-    # measured on these texts: mean 0.995-0.996; a broken rewrite (wrong scale, saturation) falls far below
-    assert float(cos.mean()) >= 0.99 and float(cos.min()) >= 0.95, (cos.mean(), cos.min())
+    # a broken rewrite (wrong scale, saturation) falls far below; without smoothing the mean was ~0.995
+    assert float(cos.mean()) >= 0.997 and float(cos.min()) >= 0.98, (cos.mean(), cos.min())
     assert float(np.max(np.abs(a - b))) > 1e-4  # really another graph, not the float32 one again
     q = "what did my sister say about Lisbon"
     assert float(np.dot(i8.embed_query(q), f32.embed_query(q))) >= 0.98
@@ -156,10 +157,10 @@ def test_a_home_switched_to_int8_reembeds_and_never_mixes_vectors(tmp_path: Path
     with caplog.at_level("WARNING", "plur.index"), \
             Memory(tmp_path / "h", model=PACKAGED_MODEL, cache_dir=cache, embed_precision="int8") as mem:
         emb = mem.model_resolution().embedder
-        assert emb.identity == f32_identity + ":int8rows1"
+        assert emb.identity == f32_identity + ":" + TAG
         assert mem.model_resolution().as_dict()["precision"] == "int8"  # what `plur doctor` prints
         hits = mem.recall("which database does atlas use", 1, mode="dense")
         assert hits[0].engram.id == ids[1]
-    assert "rebuilding the dense index" in caplog.text and ":int8rows1|" in caplog.text
+    assert "rebuilding the dense index" in caplog.text and f":{TAG}|" in caplog.text
     manifest = json.loads((tmp_path / "h" / "index" / "manifest.json").read_text())
-    assert manifest["model"].split("|")[0] == f32_identity + ":int8rows1"  # the saved index is int8's alone
+    assert manifest["model"].split("|")[0] == f32_identity + ":" + TAG  # the saved index is int8's alone
