@@ -161,6 +161,10 @@ class OnnxBundle:
     def _run(self, encs: list[Any], width: int, last: bool = True) -> np.ndarray:
         """One padded batch through the graph; ``last``: give the arena's memory back after it (once per call of
         :meth:`embed`: shrinking after every batch re-allocates each one, 7,059 -> 6,398 tokens/s on documents)."""
+        return self.session.run(None, self.feeds(encs, width), self._run_options if last else None)[0]
+
+    def feeds(self, encs: list[Any], width: int) -> dict[str, np.ndarray]:
+        """The graph's inputs for tokenised texts padded to ``width``: ``{name: [len(encs), width] int64}``."""
         n = len(encs)
         ids = np.zeros((n, width), dtype=np.int64)
         mask = np.zeros((n, width), dtype=np.int64)
@@ -171,7 +175,7 @@ class OnnxBundle:
             mask[r, :k] = 1
             types[r, :k] = e.type_ids
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-        return self.session.run(None, {name: feeds[name] for name in self.names}, self._run_options if last else None)[0]
+        return {name: feeds[name] for name in self.names}
 
     def offsets(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         """Character offsets of each text's tokens, no special tokens, not truncated (for chunking)."""
@@ -258,7 +262,8 @@ def open_int8_bundle(cache_dir: Path, identity: str) -> "OnnxBundle | None":
 
 def int8_or_why(cache_dir: Path | None, identity: str, float_bundle: "OnnxBundle | None",
                 device: str) -> tuple["OnnxBundle | None", str]:
-    """``(int8 bundle, "")`` for a float32 embedder, or ``(None, why)``: the one reason it cannot serve, with its fix."""
+    """``(int8 bundle, "")`` for a float32 embedder with no verified int8 graph yet (derived now from
+    ``float_bundle``), or ``(None, why)``: the one reason it cannot serve, with its fix."""
     import importlib.util
 
     if cache_dir is None:
@@ -267,15 +272,16 @@ def int8_or_why(cache_dir: Path | None, identity: str, float_bundle: "OnnxBundle
         return None, f"the model runs on {device} and int8 is for the CPU (set device = cpu to use it)"
     if float_bundle is None:
         return None, "no ONNX bundle of the model (pip install 'plur[onnx]' for onnxruntime)"
-    bundle = open_int8_bundle(cache_dir, identity)
-    if bundle is not None:
-        return bundle, ""
+    if derive_int8_bundle(cache_dir, identity, float_bundle) is not None:  # none verified yet: make it now
+        bundle = OnnxBundle.open(cache_dir, int8_identity(identity))
+        if bundle is not None:
+            return bundle, ""
     if importlib.util.find_spec("onnx") is None:
         return None, "the onnx package that rewrites the graph is missing (pip install 'plur[onnx]')"
     return None, "the int8 graph failed its check against the float32 vectors (see the plur.embed INFO log)"
 
 
-def derive_int8_bundle(cache_dir: Path, identity: str) -> Path | None:
+def derive_int8_bundle(cache_dir: Path, identity: str, source: "OnnxBundle | None" = None) -> Path | None:
     """Write the int8 bundle of ``identity`` from its float32 bundle; its folder, or None.
 
     The float32 bundle (:func:`export_bundle`, verified against the eager model) must exist under
@@ -284,6 +290,9 @@ def derive_int8_bundle(cache_dir: Path, identity: str) -> Path | None:
     float bundle's, their vectors the int8 graph's own (so each later load checks them like any bundle's).
     Written only when every probe's int8 vector has cosine >= :data:`MIN_INT8_COSINE` to its float32 one
     and single and batched runs agree to :data:`~plur.embed.fast_query.MAX_ABS_DIFF`.
+
+    Args:
+        source: the float32 bundle, already opened and verified (default: opened here).
 
     Returns:
         The folder (``bundle_folder(cache_dir, int8_identity(identity))``), or ``None`` with the reason
@@ -295,7 +304,7 @@ def derive_int8_bundle(cache_dir: Path, identity: str) -> Path | None:
     from .calibration import TEXTS
     from .int8_graph import channel_maxima, quantize_rows
 
-    source = OnnxBundle.open(cache_dir, identity)
+    source = source or OnnxBundle.open(cache_dir, identity)
     if source is None:
         log.info("no int8 bundle: the float32 bundle of %s is missing or unusable", identity)
         return None
@@ -305,11 +314,7 @@ def derive_int8_bundle(cache_dir: Path, identity: str) -> Path | None:
     shutil.rmtree(tmp, ignore_errors=True)
     private_dirs(tmp)
     try:
-        feeds = []  # one calibration text a run: no padding in the ranges
-        for enc in source.encode(TEXTS):
-            ids = np.asarray([enc.ids], dtype=np.int64)
-            run = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-            feeds.append({name: run[name] for name in source.names})
+        feeds = [source.feeds([enc], len(enc.ids)) for enc in source.encode(TEXTS)]  # one a run: no padding
         maxima = channel_maxima(source.folder / "model.onnx", feeds)
         count = quantize_rows(source.folder / "model.onnx", tmp / "model.onnx", maxima)
         shutil.copyfile(source.folder / "tokenizer.json", tmp / "tokenizer.json")
@@ -324,7 +329,8 @@ def derive_int8_bundle(cache_dir: Path, identity: str) -> Path | None:
             return None
         meta.update(probe_vectors=vectors.tolist(), min_probe_cosine=round(cosine, 6))
         (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
-        diff = OnnxBundle(tmp).probe_diff()
+        bundle.meta = meta
+        diff = bundle.probe_diff()
         if not diff <= MAX_ABS_DIFF:
             log.info("no int8 bundle: single and batched runs differ by %.2g", diff)
             return None

@@ -99,6 +99,7 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
     if requested.lower() == "none":
         return Resolution(None, "none", "disabled by setting", requested)
     warn_list: list[str] = []
+    precision = str(getattr(settings, "embed_precision", "float32"))
 
     def make(*args: Any, **kwargs: Any) -> SentenceTransformerEmbedder:
         e = SentenceTransformerEmbedder(*args, onnx_dir=onnx_dir, precision=precision, **kwargs)
@@ -108,7 +109,6 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
             warn_list.append(msg)
         return e
 
-    precision = str(getattr(settings, "embed_precision", "float32"))
     failures: list[str] = []
     specs: dict[str, ModelSpec] = {}
     try:
