@@ -74,7 +74,7 @@ def forms(home: Path) -> tuple[list[list[str]], list[list[str]]]:
     """(forms the thin client answers, forms it must leave to click), each with ``--home`` first."""
     h = ["--home", str(home)]
     fast = [
-        ["recall", "dog"], ["recall", "Rex beach", "-k", "2"], ["recall", "dog", "-k", "0"],
+        ["recall", "dog"], ["recall", "Rex beach", "-k", "2"], ["recall", "dog", "-k", "0"], ["recall", "dog Rex beach"],
         ["recall", "dog", "--scope", "project:a"], ["recall", "dog", "--scope=project:b"],
         ["recall", "dog", "--mode", "bm25"], ["recall", "dog", "--mode=hybrid", "--json"], ["recall", "--json", "dog"],
         ["recall", "dog", "--type", "fact", "--type", "procedure"], ["recall", "dog", "--tag", "pets", "--tag=x"],
@@ -117,7 +117,8 @@ def test_the_thin_client_prints_what_click_prints_for_every_form(served: Path) -
     answered = [argv for argv, f in zip(matrix, got_fast) if f[3]]
     assert answered == fast  # every common form taken by the thin client, every other one left to click
     outputs = "".join(c[0] + c[1] for c in got_click)
-    for seen in ("[retired]", "[expired]", "quarantined", "no engrams recalled", "plur: error:", "via the service"):
+    for seen in ("[retired]", "[expired]", "quarantined", "no engrams recalled", "plur: error:", "via the service",
+                 "[below floor]", "stay out of the memory block"):
         assert seen in outputs, seen   # the matrix reaches each kind of output
 
 

@@ -86,6 +86,8 @@ def test_the_mcp_inspector_cli_with_a_warm_service(warm: tuple[Path, dict[str, s
     got = inspector(home, "--method", "tools/call", "--tool-name", "recall", "--tool-arg", "query=dog")
     assert not got["isError"] and got["structuredContent"]["hits"][0]["engram"]["id"] == ids[FACTS[0][0]]
     assert got["structuredContent"]["hits"][0]["dense_rank"] is not None      # hybrid, from the service
+    floor = [h["below_floor"] for h in got["structuredContent"]["hits"]]
+    assert floor[0] == "" and len(floor) > 1 and all("< " in why for why in floor[1:]), floor  # the floor's verdict
     new = inspector(home, "--method", "tools/call", "--tool-name", "learn", "--tool-arg",
                     "statement=The Inspector was here.", "--tool-arg", "type=reference")
     eid = new["structuredContent"]["engram"]["id"]

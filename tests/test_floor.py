@@ -141,6 +141,10 @@ def test_recall_explain_and_json_say_what_the_floor_kept_out(six, plur_home: Pat
     hits = json.loads(got.stdout)
     assert [bool(h["below_floor"]) for h in hits] == [False] + [True] * 5
     assert "< floor 0.210" in hits[1]["below_floor"]
+    plain = runner.invoke(cli, ["recall", "what is my dog called"], env=env)
+    lines = plain.stdout.splitlines()
+    assert ["[below floor]  " in line for line in lines] == [False] + [True] * 5, lines
+    assert "Rex" in lines[0] and "hits marked [below floor] stay out of the memory block" in plain.stderr
 
 
 # -- statistics -------------------------------------------------------------------------------------

@@ -79,6 +79,9 @@ def test_tools_resource_and_prompt_over_stdio(plur_home: Path) -> None:
             hits = _data(await c.call_tool("recall", {"query": "what is my puppy's name?", "k": 3}))["hits"]
             assert hits[0]["engram"]["id"] == dog["engram"]["id"] and hits[0]["dense_rank"] == 1
             assert {"rank", "score", "engram"} <= set(hits[0]) and hits[0]["engram"]["created"]
+            # the relevance floor's verdict reaches the model: the deploy note shares nothing with the question
+            assert hits[0]["below_floor"] == "" and [h["below_floor"] != "" for h in hits[1:]] == [True]
+            assert "< floor" in hits[1]["below_floor"]
 
             updated = _data(await c.call_tool("update", {"engram_id": deploy["id"],
                                                          "statement": "Deploys go through the canary cluster."}))

@@ -47,6 +47,11 @@ SECTION = {"--agent": ("agent", "value"), "--scope": ("scope", "value")}
 
 #: What ``plur section`` prints for an empty block (both paths; the click one imports it from here).
 EMPTY_SECTION = "(empty memory block: nothing recalled above the relevance floor)"
+#: The mark of a plain ``plur recall`` line whose hit the relevance floor keeps out of the memory block,
+#: and the one stderr line that explains it (both paths; the click one imports them from here).
+BELOW_FLOOR = " [below floor]"
+BELOW_FLOOR_HINT = ("plur: hits marked [below floor] stay out of the memory block (relevance floor); "
+                    "`plur recall --explain` says why")
 
 def _parse(args: list[str], spec: dict[str, tuple[str, str]]) -> tuple[str, dict[str, Any]] | None:
     """The one positional and the options of ``args``, or ``None`` for any form outside ``spec``."""
@@ -228,7 +233,10 @@ def run(argv: list[str]) -> int | None:
                 return 0
             for h in hits:
                 e = h["engram"]
-                _out(f"{h['rank']:>3}. {e['id']}{_flag(e)}  {_summary(e['statement'])}")
+                below = BELOW_FLOOR if h.get("below_floor") else ""
+                _out(f"{h['rank']:>3}. {e['id']}{_flag(e)}{below}  {_summary(e['statement'])}")
+            if any(h.get("below_floor") for h in hits):
+                _out(BELOW_FLOOR_HINT, err=True)
             if not hits:
                 _out("no engrams recalled", err=True)
             return 0

@@ -6,7 +6,7 @@ import click
 
 from ..service.session import Session as App
 from ..store.engram import TYPES, Engram
-from .fast import EMPTY_SECTION
+from .fast import BELOW_FLOOR, BELOW_FLOOR_HINT, EMPTY_SECTION
 from .output import echo, emit_json, fmt_number, summary
 
 MODES = ("hybrid", "bm25", "dense")
@@ -62,7 +62,10 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
             if h.below_floor:
                 click.echo(f"{'':>36}  kept out of the memory block: {h.below_floor}")
         else:
-            echo(f"{h.rank:>3}. {h.engram.id}{flag}  {summary(h.engram.statement)}")
+            below = BELOW_FLOOR if h.below_floor else ""
+            echo(f"{h.rank:>3}. {h.engram.id}{flag}{below}  {summary(h.engram.statement)}")
+    if not explain and any(h.below_floor for h in hits):
+        echo(BELOW_FLOOR_HINT, err=True)
     if not hits:
         echo("no engrams recalled", err=True)
 

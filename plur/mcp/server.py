@@ -132,7 +132,9 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
     @server.tool(description="Search the user's long-term memory. Call it before answering whenever earlier "
                              "conversations may matter (preferences, project facts, past decisions, names). "
                              "Returns engrams best first, each with id, statement, type, scope, created date and "
-                             "score; cite ids when you use them. Empty hits means nothing relevant is stored.")
+                             "score; cite ids when you use them. A hit whose below_floor is not empty scored "
+                             "under the relevance floor (it says why): weak evidence, kept out of the memory "
+                             "block. Empty hits, or only hits below the floor, mean nothing relevant is stored.")
     @guarded
     def recall(query: Annotated[str, _field("What to look for, in natural language.")],
                k: Annotated[int, _field("Most hits to return.", ge=0, le=100)] = 8,

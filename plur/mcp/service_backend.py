@@ -119,7 +119,8 @@ class ServiceBackend:
             hits = c.recall(query, k, scope=scope, mode=mode, types=list(types) if types else None,
                             tags=list(tags) if tags else None, agent=agent)["hits"]
             return [{"rank": h["rank"], "score": round(h["score"], 6), "bm25_rank": h.get("bm25_rank"),
-                     "dense_rank": h.get("dense_rank"), "engram": h["engram"]} for h in hits]
+                     "dense_rank": h.get("dense_rank"), "below_floor": h.get("below_floor", ""),
+                     "engram": h["engram"]} for h in hits]
         return self._call(remote, lambda b: b.recall(query, k, scope=scope, types=types, tags=tags,
                                                       mode="bm25" if self._keyword else mode, agent=agent))
 

@@ -5,7 +5,7 @@
  * @module @plur-ai/dsh/command
  */
 import { scopeFor } from './scope.js'
-import { engramLine, statusText } from './tools.js'
+import { hitLine, statusText } from './tools.js'
 
 const USAGE = 'usage: /plur [status] | /plur recall <query> | /plur learn <statement> | /plur forget <id>'
 
@@ -37,7 +37,7 @@ export function registerCommand (ctx, client, cache, settings) {
           case 'recall': {
             if (arg === '') return { kind: 'error', text: 'usage: /plur recall <query>' }
             const reply = await call('POST', '/recall', { query: arg, k: 10, scope })
-            return { kind: 'success', text: reply.hits.length === 0 ? 'No engram matches.' : reply.hits.map((h) => `${h.rank}. ${engramLine(h.engram)}`).join('\n') }
+            return { kind: 'success', text: reply.hits.length === 0 ? 'No engram matches.' : reply.hits.map(hitLine).join('\n') }
           }
           case 'learn': {
             if (arg === '') return { kind: 'error', text: 'usage: /plur learn <statement>' }

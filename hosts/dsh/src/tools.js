@@ -20,6 +20,11 @@ export function engramLine (engram) {
   return `[${engram.id}] (${engram.type}, ${engram.scope}${tags}${engram.pinned ? ', pinned' : ''}) ${engram.statement}`
 }
 
+/** One recall hit as a line: rank, engram, and a mark when the relevance floor keeps it out of the memory block. */
+export function hitLine (hit) {
+  return `${hit.rank}. ${engramLine(hit.engram)}${hit.below_floor ? ' (below the relevance floor: weak match, not in the memory block)' : ''}`
+}
+
 const text = { schema: { type: 'string' }, render: (_args, value) => [{ type: 'text', text: value }] }
 
 /**
@@ -49,7 +54,7 @@ export async function registerTools (ctx, client, settings) {
       const k = Math.min(Math.max(args.k ?? 8, 1), MAX_RECALL_K)
       const reply = await call('POST', '/recall', { query: args.query, k, scope: scopeOf(exec) }, exec)
       if (reply.hits.length === 0) return `No engram matches ${JSON.stringify(args.query)}.`
-      return reply.hits.map((hit) => `${hit.rank}. ${engramLine(hit.engram)}`).join('\n')
+      return reply.hits.map(hitLine).join('\n')
     },
   }))
 
