@@ -287,30 +287,70 @@ def load_settings(home: str | os.PathLike[str] | None = None, **overrides: Any) 
     Raises:
         ConfigError: an unknown setting, a value of the wrong type, or an unreadable config.toml.
     """
+    return _resolve(home, overrides, None)
+
+
+def load_settings_reporting(home: str | os.PathLike[str] | None = None) -> tuple[Settings, list[str]]:
+    """What ``plur doctor`` runs on: :func:`load_settings`, but every value (or config.toml) that fails
+    validation is reported instead of raised, and the lower source's value (in the end the default) is kept.
+
+    Returns:
+        ``(settings, problems)``: ``problems`` holds the :class:`ConfigError` messages, in the order met
+        (empty when :func:`load_settings` would succeed).
+    """
+    problems: list[str] = []
+    return _resolve(home, {}, problems), problems
+
+
+def _resolve(home: str | os.PathLike[str] | None, overrides: dict[str, Any], problems: list[str] | None) -> Settings:
+    """:func:`load_settings`; with a ``problems`` list, a failing value is appended there and skipped."""
+    def take(name: str, value: Any, source: str) -> None:
+        try:
+            values[name] = _coerce(name, value, source)
+        except ConfigError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
+
     home_path = Path(home).expanduser() if home is not None else default_home()
     values: dict[str, Any] = {s.name: s.default for s in SETTINGS}
-    cfg = home_path / "config.toml"
-    if cfg.is_file():
-        try:
-            with open(cfg, "rb") as f:
-                raw = f.read(MAX_CONFIG_BYTES + 1)
-        except OSError as exc:
-            raise ConfigError(f"cannot read {cfg} ({exc.strerror or exc}); fix its permissions or delete it") from None
-        if len(raw) > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{cfg} is over {MAX_CONFIG_BYTES} bytes (a plur config is a few lines of "
-                              "'name = value'); fix or delete the file")
-        try:
-            data = tomllib.loads(raw.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-            raise ConfigError(f"{cfg} is not valid TOML ({exc}); fix or delete the file") from None
-        for k, v in data.items():
-            values[k] = _coerce(k, v, str(cfg))
+    try:
+        data = _read_config(home_path / "config.toml")
+    except ConfigError as exc:
+        if problems is None:
+            raise
+        problems.append(str(exc))
+        data = {}
+    for k, v in data.items():
+        take(k, v, str(home_path / "config.toml"))
     for spec in SETTINGS:
         env = os.environ.get("PLUR_" + spec.name.upper())
         if env is not None and env != "":
-            values[spec.name] = _coerce(spec.name, env, "PLUR_" + spec.name.upper())
+            take(spec.name, env, "PLUR_" + spec.name.upper())
     for k, v in overrides.items():
         if v is not None:
-            values[k] = _coerce(k, v, "argument")
+            take(k, v, "argument")
     values["home"] = home_path
     return _build(values, source="resolved")
+
+
+def _read_config(cfg: Path) -> dict[str, Any]:
+    """The parsed ``config.toml`` (``{}`` when there is none).
+
+    Raises:
+        ConfigError: unreadable, over :data:`MAX_CONFIG_BYTES`, or not TOML (the message names the file and the fix).
+    """
+    if not cfg.is_file():
+        return {}
+    try:
+        with open(cfg, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {cfg} ({exc.strerror or exc}); fix its permissions or delete it") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{cfg} is over {MAX_CONFIG_BYTES} bytes (a plur config is a few lines of "
+                          "'name = value'); fix or delete the file")
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ConfigError(f"{cfg} is not valid TOML ({exc}); fix or delete the file") from None

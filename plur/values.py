@@ -135,7 +135,7 @@ def parse_bool(value: Any, name: str, *, source: str | None = None,
 
 def parse_str(value: Any, name: str, *, source: str | None = None, choices: tuple[str, ...] | None = None,
               error: type[ValidationError] = ValidationError) -> str:
-    """A word from ``value``: a ``str`` (one of ``choices`` when given).
+    """A word from ``value``: a ``str``; with ``choices``, one of them in any case (``'INT8'`` -> ``'int8'``).
 
     Raises:
         ValidationError: (or ``error``) not a string, or not one of ``choices``.
@@ -143,8 +143,11 @@ def parse_str(value: Any, name: str, *, source: str | None = None, choices: tupl
     if not isinstance(value, str):
         raise error(f"{_subject(name, value, source)} is not a string; write it in quotes, e.g. "
                     f"\"{choices[0] if choices else 'text'}\"")
-    if choices and value not in choices:
-        raise error(f"{_subject(name, value, source)} must be one of {', '.join(choices)}")
+    if choices:  # a word is matched case- and space-insensitively and returned in its listed spelling
+        canonical = {c.lower(): c for c in choices}.get(value.strip().lower())
+        if canonical is None:
+            raise error(f"{_subject(name, value, source)} must be one of {', '.join(choices)}")
+        return canonical
     return value
 
 

@@ -102,6 +102,24 @@ def test_doctor_reports_a_quarantined_file_and_the_rest_loads(run, home: Path) -
     assert [d["id"] for d in json.loads(run("list", "--json").stdout)] == [keep]
 
 
+def test_doctor_reports_invalid_settings_and_the_rest_of_the_home(run, home: Path) -> None:
+    """Every other command refuses to run on an invalid setting; doctor names each and still reports."""
+    learn_id(run, "healthy engram")
+    (home / "config.toml").write_text("embed_precision = 'fp8'\nfusion = 'RRF'\n", encoding="utf-8")
+    assert run("list").exit_code == 2
+    r = run("doctor", "--no-model")
+    assert r.exit_code == 2, r.output
+    assert "settings     1 invalid" in r.stdout and "embed_precision='fp8'" in r.stdout and "float32, int8" in r.stdout
+    assert "engrams      1" in r.stdout and "quarantined  0 files" in r.stdout
+    report = json.loads(run("doctor", "--json", "--no-model").stdout)
+    assert len(report["settings"]["problems"]) == 1 and report["engrams"]["total"] == 1
+    (home / "config.toml").write_text("fusion = 'RRF'\n", encoding="utf-8")
+    fine = run("doctor", "--no-model")
+    assert fine.exit_code == 0 and "settings" not in fine.stdout
+    assert json.loads(run("doctor", "--json", "--no-model").stdout)["settings"] == {"problems": []}
+
+
+
 # -- edit -------------------------------------------------------------------------------
 def editor(tmp_path: Path, body: str) -> str:
     """An $EDITOR command: a Python script that rewrites the file it is given."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from plur.config import load_settings
+from plur.config import load_settings, load_settings_reporting
 from plur.errors import ConfigError
 
 
@@ -63,3 +63,30 @@ def test_unreadable_config_is_a_config_error(plur_home: Path) -> None:
     cfg.chmod(0)
     with pytest.raises(ConfigError, match="cannot read"):
         load_settings(plur_home)
+
+
+def test_a_listed_word_is_taken_in_any_case_and_stored_as_listed(plur_home: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLUR_EMBED_PRECISION", " INT8 ")
+    s = load_settings(plur_home, fusion="RRF", device="Cpu")
+    assert (s.embed_precision, s.fusion, s.device) == ("int8", "rrf", "cpu")
+    with pytest.raises(ConfigError, match="'fp8'.*float32, int8"):
+        load_settings(plur_home, embed_precision="fp8")
+
+
+def test_reporting_loader_lists_every_bad_value_and_keeps_the_value_below(plur_home: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    plur_home.mkdir(parents=True)
+    (plur_home / "config.toml").write_text("bm25_k1 = 'x'\nrrf_k = 10\nfusion = 'rrf'\nno_such = 1\n",
+                                           encoding="utf-8")
+    monkeypatch.setenv("PLUR_FUSION", "max")
+    s, problems = load_settings_reporting(plur_home)
+    assert (s.bm25_k1, s.rrf_k, s.fusion) == (1.5, 10, "rrf")  # default, config.toml's, config.toml's under a bad env
+    assert [p.split(" (from")[0] for p in problems] == ["setting bm25_k1='x'", "unknown setting 'no_such'",
+                                                         "setting fusion='max'"]
+    (plur_home / "config.toml").write_text("bm25_k1 = = 2", encoding="utf-8")
+    s, problems = load_settings_reporting(plur_home)
+    assert s.bm25_k1 == 1.5 and len(problems) == 2 and "not valid TOML" in problems[0]
+    monkeypatch.delenv("PLUR_FUSION")
+    (plur_home / "config.toml").write_text("rrf_k = 7\n", encoding="utf-8")
+    assert load_settings_reporting(plur_home) == (load_settings(plur_home), [])

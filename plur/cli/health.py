@@ -42,6 +42,11 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, fix: bo
         else:
             echo(f"restored: {e.id} ({summary(e.statement, 60)})")
         return
+    from ..config import load_settings_reporting
+
+    settings, problems = load_settings_reporting(app.home)
+    if problems:  # every other command refuses to run: report them, and the rest of the home on the defaults
+        app.settings = settings
     client = app.service("doctor")
     if client is not None:
         report = client.doctor()
@@ -51,14 +56,21 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, fix: bo
         report = mem.doctor(load_model=not no_model)
         report["manifest"] = mem.store.manifest_info()
         report["service"] = {"running": False}
+    report["settings"] = {"problems": problems}
     if as_json:
         emit_json(report)
+        _refuse_if(problems)
         return
     eng = report["engrams"]
 
     def counts(d: dict[str, int]) -> str:
         return ", ".join(f"{k} {v}" for k, v in d.items()) or "-"
 
+    if problems:
+        echo(f"settings     {len(problems)} invalid: every other plur command refuses to run until "
+             f"{'it is' if len(problems) == 1 else 'they are'} fixed; the report below ignores {'it' if len(problems) == 1 else 'them'}")
+        for p in problems:
+            echo(f"  error: {one_line(p)}")
     echo(f"home         {report['home']}")
     if not report.get("home_private", True):
         exposed = report.get("too_open") or [f"{report['home']} {report['home_mode']}"]
@@ -93,6 +105,15 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, fix: bo
             echo(f"  warning: {one_line(w)}")
     else:
         echo(f"model        {model.get('requested')} (not resolved: --no-model)")
+    _refuse_if(problems)
+
+
+def _refuse_if(problems: list[str]) -> None:
+    """Exit with :class:`~plur.errors.ConfigError`'s status once the report is out, when a setting is invalid."""
+    if problems:
+        from ..errors import ConfigError
+
+        raise SystemExit(ConfigError.exit_code)
 
 
 @click.command()

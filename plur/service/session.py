@@ -13,6 +13,7 @@ from pathlib import Path
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is ~2 ms of a cold CLI recall
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..config import Settings
     from ..memory import Memory
     from .client import Client
 
@@ -33,6 +34,8 @@ class Session:
         self.json_output = False  # set by the CLI's JSON output: its quarantine warning is then JSON too
         #: set by :meth:`service` with ``start``: a service is starting, answer by keyword (BM25) meanwhile
         self.keyword_only = False
+        #: settings :attr:`memory` opens with instead of loading them (``plur doctor`` with an invalid value)
+        self.settings: Settings | None = None
 
     def say(self, message: str) -> None:
         """A ``--verbose`` note on stderr (``plur: <message>``)."""
@@ -101,7 +104,7 @@ class Session:
         if self._memory is None:
             from ..memory import Memory
 
-            self._memory = Memory(self.home)
+            self._memory = Memory(self.home) if self.settings is None else Memory(settings=self.settings)
         return self._memory
 
     def close(self) -> None:
