@@ -164,3 +164,5 @@ def test_a_home_switched_to_int8_reembeds_and_never_mixes_vectors(tmp_path: Path
     assert "rebuilding the dense index" in caplog.text and f":{TAG}|" in caplog.text
     manifest = json.loads((tmp_path / "h" / "index" / "manifest.json").read_text())
     assert manifest["model"].split("|")[0] == f32_identity + ":" + TAG  # the saved index is int8's alone
+    dense_meta = json.loads((tmp_path / "h" / "index" / "dense" / "meta.json").read_text())
+    assert dense_meta["identity"] == manifest["model"]  # the dense folder names its vectors too

@@ -137,6 +137,7 @@ class IndexSet:
                 self.dense_hashes = dict(manifest.get("dense", {}))
                 self.dense.num_threads = _threads(self.settings.index_threads)
                 self.dense.scratch_dir = self.folder
+                self.dense.identity = self.model_identity or ""  # the manifest vouched for it (older saves: "")
         elif manifest and manifest.get("model"):
             log.warning("embedding model or chunking changed (%s -> %s); rebuilding the dense index (texts this "
                         "model already embedded come from the cache; a new model or precision embeds them all)",
@@ -186,6 +187,7 @@ class IndexSet:
                            ef_search=s.hnsw_ef_search, exact_threshold=s.exact_threshold,
                            num_threads=_threads(s.index_threads))
         dense.scratch_dir = self.folder  # float32 rows of a graph-backed index: a scratch file here, not the heap
+        dense.identity = self.model_identity or ""  # saved in its meta.json: which vectors these are
         return dense
 
     def _read_manifest(self) -> dict[str, Any] | None:
