@@ -201,16 +201,16 @@ def post(info: dict[str, Any], path: str, body: dict[str, Any], timeout_s: float
 def _in_process(home: str, body: dict[str, Any], keyword: bool) -> dict[str, Any]:
     """The same selection in this process (no service): BM25 only while a service starts."""
     from ..memory import Memory
-    from ..prompt.increment import new_engrams_block
+    from ..prompt.increment import inject_block
 
     memory = Memory(home)
     try:
         mode = "bm25" if keyword else "hybrid"
         if not keyword:
             memory.catch_up(progress=False)
-        block = new_engrams_block(memory, body["query"], exclude=body["exclude"], scope=body["scope"],
-                                  agent=body["agent_id"], max_engrams=body["max_engrams"],
-                                  budget_tokens=body["budget_tokens"], mode=mode)
+        block = inject_block(memory, body["query"], exclude=body["exclude"], scope=body["scope"],
+                             agent=body["agent_id"], max_engrams=body["max_engrams"],
+                             budget_tokens=body["budget_tokens"], mode=mode)
     finally:
         try:
             memory.store.close()

@@ -32,7 +32,8 @@ def new_engrams_block(memory: Any, text: str, *, exclude: Iterable[str] = (), sc
                       mode: str = "hybrid", now: datetime | None = None) -> Block:
     """Recall for ``text`` and render only engrams not in ``exclude``, at most ``max_engrams`` of them.
 
-    Hits below :data:`HOOK_RELATIVE_FLOOR` of the best hit's score are left out.
+    Hits under the relevance floor (:mod:`plur.index.floor`, as in every memory block) and hits below
+    :data:`HOOK_RELATIVE_FLOOR` of the best hit's score are left out; pinned engrams are not.
 
     Args:
         memory: a :class:`plur.memory.Memory`.
@@ -56,10 +57,25 @@ def new_engrams_block(memory: Any, text: str, *, exclude: Iterable[str] = (), sc
     if scope is not None:
         hits = [h for h in hits if h.engram.scope in (scope, "global")]
     best = max((h.score for h in hits), default=0.0)
-    hits = [h for h in hits if h.engram.id not in shown and h.score >= HOOK_RELATIVE_FLOOR * best]
+    hits = [h for h in hits if h.engram.id not in shown and not h.below_floor and h.score >= HOOK_RELATIVE_FLOOR * best]
     pinned = [e for e in memory.pinned(scope) if e.id not in shown] if include_pinned else []
     pinned_ids = {e.id for e in pinned}
     # pinned first, then the best hits, never more than max_engrams in all
     room = max(0, max_engrams - len(pinned))
     hits = [h for h in hits if h.engram.id in pinned_ids] + [h for h in hits if h.engram.id not in pinned_ids][:room]
     return build_block(hits, budget_tokens, now or datetime.now(timezone.utc), pinned=pinned[:max_engrams])
+
+
+def inject_block(memory: Any, text: str, *, agent: str, **options: Any) -> Block:
+    """:func:`new_engrams_block` for a hook that injects it now, recorded in stats.db as an injection for
+    ``agent`` when it holds engrams (what the statistics page counts as "injected into a prompt").
+
+    Args:
+        memory: a :class:`plur.memory.Memory`. text: the user's prompt. agent: the host (e.g. ``claude-code``).
+        **options: :func:`new_engrams_block`'s keyword arguments.
+    """
+    block = new_engrams_block(memory, text, agent=agent, **options)
+    if block.engram_ids and getattr(memory.settings, "record_stats", True):
+        memory.stats.record_injection(agent=agent, engram_ids=list(block.engram_ids), block_hash=block.hash,
+                                      tokens=block.tokens)
+    return block

@@ -6,7 +6,7 @@ method   path                            answer
 POST     /api/v1/list                    ``{engrams: [...]}`` newest first (scope, type, tag, text, limit)
 POST     /api/v1/update                  ``{engram}`` (id + statement, tags, status, type, pinned)
 POST     /api/v1/inject                  ``{text, engram_ids, tokens}``: engrams not in ``exclude`` only
-                                         (:func:`plur.prompt.increment.new_engrams_block`)
+                                         (:func:`plur.prompt.increment.inject_block`, recorded as an injection)
 =======  ==============================  ==========================================================
 """
 
@@ -29,7 +29,7 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
     Memory or a team member's view), never ``memory`` itself."""
     from starlette.routing import Route
 
-    from ..prompt.increment import HOOK_BUDGET_TOKENS, HOOK_MAX_ENGRAMS, new_engrams_block
+    from ..prompt.increment import HOOK_BUDGET_TOKENS, HOOK_MAX_ENGRAMS, inject_block
     PREFIX = prefix
 
     text_or_none = (str, type(None))
@@ -53,9 +53,8 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
             raise ValidationError(f"field 'exclude' must be a list of at most {MAX_EXCLUDE} engram ids")
         if not 0 <= max_engrams <= 100 or not 0 <= budget_tokens <= 100000:
             raise ValidationError("max_engrams must be 0..100 and budget_tokens 0..100000")
-        block = new_engrams_block(c.memory, query, exclude=exclude, scope=scope, agent=agent_id,
-                                  max_engrams=max_engrams, budget_tokens=budget_tokens,
-                                  include_pinned=include_pinned)
+        block = inject_block(c.memory, query, exclude=exclude, scope=scope, agent=agent_id or "hook",
+                             max_engrams=max_engrams, budget_tokens=budget_tokens, include_pinned=include_pinned)
         return {"text": block.text, "engram_ids": list(block.engram_ids), "tokens": block.tokens, "mode": "hybrid"}
 
     R = required
