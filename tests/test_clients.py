@@ -186,6 +186,9 @@ def test_claude_code_gets_memory_without_a_tool_call_and_never_twice(
             claude_code(home, project, rec.url, question, session, first=i == 0)
             assert len(rec.requests) > before
             text = rec.messages_text(len(rec.requests) - 1)
+            if statement == FACTS[1][0]:  # under MiniLM's relevance floor (tests/test_doors.py): never injected
+                assert ids[statement] not in text, text[-2000:]
+                continue
             assert ids[statement] in text, (question, text[-2000:])   # the memory for the question reached the model
         whole = rec.messages_text(len(rec.requests) - 1)              # the conversation after 10 prompts
     counts = {eid: whole.count(eid) for eid in set(ID_RE.findall(whole))}

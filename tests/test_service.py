@@ -88,7 +88,8 @@ def raw(info: dict, method: str, path: str, body: object = None, token: str | No
 
 def test_service_json_and_socket_are_private(service: tuple[Path, dict]) -> None:
     home, info = service
-    assert set(info) == {"api", "version", "pid", "url", "socket", "token", "login", "started"}
+    assert set(info) == {"api", "version", "pid", "url", "socket", "token", "login", "started", "idle_exit_s", "settings"}
+    assert info["idle_exit_s"] == 0 and info["settings"]["env"] == {"PLUR_MODEL": PACKAGED_MODEL}
     assert info["login"] != info["token"] and len(info["login"]) >= 43
     assert info["api"] == 1 and info["socket"] == str(home / "plur.sock") and info["url"].startswith("http://127.0.0.1:")
     assert stat.S_IMODE((home / "service.json").stat().st_mode) == 0o600

@@ -137,7 +137,11 @@ def _service_info(home: str) -> dict[str, Any] | None:
             info = json.load(fh)
     except (OSError, ValueError):
         return None
-    return info if isinstance(info, dict) and isinstance(info.get("token"), str) else None
+    if not isinstance(info, dict) or not isinstance(info.get("token"), str):
+        return None
+    from ..service.stamp import drift
+
+    return None if drift(home, info)[0] else info  # other settings: autostart.door decides (replace / in-process)
 
 
 def _connect(info: dict[str, Any], timeout_s: float) -> socket.socket | None:

@@ -42,7 +42,8 @@ class Door:
         client: a connected :class:`~plur.service.client.Client`, or ``None`` (work in-process).
         state: ``"service"`` (client set), ``"started"`` (this call spawned one), ``"starting"``
             (another process did and it is not answering yet), ``"off"`` (auto-start disabled or
-            not asked for), ``"failed"`` (spawning failed; ``note`` says why).
+            not asked for, or the running service has other settings than this process:
+            :func:`_settings_drift`), ``"failed"`` (spawning failed; ``note`` says why).
         note: one line for ``--verbose`` / logs.
     """
 
@@ -83,7 +84,13 @@ def door(home: str | os.PathLike[str] | None, *, start: bool = True) -> Door:
         ConfigError: a malformed ``autostart_service`` / ``service_idle_exit_s``.
     """
     home_path = files.home_of(home)
+    replaced = ""
     if (home_path / files.SERVICE_FILE).exists():
+        stale = _settings_drift(home_path, start)
+        if stale is not None:
+            if stale.client is None and stale.state == "off":
+                return stale
+            replaced = stale.note
         client, why = _connect(home_path)
         if client is not None:
             return Door(client, "service", f"via the service ({why})")
@@ -107,8 +114,38 @@ def door(home: str | os.PathLike[str] | None, *, start: bool = True) -> Door:
     except OSError as exc:
         return Door(None, "failed", f"could not start the plur service: {exc.strerror or exc}")
     _write_spawn(home_path, proc.pid)
-    return Door(None, "started", f"started the plur service in the background (pid {proc.pid}; log "
+    return Door(None, "started", f"{replaced}started the plur service in the background (pid {proc.pid}; log "
                                  f"{home_path / files.LOG_FILE})")
+
+
+def _settings_drift(home: Path, start: bool) -> Door | None:
+    """When the running service's settings differ from this process's (:func:`plur.service.stamp.drift`):
+
+    * ``config.toml`` changed and the service was auto-started (``idle_exit_s`` > 0): it is stopped, so
+      the caller starts one with the new settings (``Door(None, "replaced", why)``);
+    * otherwise (a variable set for this call, or a service the user started): ``Door(None, "off", why)``,
+      this caller works in-process; a stale service the user started is named on stderr with the fix.
+
+    ``None`` when they agree.
+    """
+    import sys
+
+    from .stamp import CONFIG, drift
+
+    info = files.read_service_file(home)
+    kind, words = drift(home, info)
+    if not kind:
+        return None
+    pid = (info or {}).get("pid")
+    if kind == CONFIG and start and float((info or {}).get("idle_exit_s") or 0) > 0:
+        from .daemon import stop
+
+        stop(home)
+        return Door(None, "replaced", f"stopped the service pid {pid} ({words}); ")
+    if kind == CONFIG:
+        print(f"plur: warning: the running service (pid {pid}) ignores the new settings: {words}; this command "
+              "works in-process. Apply them: plur service stop && plur service start", file=sys.stderr, flush=True)
+    return Door(None, "off", f"the service (pid {pid}) runs with other settings ({words}); working in-process")
 
 
 def wait(home: str | os.PathLike[str] | None, timeout_s: float, *, poll_s: float = 0.05) -> "Client | None":

@@ -68,7 +68,8 @@ class Client:
         """A client for the service of ``home``, or ``None`` and the reason in words.
 
         The reason says where the service is (``"service pid 42 on unix socket <path>"``) or why there
-        is none (no ``service.json``; its pid is not running). Nothing is sent yet.
+        is none (no ``service.json``; its pid is not running; it runs with other settings than this
+        process's, :func:`plur.service.stamp.drift`). Nothing is sent yet.
         """
         info = read_service_file(home)
         if info is None:
@@ -76,6 +77,11 @@ class Client:
         pid = info.get("pid")
         if isinstance(pid, int) and not pid_alive(pid):
             return None, f"stale {home / 'service.json'}: its pid {pid} is not running"
+        from .stamp import drift
+
+        kind, words = drift(home, info)
+        if kind:  # answering with the service's settings would ignore this caller's
+            return None, f"the service (pid {pid}) runs with other settings: {words}"
         return cls(info, **kwargs), f"service pid {pid}"
 
     # -- transport --------------------------------------------------------------------------

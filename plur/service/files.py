@@ -4,9 +4,12 @@
 
     {"api": 1, "version": "0.1.0", "pid": 4242, "url": "http://127.0.0.1:7777",
      "socket": "<home>/plur.sock", "token": "<random urlsafe>", "login": "<random urlsafe>",
-     "started": "2026-01-01T00:00:00Z"}
+     "started": "2026-01-01T00:00:00Z", "idle_exit_s": 10800.0,
+     "settings": {"config": [size, crc32] or null, "env": {...}, "names": [...]}}
 
 ``token`` is the JSON API's bearer token; ``login`` the pages' login token (:func:`login_url`).
+``idle_exit_s`` > 0 marks an auto-started service; ``settings`` is what its settings came from
+(:mod:`plur.service.stamp`).
 
 ``socket`` is ``null`` when the home's path is too long for a unix socket address
 (:data:`MAX_SOCKET_PATH` bytes). This module imports nothing heavy: the fast CLI path reads it.

@@ -96,6 +96,10 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         warning = _bind_warning(host)
         if warning:
             _say(warning)
+        from ..config import SETTINGS
+        from .stamp import stamp
+
+        settings_stamp = stamp(home_path, (s.name for s in SETTINGS))  # before Memory reads them: never newer
         memory = Memory(home_path)
         n = len(memory.list())
         memory.prepare_serving()  # open the indexes, load the model and trace its query path before answering
@@ -108,7 +112,8 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         loop_url = f"http://127.0.0.1:{port}" if host in WILDCARDS else urls[0].rstrip("/")
         info = {"api": files.API_VERSION, "version": _version(), "pid": os.getpid(), "url": loop_url,
                 "socket": str(sock_path) if sock_path else None, "token": token, "login": login,
-                "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")}
+                "started": datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+                "idle_exit_s": float(idle_exit_s), "settings": settings_stamp}
         members = _member_doors(memory, RecallWorker)
         api = create_api(memory, worker, token, lock=lock, members=members,
                          info={k: info[k] for k in ("version", "url", "socket", "started")})
