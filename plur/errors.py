@@ -92,6 +92,25 @@ class MissingDependencyError(PlurError, ImportError):
     exit_code = 6
 
 
+def install_hint(extra: str) -> str:
+    """The command that installs plur's optional ``extra`` into this interpreter.
+
+    plur installs from its source checkout (``pip install -e '<checkout>[extra]'``): the project called
+    ``plur`` on PyPI is another one, so installing ``plur[extra]`` from PyPI would fetch the wrong package. The
+    checkout is the folder above the imported ``plur`` package when it holds plur's ``pyproject.toml``.
+    """
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        ours = 'name = "plur"' in (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        ours = False
+    where = str(root) if ours else "<your plur checkout>"
+    return f"{sys.executable} -m pip install -e '{where}[{extra}]'"
+
+
 def require(module: str, extra: str):
     """Import an optional module or raise :class:`MissingDependencyError`.
 
@@ -103,7 +122,7 @@ def require(module: str, extra: str):
         The imported module.
 
     Raises:
-        MissingDependencyError: naming ``pip install 'plur[<extra>]'`` as the fix.
+        MissingDependencyError: naming :func:`install_hint` as the fix.
     """
     import importlib
 
@@ -112,7 +131,7 @@ def require(module: str, extra: str):
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise MissingDependencyError(
             f"optional dependency {module!r} is not installed ({exc}); "
-            f"install it with: pip install 'plur[{extra}]'"
+            f"install it with: {install_hint(extra)}"
         ) from exc
 
 

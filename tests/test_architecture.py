@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -202,3 +203,18 @@ def test_every_setting_is_documented_in_readme() -> None:
     missing = [s.name for s in SETTINGS if f"`{s.name}`" not in text]
     assert not missing, f"settings missing from the README table: {missing}"
     assert settings_markdown() in text, "README settings table is stale: paste plur.config.settings_markdown()"
+
+
+def test_install_hints_name_this_checkout_never_the_pypi_project() -> None:
+    """The PyPI project called plur is another one: every fix for a missing extra installs from the checkout."""
+    import sys
+
+    from plur.errors import MissingDependencyError, install_hint, require
+
+    root = Path(__file__).resolve().parents[1]
+    assert install_hint("mcp") == f"{sys.executable} -m pip install -e '{root}[mcp]'"
+    with pytest.raises(MissingDependencyError, match=re.escape(f"install it with: {install_hint('adk')}")):
+        require("plur_no_such_module_for_the_test", "adk")
+    offenders = [str(p.relative_to(root)) for p in [root / "README.md", *sorted((root / "plur").rglob("*.py"))]
+                 if "pip install 'plur[" in p.read_text(encoding="utf-8")]
+    assert offenders == [], offenders

@@ -27,6 +27,8 @@ from plur.prompt.block import FENCE_CLOSE, FENCE_OPEN, estimate_tokens
 from plur.prompt.section import MemorySection
 from plur.prompt.worker import RecallWorker
 
+REPO = Path(__file__).resolve().parents[1]  # the checkout: plur installs from it (errors.install_hint)
+
 WAIT_S = 30.0
 TURNS = 24
 BUDGET = 600
@@ -296,7 +298,7 @@ def test_adapter_without_its_framework_names_the_extra(module: str, factory: str
 
     fn = getattr(importlib.import_module(f"plur.hosts.{module}"), factory)
     monkeypatch.setitem(sys.modules, package, None)   # what Python does for a package that is not installed
-    with RecallWorker(mem) as worker, pytest.raises(ImportError, match=re.escape(f"plur[{extra}]")) as err:
+    with RecallWorker(mem) as worker, pytest.raises(ImportError, match=re.escape(f"pip install -e '{REPO}[{extra}]'")) as err:
         fn(MemorySection(worker), agent_id="a1")
     assert isinstance(err.value, MissingDependencyError)
 

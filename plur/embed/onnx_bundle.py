@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import install_hint
 from .fast_query import MAX_ABS_DIFF, _probes
 from .ort_session import open_session
 
@@ -104,7 +105,7 @@ class OnnxBundle:
             import onnxruntime  # noqa: F401
             import tokenizers  # noqa: F401
         except ImportError:
-            log.info("no ONNX bundle: onnxruntime or tokenizers is not installed (pip install 'plur[onnx]')")
+            log.info("no ONNX bundle: onnxruntime or tokenizers is not installed (%s)", install_hint("onnx"))
             return None
         try:
             bundle = cls(folder, threads)
@@ -271,13 +272,13 @@ def int8_or_why(cache_dir: Path | None, identity: str, float_bundle: "OnnxBundle
     if float_bundle is None and device != "cpu":
         return None, f"the model runs on {device} and int8 is for the CPU (set device = cpu to use it)"
     if float_bundle is None:
-        return None, "no ONNX bundle of the model (pip install 'plur[onnx]' for onnxruntime)"
+        return None, f"no ONNX bundle of the model ({install_hint('onnx')} for onnxruntime)"
     if derive_int8_bundle(cache_dir, identity, float_bundle) is not None:  # none verified yet: make it now
         bundle = OnnxBundle.open(cache_dir, int8_identity(identity))
         if bundle is not None:
             return bundle, ""
     if importlib.util.find_spec("onnx") is None:
-        return None, "the onnx package that rewrites the graph is missing (pip install 'plur[onnx]')"
+        return None, f"the onnx package that rewrites the graph is missing ({install_hint('onnx')})"
     return None, "the int8 graph failed its check against the float32 vectors (see the plur.embed INFO log)"
 
 

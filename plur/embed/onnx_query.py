@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import install_hint
 from .fast_query import MAX_ABS_DIFF, max_probe_diff, query_layout
 
 log = logging.getLogger("plur.embed.onnx_query")
@@ -87,7 +88,7 @@ def onnx_query_path(model: Any, eager: Callable[[str], np.ndarray], instruction:
     try:
         import onnxruntime  # noqa: F401 - fail early and cheaply when the extra is missing
     except ImportError:
-        log.info("no ONNX query path: onnxruntime is not installed (pip install 'plur[onnx]')")
+        log.info("no ONNX query path: onnxruntime is not installed (%s)", install_hint("onnx"))
         return None
     try:
         layout = query_layout(model, instruction, "ONNX")

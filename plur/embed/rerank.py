@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import ModelError
+from ..errors import ModelError, install_hint
 
 __all__ = ["CrossEncoderReranker", "Reranker", "RerankerPin", "load_reranker", "reranker_pins"]
 
@@ -107,7 +107,7 @@ class CrossEncoderReranker:
         try:
             from sentence_transformers import CrossEncoder
         except ImportError:
-            raise ModelError("the reranker needs sentence-transformers: pip install 'plur[embed]'") from None
+            raise ModelError(f"the reranker needs sentence-transformers: {install_hint('embed')}") from None
         self.name = name
         self.batch_size = batch_size
         kwargs: dict[str, Any] = {"max_length": max_seq_length}

@@ -9,7 +9,7 @@ message (``ctx.user_content``) is submitted to the worker once per invocation.
 ADK does not inject ``{state}`` placeholders into a provider's text (``bypass_state_injection``):
 pass the base instructions already filled in, or a function of the context.
 
-Example (``pip install 'plur[adk]'``)::
+Example (``pip install -e '.[adk]'`` in the plur checkout)::
 
     from google.adk.agents import LlmAgent
     from plur.hosts.adk import instruction_provider

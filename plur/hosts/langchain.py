@@ -9,7 +9,7 @@
 The newest ``HumanMessage`` is submitted to the worker once (keyed by its message id), so a
 tool-call loop within one turn reads the block without resubmitting.
 
-Example (``pip install 'plur[langchain]'``)::
+Example (``pip install -e '.[langchain]'`` in the plur checkout)::
 
     from langchain.agents import create_agent
     from plur.hosts.langchain import memory_middleware

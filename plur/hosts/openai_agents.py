@@ -6,7 +6,7 @@ replaced each call and never enters the conversation items. :func:`instructions`
 callable: base instructions + the block, and the newest user message of the turn
 (``ctx.turn_input``) is submitted to the worker once.
 
-Example (``pip install 'plur[openai-agents]'``)::
+Example (``pip install -e '.[openai-agents]'`` in the plur checkout)::
 
     from agents import Agent, Runner
     from plur.hosts.openai_agents import instructions

@@ -8,7 +8,7 @@ write every changed block into the history (an ``InstructionDeltaPart`` per chan
 is exactly the accumulation this design avoids. As a dynamic part, it is placed after the
 agent's literal instructions, so their prompt-cache prefix is unaffected.
 
-Example (``pip install 'plur[host]'``)::
+Example (``pip install -e '.[host]'`` in the plur checkout)::
 
     from pydantic_ai import Agent
     from plur import Memory

@@ -6,5 +6,5 @@
   server started per client holds no model) implements the same methods.
 * :mod:`plur.mcp.scope`: the server's scope pin (authorisation: a tool call cannot widen it).
 * :mod:`plur.mcp.server`: the tools, the ``plur://engram/{id}`` resource and the ``memory`` prompt,
-  on the ``mcp`` package's ``MCPServer`` (extra ``mcp``: ``pip install 'plur[mcp]'``).
+  on the ``mcp`` package's ``MCPServer`` (extra ``mcp``: ``pip install -e '.[mcp]'`` in the plur checkout).
 """
