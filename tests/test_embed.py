@@ -278,6 +278,13 @@ def test_bge_without_cache_offline_falls_back_loudly(tmp_path: Path, caplog: pyt
     assert res.source == "packaged-fallback" and res.embedder is not None
     assert res.embedder.identity.startswith(PACKAGED_MODEL)
     assert res.embedder.embed_documents(["still embeds"]).shape == (1, 384)
+    assert f'model = "{PACKAGED_MODEL}"' in message  # the way to choose it on purpose, which silences this
+    import warnings as _warnings
+
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error", ModelFallbackWarning)
+        chosen = resolve_embedder(settings(tmp_path, model=PACKAGED_MODEL), cache_dir=tmp_path / "empty-hf-cache")
+    assert chosen.source != "packaged-fallback" and not chosen.warnings
     assert message in res.warnings
 
 

@@ -98,7 +98,9 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, fix: bo
     model = report.get("model") or {}
     if "source" in model:
         name = model.get("name") or "none (BM25 only)"
-        echo(f"model        {name}  [{model.get('source')}] {model.get('reason') or ''}".rstrip())
+        said = any(str(w).startswith("plur: embedding model") for w in model.get("warnings") or [])
+        reason = "" if said else model.get("reason") or ""  # a fallback's warning below says why, once
+        echo(f"model        {name}  [{model.get('source')}] {reason}".rstrip())
         if model.get("precision"):
             echo(f"  precision  {model['precision']} vectors, {model.get('device') or '?'}")
         for w in model.get("warnings") or []:

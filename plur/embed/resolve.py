@@ -117,7 +117,7 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
         failures.append(str(exc))
     folder = Path(requested).expanduser()
     looks_like_path = folder.is_dir() or requested.startswith(("/", "./", "../", "~", ".\\")) or folder.is_absolute()
-    fix = (f"python scripts/fetch_models.py download {requested}" if not looks_like_path
+    fix = (f"python scripts/fetch_models.py download {requested} (needs huggingface.co)" if not looks_like_path
            else "point PLUR_MODEL at a folder holding a sentence-transformers model")
 
     if folder.is_dir():
@@ -160,7 +160,8 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
             else:
                 msg = (f"plur: embedding model {requested!r} could not be loaded ({why}); FALLING BACK to the "
                        f"packaged {PACKAGED_MODEL}, a weaker model (recall quality drops; the dense index is "
-                       f"rebuilt for it, vectors are never mixed). Fix: {fix}")
+                       f"rebuilt for it, vectors are never mixed). Fix: {fix}; or choose the packaged model, "
+                       f"which silences this: model = \"{PACKAGED_MODEL}\" in config.toml (or PLUR_MODEL)")
                 _loud(msg)
                 return Resolution(e, "packaged-fallback", f"{requested} unavailable: {why}", requested,
                                   tuple(warn_list + [msg]))
