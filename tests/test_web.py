@@ -75,7 +75,7 @@ def test_engrams_table_is_newest_first_and_json_twin_matches(client: TestClient,
     positions = [html.index(f'data-id="{i}"') for i in newest_first]
     assert positions == sorted(positions)
     row = next(r for r in page["rows"] if r["id"] == ids["tabs"])
-    assert row == {"id": ids["tabs"], "statement": "The user prefers tabs over spaces.", "type": "user",
+    assert row == {"id": ids["tabs"], "statement": "The user prefers tabs over spaces.", "statement_chars": 34, "type": "user",
                    "scope": "global", "tags": ["style", "editor"], "status": "active", "pinned": False,
                    "created": "2025-01-02T00:00:00Z", "recalls": 0, "injections": 0, "last_recalled": None,
                    "valid_until": None, "current": True}
@@ -202,13 +202,29 @@ def test_stats_page(client: TestClient, memory: Memory) -> None:
     assert (t["engrams"], t["active"], t["retired"], t["recalls"], t["injections"]) == (5, 4, 1, 3, 1)
     assert data["recalled_active"] == 2 and data["never_recalled_active"] == 2
     assert data["most_recalled"][0] == {"id": ids["vault"], "recalls": 2, "injections": 0,
-                                        "statement": "The deploy key lives in the vault.",
+                                        "statement": "The deploy key lives in the vault.", "statement_chars": 34,
                                         "scope": "project:shop", "below_floor": 0, "useful": 0,
                                         "not_useful": 0}
     assert data["by_scope"] == [["global", 2], ["project:archive", 1], ["project:shop", 2]]
     assert data["per_day"][0]["recalls"] == 3 and data["latency_ms"]["p50"] is not None
     html = client.get("/stats").text
     assert html.count("<svg") >= 5 and 'id="most-recalled"' in html
+
+
+def test_listing_json_twins_clip_a_huge_statement_and_its_page_keeps_it_whole(client: TestClient,
+                                                                               memory: Memory) -> None:
+    from plur.web.table import LIST_STATEMENT_CHARS
+
+    big = memory.learn("The atlas runbook says: " + "restart the worker then check the queue. " * 23000)
+    assert len(big.statement) > 900_000
+    memory.recall("atlas runbook", k=1, mode="bm25")
+    for url in ("/?format=json", "/stats?format=json", "/playground?q=atlas+runbook&mode=bm25&format=json"):
+        got = client.get(url)
+        assert len(got.content) < 100_000, (url, len(got.content))  # was ~1 MB each
+    row = client.get("/?format=json").json()["rows"][0]
+    assert len(row["statement"]) == LIST_STATEMENT_CHARS and row["statement_chars"] == len(big.statement)
+    assert client.get("/stats?format=json").json()["most_recalled"][0]["statement_chars"] == len(big.statement)
+    assert client.get(f"/engrams/{big.id}?format=json").json()["engram"]["statement"] == big.statement
 
 
 def test_playground_shows_three_rankings_and_the_exact_block(client: TestClient, memory: Memory) -> None:

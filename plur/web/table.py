@@ -147,12 +147,25 @@ def _sort_key(sort: str, counts: Mapping[str, Mapping[str, Any]]):
     return lambda e: ((counts.get(e.id) or _ZERO)[sort] or 0, e.created, e.id)
 
 
+#: Characters of a statement a listing's JSON carries (a 1 MiB statement made a page's JSON twin ~1 MB); the
+#: pages show 160-240, the engram's own page and ``GET /api/v1/engrams/{id}`` the whole text.
+LIST_STATEMENT_CHARS = 1000
+
+
+def listed_statement(text: str | None) -> dict[str, Any]:
+    """``{"statement": the first LIST_STATEMENT_CHARS characters, "statement_chars": its whole length}``
+    (``None`` for a forgotten engram: ``{"statement": None, "statement_chars": 0}``)."""
+    if text is None:
+        return {"statement": None, "statement_chars": 0}
+    return {"statement": text[:LIST_STATEMENT_CHARS], "statement_chars": len(text)}
+
+
 def row(e: Engram, counts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """One table row, JSON-safe: engram fields plus recalls, injections, last_recalled (ISO or None),
+    """One table row, JSON-safe: engram fields (the statement clipped: :func:`listed_statement`) plus recalls, injections, last_recalled (ISO or None),
     ``valid_until`` (ISO or None) and ``current`` (:meth:`Engram.is_current`: recall and the memory block
     show it)."""
     c = counts.get(e.id) or _ZERO
-    return {"id": e.id, "statement": e.statement, "type": e.type, "scope": e.scope, "tags": list(e.tags),
+    return {"id": e.id, **listed_statement(e.statement), "type": e.type, "scope": e.scope, "tags": list(e.tags),
             "status": e.status, "pinned": e.pinned, "created": format_time(e.created),
             "valid_until": format_time(e.valid_until) if e.valid_until else None, "current": e.is_current(),
             "recalls": int(c["recalls"] or 0), "injections": int(c["injections"] or 0),

@@ -170,7 +170,7 @@ def stats_page(memory: "Memory", caches: Caches = _NO_CACHE) -> Page:
         e = by_id.get(r["engram_id"])
         c = counts.get(r["engram_id"]) or {}
         most.append({"id": r["engram_id"], "recalls": r["n"],
-                     "statement": e.statement if e else None, "scope": e.scope if e else None,
+                     **table.listed_statement(e.statement if e else None), "scope": e.scope if e else None,
                      "injections": int(c.get("injections") or 0), "below_floor": int(c.get("below_floor") or 0),
                      "useful": int(c.get("useful") or 0), "not_useful": int(c.get("not_useful") or 0)})
     facets = caches.facets.get(engrams)
@@ -199,7 +199,7 @@ def stats_page(memory: "Memory", caches: Caches = _NO_CACHE) -> Page:
 
 def _hit(h: "Hit") -> dict[str, Any]:
     e = h.engram
-    return {"rank": h.rank, "id": e.id, "statement": e.statement, "scope": e.scope, "type": e.type,
+    return {"rank": h.rank, "id": e.id, **table.listed_statement(e.statement), "scope": e.scope, "type": e.type,
             "pinned": e.pinned, "score": h.score, "bm25_rank": h.bm25_rank, "bm25_score": h.bm25_score,
             "dense_rank": h.dense_rank, "dense_score": h.dense_score, "below_floor": h.below_floor}
 
