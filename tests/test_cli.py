@@ -296,3 +296,42 @@ def test_doctor_shows_a_lock_held_by_another_process(run, home: Path) -> None:
         assert report["lock"]["locked"] is True and report["lock"]["held_here"] is False
         assert "lock         held" in run("doctor").stdout
     assert json.loads(run("doctor", "--json").stdout)["lock"]["locked"] is False
+
+
+# -- an empty --home (new-user trial) -----------------------------------------------------
+@pytest.mark.parametrize("args", [["--home", ""], ["--home="]])
+@pytest.mark.parametrize("command", [["learn", "x"], ["doctor", "--fix"], ["list"], ["recall", "x"]])
+def test_an_empty_home_is_a_usage_error_and_the_cwd_is_untouched(home: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   args: list[str], command: list[str]) -> None:
+    from plur.cli import main
+
+    cwd = tmp_path / "cwd"
+    cwd.mkdir(mode=0o755)
+    cwd.chmod(0o755)
+    monkeypatch.chdir(cwd)
+    r = CliRunner().invoke(cli, [*args, *command])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == ("plur: error: --home is empty ('' would be the current directory); pass a folder, "
+                        "or leave it out for $PLUR_HOME / ~/.plur\n")
+    assert main([*args, *command]) == 2  # the console entry (thin client first for recall) says the same
+    assert list(cwd.iterdir()) == [] and (cwd.stat().st_mode & 0o777) == 0o755 and not home.exists()
+
+
+def test_the_thin_client_leaves_an_empty_home_to_click() -> None:
+    from plur.cli.fast import run as fast_run
+
+    assert fast_run(["--home", "", "recall", "x"]) is None
+    assert fast_run(["--home=", "section", "x", "--agent", "a"]) is None
+
+
+def test_library_refuses_an_empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from plur.errors import ConfigError
+    from plur.memory import Memory
+    from plur.service.files import home_of
+
+    monkeypatch.chdir(tmp_path)
+    for make in (lambda: Memory(home=""), lambda: home_of("")):
+        with pytest.raises(ConfigError, match=r"home is empty \(''"):
+            make()
+    assert list(tmp_path.iterdir()) == []
