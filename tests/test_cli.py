@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -335,3 +336,51 @@ def test_library_refuses_an_empty_home(tmp_path: Path, monkeypatch: pytest.Monke
         with pytest.raises(ConfigError, match=r"home is empty \(''"):
             make()
     assert list(tmp_path.iterdir()) == []
+
+
+# -- every --scope is checked (new-user trial) ---------------------------------------------
+def _scope_commands() -> set[str]:
+    """The names of the commands (``group sub`` for a group's) that take a ``--scope`` option."""
+    from plur.cli import COMMANDS
+
+    found, ctx = set(), click.Context(cli)
+
+    def walk(name: str, command: click.Command) -> None:
+        if isinstance(command, click.Group):
+            for sub in command.list_commands(ctx):
+                walk(f"{name} {sub}", command.get_command(ctx, sub))
+        elif any("--scope" in getattr(p, "opts", ()) for p in command.params):
+            found.add(name)
+
+    for name in COMMANDS:
+        walk(name, cli.get_command(ctx, name))
+    return found
+
+
+#: command -> its arguments without --scope ({tmp}: the test's temporary folder)
+SCOPED = {"learn": ["learn", "x"], "list": ["list"], "recall": ["recall", "x"],
+          "section": ["section", "x", "--agent", "a"], "export": ["export", "{tmp}/out.jsonl"], "import": ["import", "{tmp}/in.jsonl"],
+          "ingest": ["ingest", "{tmp}/in.jsonl"], "mcp": ["mcp"]}
+
+
+def test_the_scope_table_names_every_command_with_a_scope_option() -> None:
+    assert _scope_commands() == set(SCOPED)
+
+
+@pytest.mark.parametrize("bad", ["projct:atlas", "project"])
+@pytest.mark.parametrize("command", sorted(SCOPED))
+def test_every_scope_option_refuses_an_invalid_scope(run, home: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch, command: str, bad: str) -> None:
+    import plur.service.autostart as autostart
+
+    learn_id(run, "The atlas project ships in May.", "--scope", "project:atlas")
+    (tmp_path / "in.jsonl").write_text('{"statement": "Standups are at 9:30."}\n', encoding="utf-8")
+    started: list[object] = []
+    monkeypatch.setattr(autostart, "door", lambda *a, **k: started.append(a))  # must not be reached
+    args = [a.replace("{tmp}", str(tmp_path)) for a in SCOPED[command]]
+    r = run(*args, "--scope", bad)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith((f"plur: error: invalid scope {bad!r}: use 'global', 'project:<name>'",
+                                f"plur: error: invalid --scope {bad!r}: use 'global', 'project:<name>'"))
+    assert not (tmp_path / "out.jsonl").exists() and started == []
+    assert len(json.loads(run("list", "--json").stdout)) == 1  # nothing imported or ingested
