@@ -176,6 +176,9 @@ def test_invalid_edit_is_refused_and_the_file_is_untouched(run, home: Path, tmp_
     assert r.exit_code == 2
     assert "invalid engram" in r.stderr and "abandoned" in r.stderr
     assert path.read_bytes() == before
+    kept = list((home / "edit").glob(f"kept-{eid}-*.yaml"))  # the abandoned text is not lost (new-user trial)
+    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == "statement: [this is not yaml\n"
+    assert r.stderr.rstrip("\n").endswith(f"; your edited text is kept in {kept[0]}")
 
 
 def test_invalid_edit_can_be_reopened_and_fixed(run, home: Path, tmp_path: Path) -> None:
