@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .values import parse_value
+from .values import check_home, parse_value
 
 
 @dataclass(frozen=True)
@@ -312,6 +312,7 @@ def _resolve(home: str | os.PathLike[str] | None, overrides: dict[str, Any], pro
                 raise
             problems.append(str(exc))
 
+    check_home(home, error=ConfigError)  # Path("") would be the current directory
     home_path = Path(home).expanduser() if home is not None else default_home()
     values: dict[str, Any] = {s.name: s.default for s in SETTINGS}
     try:

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -175,6 +176,9 @@ def test_invalid_edit_is_refused_and_the_file_is_untouched(run, home: Path, tmp_
     assert r.exit_code == 2
     assert "invalid engram" in r.stderr and "abandoned" in r.stderr
     assert path.read_bytes() == before
+    kept = list((home / "edit").glob(f"kept-{eid}-*.yaml"))  # the abandoned text is not lost (new-user trial)
+    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == "statement: [this is not yaml\n"
+    assert r.stderr.rstrip("\n").endswith(f"; your edited text is kept in {kept[0]}")
 
 
 def test_invalid_edit_can_be_reopened_and_fixed(run, home: Path, tmp_path: Path) -> None:
@@ -296,3 +300,90 @@ def test_doctor_shows_a_lock_held_by_another_process(run, home: Path) -> None:
         assert report["lock"]["locked"] is True and report["lock"]["held_here"] is False
         assert "lock         held" in run("doctor").stdout
     assert json.loads(run("doctor", "--json").stdout)["lock"]["locked"] is False
+
+
+# -- an empty --home (new-user trial) -----------------------------------------------------
+@pytest.mark.parametrize("args", [["--home", ""], ["--home="]])
+@pytest.mark.parametrize("command", [["learn", "x"], ["doctor", "--fix"], ["list"], ["recall", "x"]])
+def test_an_empty_home_is_a_usage_error_and_the_cwd_is_untouched(home: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   args: list[str], command: list[str]) -> None:
+    from plur.cli import main
+
+    cwd = tmp_path / "cwd"
+    cwd.mkdir(mode=0o755)
+    cwd.chmod(0o755)
+    monkeypatch.chdir(cwd)
+    r = CliRunner().invoke(cli, [*args, *command])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr == ("plur: error: --home is empty ('' would be the current directory); pass a folder, "
+                        "or leave it out for $PLUR_HOME / ~/.plur\n")
+    assert main([*args, *command]) == 2  # the console entry (thin client first for recall) says the same
+    assert list(cwd.iterdir()) == [] and (cwd.stat().st_mode & 0o777) == 0o755 and not home.exists()
+
+
+def test_the_thin_client_leaves_an_empty_home_to_click() -> None:
+    from plur.cli.fast import run as fast_run
+
+    assert fast_run(["--home", "", "recall", "x"]) is None
+    assert fast_run(["--home=", "section", "x", "--agent", "a"]) is None
+
+
+def test_library_refuses_an_empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from plur.errors import ConfigError
+    from plur.memory import Memory
+    from plur.service.files import home_of
+
+    monkeypatch.chdir(tmp_path)
+    for make in (lambda: Memory(home=""), lambda: home_of("")):
+        with pytest.raises(ConfigError, match=r"home is empty \(''"):
+            make()
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- every --scope is checked (new-user trial) ---------------------------------------------
+def _scope_commands() -> set[str]:
+    """The names of the commands (``group sub`` for a group's) that take a ``--scope`` option."""
+    from plur.cli import COMMANDS
+
+    found, ctx = set(), click.Context(cli)
+
+    def walk(name: str, command: click.Command) -> None:
+        if isinstance(command, click.Group):
+            for sub in command.list_commands(ctx):
+                walk(f"{name} {sub}", command.get_command(ctx, sub))
+        elif any("--scope" in getattr(p, "opts", ()) for p in command.params):
+            found.add(name)
+
+    for name in COMMANDS:
+        walk(name, cli.get_command(ctx, name))
+    return found
+
+
+#: command -> its arguments without --scope ({tmp}: the test's temporary folder)
+SCOPED = {"learn": ["learn", "x"], "list": ["list"], "recall": ["recall", "x"],
+          "section": ["section", "x", "--agent", "a"], "export": ["export", "{tmp}/out.jsonl"], "import": ["import", "{tmp}/in.jsonl"],
+          "ingest": ["ingest", "{tmp}/in.jsonl"], "mcp": ["mcp"]}
+
+
+def test_the_scope_table_names_every_command_with_a_scope_option() -> None:
+    assert _scope_commands() == set(SCOPED)
+
+
+@pytest.mark.parametrize("bad", ["projct:atlas", "project"])
+@pytest.mark.parametrize("command", sorted(SCOPED))
+def test_every_scope_option_refuses_an_invalid_scope(run, home: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch, command: str, bad: str) -> None:
+    import plur.service.autostart as autostart
+
+    learn_id(run, "The atlas project ships in May.", "--scope", "project:atlas")
+    (tmp_path / "in.jsonl").write_text('{"statement": "Standups are at 9:30."}\n', encoding="utf-8")
+    started: list[object] = []
+    monkeypatch.setattr(autostart, "door", lambda *a, **k: started.append(a))  # must not be reached
+    args = [a.replace("{tmp}", str(tmp_path)) for a in SCOPED[command]]
+    r = run(*args, "--scope", bad)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.startswith((f"plur: error: invalid scope {bad!r}: use 'global', 'project:<name>'",
+                                f"plur: error: invalid --scope {bad!r}: use 'global', 'project:<name>'"))
+    assert not (tmp_path / "out.jsonl").exists() and started == []
+    assert len(json.loads(run("list", "--json").stdout)) == 1  # nothing imported or ingested

@@ -397,6 +397,30 @@ def test_port_in_use_is_one_clear_line(tmp_path: Path) -> None:
     assert bad.returncode == 7 and "not an address of this machine" in bad.stderr and "Traceback" not in bad.stderr
 
 
+
+@pytest.mark.parametrize("command", [["service", "start", "--port", "0"], ["serve", "--daemon", "--port", "0"]])
+def test_an_invalid_setting_stops_a_start_with_exit_2_before_anything_is_spawned(tmp_path: Path,
+                                                                                 command: list[str]) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text("fusion = 'RRF2'\n", encoding="utf-8")
+    r = plur(*command, home=home, env={"PLUR_MODEL": "none"}, timeout=60)
+    assert r.returncode == 2, r.stderr  # was 7: the service process failed and the start said only that
+    assert r.stderr.strip().splitlines() == [
+        f"plur: error: setting fusion='RRF2' (from {home / 'config.toml'}) must be one of rrf, weighted"]
+    assert sorted(p.name for p in home.iterdir()) == ["config.toml"]  # no log: nothing was spawned
+
+
+def test_a_start_passes_on_the_exit_code_of_a_service_that_fails(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "engrams").write_text("a file where the engram folder should be", encoding="utf-8")
+    r = plur("service", "start", "--port", "0", home=home, env={"PLUR_MODEL": "none"}, timeout=120)
+    assert r.returncode == 4, r.stderr  # the service's own StoreError, not a generic 7
+    assert r.stderr.startswith("plur: error: the service exited with status 4 while starting: ")
+    assert "cannot read the engram folder" in r.stderr and r.stderr.count("\n") == 1
+
+
 def test_wildcard_bind_answers_on_the_addresses_it_prints() -> None:
     from plur.net import local_addresses
 

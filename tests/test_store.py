@@ -220,7 +220,7 @@ def _three(store: EngramStore) -> list[Engram]:
 
 @pytest.mark.parametrize("garbage, reason", [
     (b"id: [unclosed\nstatement: x\n", "not valid YAML"),
-    (b"", "mapping"),
+    (b"", "the file is empty (0 bytes"),
     (b"just a string\n", "mapping"),
     (b"id: ENG-2025-07-25-a1b2c3\nstatement: ''\nscope: global\ncreated: 2025-07-25\n", "empty"),
     (b"\xff\xfe not utf-8", "UTF-8"),

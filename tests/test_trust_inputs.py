@@ -149,6 +149,65 @@ def test_jsonl_import_refuses_an_empty_created(tmp_path: Path) -> None:
         read_engrams(path)
 
 
+
+# -- quarantine reasons name the fix (new-user trial) ------------------------------------
+def _quarantine_reason(plur_home: Path, text: str, eid: str | None = None) -> tuple[str, str]:
+    """Write ``text`` over the file of engram ``eid`` (default: a new one); (its id, the reason a fresh store
+    quarantines it for)."""
+    store = EngramStore(plur_home, fsync=False)
+    if eid is None:
+        eid = store.add(Engram.create("The dog is Rex."))[0].id
+    store.path_for(eid).write_text(text, encoding="utf-8")
+    fresh = EngramStore(plur_home, fsync=False)
+    assert fresh.all() == []
+    [q] = fresh.quarantined()
+    return eid, q["reason"]
+
+
+@pytest.mark.parametrize(("value", "fix"), [
+    ("12345", 'statement must be text, got int 12345; put it in quotes so it is read as text, '
+              'e.g. statement: "12345"'),
+    ("1.5", 'got float 1.5; put it in quotes so it is read as text, e.g. statement: "1.5"'),
+    ("yes", 'got bool True; put it in quotes so it is read as text (YAML reads yes/no'),
+    ("[a, b]", "got list ['a', 'b']; write it as one text in quotes, e.g. statement: \"...\""),
+])
+def test_a_statement_yaml_reads_as_no_text_names_the_fix(value: str, fix: str) -> None:
+    eid = "ENG-2025-01-01-abcdef"
+    text = f"id: {eid}\nstatement: {value}\nscope: global\ncreated: 2025-01-01T00:00:00Z\n"
+    with pytest.raises(ValidationError) as err:
+        Engram.from_yaml(text)
+    assert fix in str(err.value)
+
+
+def test_a_number_statement_in_a_stored_file_is_quarantined_with_the_quoting_fix(plur_home: Path) -> None:
+    store = EngramStore(plur_home, fsync=False)
+    e, _ = store.add(Engram.create("The dog is Rex."))
+    text = store.path_for(e.id).read_text(encoding="utf-8").replace("statement: The dog is Rex.", "statement: 12345")
+    _, reason = _quarantine_reason(plur_home, text, e.id)
+    assert reason == ('statement must be text, got int 12345; put it in quotes so it is read as text, '
+                      'e.g. statement: "12345"')
+
+
+@pytest.mark.parametrize(("text", "what"), [("", "0 bytes"), ("\n  \n", "4 bytes, whitespace only")])
+def test_an_empty_engram_file_is_quarantined_saying_so_and_how_to_fix_it(plur_home: Path, text: str,
+                                                                         what: str) -> None:
+    eid, reason = _quarantine_reason(plur_home, text)
+    assert reason == (f"the file is empty ({what}: a write cut short, or emptied by hand); write its fields back "
+                      f"(id: {eid}, statement, scope, created, as in any engram file) and run "
+                      f"`plur doctor --restore {eid}`, or delete it from {plur_home / 'quarantine'} "
+                      "if the engram is not needed")
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("# only a comment\n", "the engram is empty (no fields); write one 'field: value' per line"),
+    ("- a list\n", "an engram must be a mapping of fields ('field: value' lines), got list ['a list']"),
+])
+def test_engram_text_that_is_no_mapping_says_what_to_write(text: str, says: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        Engram.from_yaml(text)
+    assert says in str(err.value) and "NoneType" not in str(err.value)
+
+
 # -- CLI: invalid UTF-8, terminal control sequences -------------------------------------
 def test_invalid_utf8_argument_is_one_line_exit_2(run) -> None:
     r = run("learn", "caf\udce9")  # what Python makes of the bytes caf\xe9 on argv (surrogateescape)

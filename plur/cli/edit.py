@@ -1,4 +1,4 @@
-"""Changing engrams: ``plur edit`` (in $EDITOR, validated), ``update``, ``supersede``, ``pin``, ``unpin``."""
+"""Changing engrams: ``plur edit`` (in $VISUAL / $EDITOR, validated), ``update``, ``supersede``, ``pin``, ``unpin``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..errors import ConflictError, ValidationError
+from ..errors import PlurError, ValidationError
 from ..service.session import Session as App
 from ..store.engram import Engram
 from .output import echo, one_line
@@ -30,12 +30,18 @@ def _edit_folder(home: Path) -> Path:
 
 
 def _edit_in_home(home: Path, engram_id: str, text: str) -> str | None:
-    """Open ``text`` in $EDITOR from a 0600 file in :func:`_edit_folder`; the saved text, or None if not saved.
+    """Open ``text`` in the editor (:func:`plur.cli.ask.run_editor`) from a 0600 file in :func:`_edit_folder`;
+    the saved text, or None if not saved.
 
     The file is removed afterwards (an editor's own swap file goes when the editor closes).
+
+    Raises:
+        ConfigError / PlurError: the editor cannot be started, or failed (:func:`~plur.cli.ask.run_editor`).
     """
     import os
     import tempfile
+
+    from .ask import run_editor
 
     fd, name = tempfile.mkstemp(prefix=f"{engram_id}-", suffix=".yaml", dir=_edit_folder(home))
     path = Path(name)
@@ -43,7 +49,7 @@ def _edit_in_home(home: Path, engram_id: str, text: str) -> str | None:
         with open(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         before = os.stat(path).st_mtime_ns
-        click.edit(filename=str(path))
+        run_editor(path)
         if os.stat(path).st_mtime_ns == before:
             return None  # not saved
         return path.read_text(encoding="utf-8")
@@ -51,26 +57,56 @@ def _edit_in_home(home: Path, engram_id: str, text: str) -> str | None:
         path.unlink(missing_ok=True)
 
 
+def _keep(home: Path, engram_id: str, text: str) -> Path:
+    """Save the person's edited ``text`` (not in the store) as ``<home>/edit/kept-<id>-*.yaml``; its path."""
+    import tempfile
+
+    fd, kept = tempfile.mkstemp(prefix=f"kept-{engram_id}-", suffix=".yaml", dir=_edit_folder(home))
+    with open(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return Path(kept)
+
+
 @click.command()
 @click.argument("engram_id")
 @click.pass_obj
 def edit(app: App, engram_id: str) -> None:
-    """Edit an engram in $EDITOR; it is validated before it replaces the stored one.
+    """Edit an engram in $VISUAL / $EDITOR; it is validated before it replaces the stored one.
 
-    An invalid edit is shown with the error and re-opened (or abandoned, leaving
-    the stored engram untouched).
+    An invalid edit is shown with the error and re-opened (or abandoned, leaving the stored engram
+    untouched). Whenever the edit does not reach the store, the edited text is kept in <home>/edit/
+    and the message says where.
     """
-    from ..store.engram import engram_version
-
     mem = app.memory
     old = mem.get(engram_id)
+    draft: list[str] = []  # the person's latest edited text, while it is not in the store
+    try:
+        _edit(mem, old, draft)
+    except PlurError as exc:
+        if draft:
+            exc.args = (f"{exc}; your edited text is kept in {_keep(mem.home, engram_id, draft[-1])}",)
+        raise
+    except (click.Abort, KeyboardInterrupt):  # Ctrl-C at the question or in the editor
+        if draft:
+            echo(f"plur: your edited text is kept in {_keep(mem.home, engram_id, draft[-1])}", err=True)
+        raise
+
+
+def _edit(mem: Any, old: Engram, draft: list[str]) -> None:
+    """The edit loop of :func:`edit`; appends each edited text to ``draft`` until it is stored."""
+    from ..store.engram import engram_version
+    from .ask import confirm
+
+    engram_id = old.id
     version = engram_version(old)  # the update is refused if the engram changes while the editor is open
     text = old.to_yaml()
     while True:
         edited = _edit_in_home(mem.home, engram_id, text)
         if edited is None or edited == old.to_yaml():
+            draft.clear()  # nothing of the person's is left out of the store
             echo(f"no changes: {engram_id}")
             return
+        draft.append(edited)
         try:
             new = Engram.from_yaml(edited)
             if new.id != old.id:
@@ -79,25 +115,18 @@ def edit(app: App, engram_id: str) -> None:
             break
         except ValidationError as exc:
             echo(f"invalid engram: {one_line(str(exc))}", err=True)
-            if not click.confirm("Re-open the editor?", default=True, err=True):
+            if not confirm("Re-open the editor?", f"edit of {engram_id} needs an answer to 'Re-open the editor?' "
+                           f"after an invalid edit ({one_line(str(exc))}): run it in a terminal", default=True):
                 raise ValidationError(f"edit of {engram_id} abandoned ({one_line(str(exc))}); "
                                       "the stored engram is unchanged") from None
             text = edited
     changes = _changes(old, new)
     if not changes:
+        draft.clear()
         echo(f"no changes: {engram_id}")
         return
-    try:
-        mem.update(engram_id, expected=version, **changes)
-    except ConflictError as exc:  # keep the person's text: it is not in the store
-        import tempfile
-
-        folder = _edit_folder(mem.home)
-        fd, kept = tempfile.mkstemp(prefix=f"kept-{engram_id}-", suffix=".yaml", dir=folder)
-        with open(fd, "w", encoding="utf-8") as fh:
-            fh.write(edited)
-        exc.args = (f"{exc}; your edited text is kept in {kept}",)
-        raise
+    mem.update(engram_id, expected=version, **changes)  # a ConflictError keeps the draft (edit)
+    draft.clear()
     echo(f"updated: {engram_id} ({', '.join(sorted(changes))})")
 
 

@@ -6,6 +6,7 @@ import click
 
 from ..service.session import Session as App
 from ..store.engram import Engram
+from .ask import confirm
 from .output import echo, engram_line
 
 
@@ -19,7 +20,8 @@ def forget(app: App, engram_id: str, yes: bool) -> None:
     if not yes:
         e = Engram.from_dict(client.engram(engram_id)["engram"]) if client else app.memory.get(engram_id)
         echo(engram_line(e), err=True)
-        click.confirm("Forget this engram?", abort=True, err=True)
+        if not confirm("Forget this engram?", "forget needs a confirmation: run it in a terminal or pass -y"):
+            raise click.Abort()  # answered no: click's "Aborted!", exit 1
     if client is not None:
         client.forget(engram_id)
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..service.session import Session as App
-from ..store.engram import TYPES, Engram
+from ..store.engram import TYPES, Engram, _check_scope
 from .fast import BELOW_FLOOR, BELOW_FLOOR_HINT, EMPTY_SECTION
 from .output import echo, emit_json, fmt_number, summary
 
@@ -31,6 +31,8 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
            tags: tuple[str, ...], min_score: float | None, include_expired: bool, agent: str | None,
            explain: bool, as_json: bool) -> None:
     """Recall the engrams most relevant to QUERY, best first."""
+    if scope is not None:  # before a service is started for it
+        _check_scope(scope)
     client = app.service("recall", start=mode == "hybrid")
     if client is not None:
         from ..index.recall import Hit
@@ -77,6 +79,8 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
 @click.pass_obj
 def section(app: App, message: str, agent: str, scope: str | None) -> None:
     """Print the memory block that would be injected for MESSAGE."""
+    if scope is not None:  # before a service is started for it
+        _check_scope(scope)
     client = app.service("section", start=True)
     if client is not None:
         block = client.block(agent, message, scope)["text"]

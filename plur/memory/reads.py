@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from ..store.engram import Engram
+from ..store.engram import Engram, _check_scope
 
 
 def get(mem: Any, engram_id: str) -> Engram:
@@ -18,7 +18,13 @@ def get(mem: Any, engram_id: str) -> Engram:
 
 def list_(mem: Any, *, scope: str | None = None, type: str | None = None, tag: str | None = None,
          status: str | None = None, text: str | None = None) -> list[Engram]:
-    """Engrams matching every given filter, newest first (``text``: case-insensitive substring)."""
+    """Engrams matching every given filter, newest first (``text``: case-insensitive substring).
+
+    Raises:
+        ValidationError: ``scope`` is not a valid scope (``projct:atlas`` would match nothing, silently).
+    """
+    if scope is not None:
+        _check_scope(scope)
     mem._scan()
     if mem._newest_cache is None or mem._newest_cache[0] != mem._generation:
         every = mem.store.all()

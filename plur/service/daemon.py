@@ -31,6 +31,8 @@ from ..store.atomic import private_dirs
 START_TIMEOUT_S = 180.0
 #: Seconds ``stop`` waits after SIGTERM (indexes are saved on the way out).
 STOP_TIMEOUT_S = 30.0
+#: The exit codes a PlurError gives (README "exit code" table) that ``start`` passes on from the service process.
+PLUR_EXIT_CODES = frozenset(range(2, 11))
 
 
 def status(home: Path) -> dict[str, Any]:
@@ -67,20 +69,28 @@ def start(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts:
         :func:`status` of the running service, with ``"already": True`` if it was running before.
 
     Raises:
-        ServiceError: the process exited during start (its log's last lines are in the message),
+        ConfigError: a setting (config.toml, ``PLUR_*``) is invalid; checked here, before anything is spawned.
+        ServiceError: the process exited during start (its log's last lines are in the message; the
+            exit code is the process's own when it is one of plur's, e.g. 4 for an unreadable store),
             or did not answer within ``timeout_s``.
     """
     now = status(home)
     if now["running"]:
         return {**now, "already": True}
+    from ..config import load_settings
+
+    load_settings(home)  # a bad setting is the usual one line and exit 2, not "the service exited" (exit 7)
     proc = spawn(home, host, port, allow_hosts=allow_hosts)
     log_path = home / files.LOG_FILE
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         code = proc.poll()
         if code is not None:
-            raise ServiceError(f"the service exited with status {code} while starting: {_tail(log_path)} "
+            err = ServiceError(f"the service exited with status {code} while starting: {_tail(log_path)} "
                                f"(full log: {log_path})")
+            if code in PLUR_EXIT_CODES:  # the service's own verdict (2 bad input, 4 store...), not a generic 7
+                err.exit_code = code
+            raise err
         info = files.read_service_file(home)
         if info is not None and info.get("pid") == proc.pid:
             try:

@@ -20,6 +20,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+
+from ..errors import ConfigError
+from ..values import check_home
+
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is ~2 ms of a cold CLI recall
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
@@ -40,7 +44,12 @@ def default_home() -> Path:
 
 
 def home_of(home: str | os.PathLike[str] | None) -> Path:
-    """The home folder for an optional ``--home`` value."""
+    """The home folder for an optional ``--home`` value.
+
+    Raises:
+        ConfigError: ``home`` is ``""`` (``Path("")`` would be the current directory).
+    """
+    check_home(home, error=ConfigError)
     return Path(home).expanduser() if home is not None else default_home()
 
 

@@ -95,9 +95,20 @@ def _check_scope(scope: Any) -> str:
     return scope
 
 
+def _as_text_hint(value: Any) -> str:
+    """How to make a YAML or JSON value that was read as a number, flag, list or mapping into text."""
+    if isinstance(value, bool):
+        return ('put it in quotes so it is read as text (YAML reads yes/no, true/false, on/off as a flag), '
+                'e.g. statement: "yes"')
+    if isinstance(value, (int, float)):
+        return f'put it in quotes so it is read as text, e.g. statement: "{value!r:.60}"'
+    return 'write it as one text in quotes, e.g. statement: "..." (a list or mapping is not a statement)'
+
+
 def _check_statement(statement: Any, max_bytes: int | None) -> str:
     if not isinstance(statement, str):
-        raise ValidationError(f"statement must be text, got {type(statement).__name__} {statement!r:.60}")
+        raise ValidationError(f"statement must be text, got {type(statement).__name__} {statement!r:.60}; "
+                              f"{_as_text_hint(statement)}")
     if not statement.strip():
         raise ValidationError(f"statement {statement!r:.60} is empty or whitespace only; give the fact to remember")
     try:
@@ -276,8 +287,12 @@ class Engram:
         Raises:
             ValidationError: missing required field or invalid value.
         """
+        if data is None:
+            raise ValidationError("the engram is empty (no fields); write one 'field: value' per line "
+                                  "(id, statement, scope, created, as in any engram file)")
         if not isinstance(data, Mapping):
-            raise ValidationError(f"an engram must be a mapping of fields, got {type(data).__name__}")
+            raise ValidationError(f"an engram must be a mapping of fields ('field: value' lines), got "
+                                  f"{type(data).__name__} {data!r:.60}; write one 'field: value' per line")
         missing = [k for k in REQUIRED_FIELDS if k not in data]
         if missing:
             raise ValidationError(f"engram is missing required field(s) {', '.join(missing)}")

@@ -25,7 +25,7 @@ from .lock import StoreLock
 from .manifest import FileEntry, JournalTail, WriterJournal, file_sha, load_manifest
 from .manifest import save_manifest as save_manifest_file
 from .folder_scan import StatKey, scan_folder, scan_folder_while
-from .quarantine import move_aside, unmoved_record
+from .quarantine import empty_file_reason, move_aside, unmoved_record
 from .changes import Changes, _check_home, _merge_op  # noqa: F401 - Changes re-exported
 
 #: Default statement limit in UTF-8 bytes (1 MiB); see :mod:`plur.store.store`.
@@ -326,6 +326,8 @@ class FolderMirror:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ValidationError(f"file is not UTF-8 text ({exc}); re-save it as UTF-8") from None
+        if not text.strip():
+            raise ValidationError(empty_file_reason(stem, len(data), self.quarantine_dir))
         engram = Engram.from_yaml(text)
         if engram.id != stem:
             raise ValidationError(

@@ -30,6 +30,14 @@ def _stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
 
 
+def empty_file_reason(engram_id: str, nbytes: int, quarantine_dir: Path) -> str:
+    """The reason an engram file with no content (``nbytes`` of whitespace, or none) is quarantined, with both fixes."""
+    what = f"{nbytes} bytes, whitespace only" if nbytes else "0 bytes"
+    return (f"the file is empty ({what}: a write cut short, or emptied by hand); write its fields back "
+            f"(id: {engram_id}, statement, scope, created, as in any engram file) and run "
+            f"`plur doctor --restore {engram_id}`, or delete it from {quarantine_dir} if the engram is not needed")
+
+
 def unmoved_record(src: Path, reason: str) -> dict[str, Any]:
     """The :func:`list_quarantined`-shaped record of a bad file that could not be moved.
 

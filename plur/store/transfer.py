@@ -27,7 +27,7 @@ from pathlib import Path
 from ..errors import StoreError, ValidationError
 from .atomic import private_dirs
 from .claude_dir import claude_file as _claude_file, read_claude_dir as _read_claude_dir
-from .engram import Engram, new_id, parse_time, utcnow
+from .engram import Engram, _check_scope, new_id, parse_time, utcnow
 from .plur_yaml import dump_plur_yaml, from_plur, read_plur_yaml as _read_plur_yaml, to_plur
 
 FORMATS: tuple[str, ...] = ("jsonl", "plur-yaml", "claude-dir")
@@ -72,8 +72,10 @@ def read_engrams(path: str | os.PathLike[str], fmt: str | None = None, *, scope:
             default ``global``.
 
     Raises:
-        ValidationError: unknown format, unreadable or malformed input.
+        ValidationError: an invalid ``scope``, unknown format, unreadable or malformed input.
     """
+    if scope is not None:
+        _check_scope(scope)
     p = Path(path).expanduser()
     fmt = _check_format(fmt or detect_format(p))
     if fmt == "claude-dir":
