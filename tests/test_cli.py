@@ -121,6 +121,24 @@ def test_doctor_reports_invalid_settings_and_the_rest_of_the_home(run, home: Pat
 
 
 
+def test_reads_on_a_home_that_does_not_exist_say_so_and_create_nothing(run, home: Path) -> None:
+    """A mistyped --home / PLUR_HOME looked like an empty memory and was created by the first read."""
+    assert not home.exists()
+    note = f"plur: no memory at {home} (the folder does not exist"
+    r = run("recall", "dog")
+    assert r.exit_code == 0 and note in r.stderr and "no engrams recalled" in r.stderr and r.stdout == ""
+    assert json.loads(run("recall", "dog", "--json").stdout) == []
+    s = run("section", "dog", "--agent", "a")
+    assert s.exit_code == 0 and note in s.stderr and "empty memory block" in s.stdout
+    d = run("doctor")
+    assert d.exit_code == 0 and "does not exist" in d.stdout
+    assert json.loads(run("doctor", "--json").stdout)["exists"] is False
+    assert not home.exists()
+    assert run("learn", "The user's dog is called Rex.").exit_code == 0    # a write creates it
+    assert "Rex" in run("recall", "dog").stdout and "no memory at" not in run("recall", "dog").stderr
+
+
+
 # -- edit -------------------------------------------------------------------------------
 def editor(tmp_path: Path, body: str) -> str:
     """An $EDITOR command: a Python script that rewrites the file it is given."""

@@ -42,6 +42,14 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, fix: bo
         else:
             echo(f"restored: {e.id} ({summary(e.statement, 60)})")
         return
+    missing = app.missing_home()
+    if missing is not None and not fix:  # report, do not create (a mistyped --home / PLUR_HOME)
+        if as_json:
+            emit_json({"home": str(missing), "exists": False})
+        else:
+            echo(f"home         {missing} does not exist: nothing learned there yet (`plur learn` or "
+                 "`plur init` creates it)")
+        return
     from ..config import load_settings_reporting
 
     settings, problems = load_settings_reporting(app.home)

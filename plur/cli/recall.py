@@ -33,6 +33,11 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
     """Recall the engrams most relevant to QUERY, best first."""
     if scope is not None:  # before a service is started for it
         _check_scope(scope)
+    missing = app.missing_home()
+    if missing is not None:  # a read never creates the home (a mistyped --home looked like an empty memory)
+        app.say_no_home(missing)
+        emit_json([]) if as_json else echo("no engrams recalled", err=True)
+        return
     client = app.service("recall", start=mode == "hybrid")
     if client is not None:
         from ..index.recall import Hit
@@ -81,6 +86,11 @@ def section(app: App, message: str, agent: str, scope: str | None) -> None:
     """Print the memory block that would be injected for MESSAGE."""
     if scope is not None:  # before a service is started for it
         _check_scope(scope)
+    missing = app.missing_home()
+    if missing is not None:
+        app.say_no_home(missing)
+        echo(EMPTY_SECTION)
+        return
     client = app.service("section", start=True)
     if client is not None:
         block = client.block(agent, message, scope)["text"]

@@ -85,6 +85,23 @@ class Session:
             self._clients.append(client)
         return client
 
+    def missing_home(self) -> "Path | None":
+        """The home's path when it does not exist yet (nothing learned; a read must not create it), else ``None``.
+
+        A home on PostgreSQL (``PLUR_STORE`` set) counts as present: its engrams live in the database.
+        """
+        import os
+
+        from .files import home_of
+
+        home = home_of(self.home)
+        return None if home.is_dir() or os.environ.get("PLUR_STORE") else home
+
+    def say_no_home(self, home: "Path") -> None:
+        """The one stderr line of a read on a home that does not exist (a mistyped ``--home`` / ``PLUR_HOME``)."""
+        print(f"plur: no memory at {home} (the folder does not exist; `plur learn` or `plur init` creates it)",
+              file=sys.stderr, flush=True)
+
     def quarantined(self) -> int:
         """Files the store holds in quarantine, as far as this invocation saw (service answers or its Memory).
 
