@@ -113,11 +113,14 @@ def test_doctor_reports_invalid_settings_and_the_rest_of_the_home(run, home: Pat
     assert "settings     1 invalid" in r.stdout and "embed_precision='fp8'" in r.stdout and "float32, int8" in r.stdout
     assert "engrams      1" in r.stdout and "quarantined  0 files" in r.stdout
     report = json.loads(run("doctor", "--json", "--no-model").stdout)
-    assert len(report["settings"]["problems"]) == 1 and report["engrams"]["total"] == 1
+    assert len(report["settings_problems"]) == 1 and report["engrams"]["total"] == 1
+    assert report["settings"]["embed_precision"] == "float32" and report["settings"]["bm25_k1"] == 1.5
     (home / "config.toml").write_text("fusion = 'RRF'\n", encoding="utf-8")
     fine = run("doctor", "--no-model")
     assert fine.exit_code == 0 and "settings" not in fine.stdout
-    assert json.loads(run("doctor", "--json", "--no-model").stdout)["settings"] == {"problems": []}
+    fine_report = json.loads(run("doctor", "--json", "--no-model").stdout)
+    assert fine_report["settings_problems"] == [] and fine_report["settings"]["fusion"] == "rrf"
+    assert fine_report["settings"]["recall_k"] == 12 and fine_report["settings"]["fsync"] is True
 
 
 

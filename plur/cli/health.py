@@ -64,7 +64,7 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, fix: bo
         report = mem.doctor(load_model=not no_model)
         report["manifest"] = mem.store.manifest_info()
         report["service"] = {"running": False}
-    report["settings"] = {"problems": problems}
+    report["settings_problems"] = problems
     if as_json:
         emit_json(report)
         _refuse_if(problems)

@@ -41,10 +41,11 @@ def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
             "settings": {k: _shown(k, v) for k, v in vars(mem.settings).items()}}
 
 
-def _shown(name: str, value: Any) -> str:
-    """A setting as ``plur doctor`` shows it: the store URI without its password."""
+def _shown(name: str, value: Any) -> Any:
+    """A setting as ``plur doctor`` shows it: its JSON value (numbers and flags stay numbers and flags; the home a
+    string), the store URI without its password."""
     if name == "store" and value:
         from ..store.pg.connect import redact
 
         return redact(str(value))
-    return str(value)
+    return value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
