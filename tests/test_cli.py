@@ -124,6 +124,15 @@ def test_doctor_reports_invalid_settings_and_the_rest_of_the_home(run, home: Pat
 
 
 
+def test_list_marks_retired_and_expired_engrams(run, home: Path) -> None:
+    live = learn_id(run, "The user's dog is called Rex.")
+    gone = learn_id(run, "The office is on floor 2.", "--valid-until", "2020-01-01T00:00Z")
+    old = learn_id(run, "Deploys go out on Tuesdays.")
+    assert run("supersede", old, "Deploys go out on Thursdays.").exit_code == 0
+    flags = {line.split()[0]: line[len(live) + 1:len(live) + 3] for line in run("list").stdout.splitlines()}
+    assert (flags[live], flags[gone], flags[old]) == ("  ", " x", " r"), flags
+
+
 def test_reads_on_a_home_that_does_not_exist_say_so_and_create_nothing(run, home: Path) -> None:
     """A mistyped --home / PLUR_HOME looked like an empty memory and was created by the first read."""
     assert not home.exists()

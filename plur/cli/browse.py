@@ -20,7 +20,7 @@ from .output import echo, emit_json, engram_line
 @click.pass_obj
 def list_(app: App, scope: str | None, type_: str | None, tag: str | None, status: str | None,
           text: str | None, limit: int | None, as_json: bool) -> None:
-    """List engrams, newest first ('*' pinned, 'r' retired)."""
+    """List engrams, newest first ('*' pinned, 'r' retired, 'x' expired or not yet valid)."""
     found = app.memory.list(scope=scope, type=type_, tag=tag, status=status, text=text)
     shown = found if limit is None else found[:limit]
     if as_json:

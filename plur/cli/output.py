@@ -64,7 +64,7 @@ def summary(text: str, width: int = 90) -> str:
 
 
 def engram_line(e: Engram) -> str:
-    flags = ("*" if e.pinned else " ") + ("r" if e.status == "retired" else " ")
+    flags = ("*" if e.pinned else " ") + ("r" if e.status == "retired" else " " if e.is_current() else "x")
     return f"{e.id} {flags} {e.type:<9} {e.scope:<16} {summary(e.statement)}"
 
 
