@@ -249,3 +249,17 @@ def test_export_refuses_to_clobber_without_force(tmp_path: Path) -> None:
         with pytest.raises(ValidationError, match="did not export"):
             write_engrams(engrams, folder, "claude-dir", force=force)
     assert sorted(p.name for p in folder.iterdir()) == ["keep.txt"]
+
+
+def test_import_scope_is_the_default_of_entries_without_one_in_every_format(tmp_path: Path) -> None:
+    """`plur import F --scope S` was applied to claude-dir only: JSONL and engrams.yaml entries went to global."""
+    from plur.store.transfer import read_engrams
+
+    jl = tmp_path / "a.jsonl"
+    jl.write_text('{"statement": "no scope here"}\n{"statement": "mine", "scope": "agent:x"}\n', encoding="utf-8")
+    assert [e.scope for e in read_engrams(jl, scope="project:atlas")] == ["project:atlas", "agent:x"]
+    assert [e.scope for e in read_engrams(jl)] == ["global", "agent:x"]
+    py = tmp_path / "engrams.yaml"
+    py.write_text("engrams:\n  - statement: no scope here\n  - statement: mine\n    scope: agent:x\n", encoding="utf-8")
+    assert [e.scope for e in read_engrams(py, scope="project:atlas")] == ["project:atlas", "agent:x"]
+    assert [e.scope for e in read_engrams(py)] == ["global", "agent:x"]

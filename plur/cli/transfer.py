@@ -16,7 +16,7 @@ from .output import echo, emit_json, one_line
 @click.argument("source", type=click.Path(path_type=Path, exists=True))
 @click.option("--format", "fmt", type=click.Choice(("jsonl", "plur-yaml", "claude-dir")), default=None,
               help="Default: from the path (folder = claude-dir, .jsonl, .yaml).")
-@click.option("--scope", default=None, help="Scope for memories that carry none (claude-dir); default global.")
+@click.option("--scope", default=None, help="Scope for entries that carry none (any format); default global.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_obj
 def import_(app: App, source: Path, fmt: str | None, scope: str | None, as_json: bool) -> None:

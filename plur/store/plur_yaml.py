@@ -52,13 +52,16 @@ PLUR_MAPPED = ("id", "type", "status", "scope", "source", "temporal", "statement
                "tags", "pinned", "content_hash")
 
 
-def read_plur_yaml(p: Path, text: str) -> list[Engram]:
+def read_plur_yaml(p: Path, text: str, default_scope: str = "global") -> list[Engram]:
+    """The engrams of a PLUR ``engrams.yaml``; an entry without a scope gets ``default_scope``."""
     doc = load_yaml(text, what=str(p))
     if not isinstance(doc, Mapping) or not isinstance(doc.get("engrams"), list):
         raise ValidationError(f"{p}: a PLUR engrams.yaml is a mapping with an 'engrams:' list; "
                               "this file has none (wrong file, or truncated?)")
     out = []
     for n, entry in enumerate(doc["engrams"], 1):
+        if isinstance(entry, Mapping) and entry.get("scope") is None:
+            entry = {**entry, "scope": default_scope}
         try:
             out.append(from_plur(entry))
         except ValidationError as exc:

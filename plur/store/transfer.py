@@ -68,8 +68,8 @@ def read_engrams(path: str | os.PathLike[str], fmt: str | None = None, *, scope:
     Args:
         path: file (``jsonl``, ``plur-yaml``) or folder (``claude-dir``).
         fmt: one of :data:`FORMATS`; default :func:`detect_format`.
-        scope: scope for entries that carry none (``claude-dir`` without ``plur`` frontmatter);
-            default ``global``.
+        scope: scope for entries that carry none (in every format: a JSONL line or ``engrams.yaml``
+            entry without ``scope``, a ``claude-dir`` memory without ``plur`` frontmatter); default ``global``.
 
     Raises:
         ValidationError: an invalid ``scope``, unknown format, unreadable or malformed input.
@@ -84,18 +84,18 @@ def read_engrams(path: str | os.PathLike[str], fmt: str | None = None, *, scope:
         return _read_claude_dir(p, scope or "global")
     text = read_text_file(p)
     if fmt == "jsonl":
-        return _read_jsonl(p, text)
-    return _read_plur_yaml(p, text)
+        return _read_jsonl(p, text, scope or "global")
+    return _read_plur_yaml(p, text, scope or "global")
 
 
-def _read_jsonl(p: Path, text: str) -> list[Engram]:
+def _read_jsonl(p: Path, text: str, default_scope: str = "global") -> list[Engram]:
     out = []
     for n, line in enumerate(text.split("\n"), 1):  # not splitlines(): \x85 and \u2028 are data
         if not line.strip():
             continue
         try:
             data = json.loads(line)
-            out.append(engram_from_json(data))
+            out.append(engram_from_json(data, default_scope))
         except json.JSONDecodeError as exc:
             raise ValidationError(f"{p}:{n}: not a JSON object ({exc.msg}); one engram per line") from None
         except ValidationError as exc:
@@ -117,10 +117,10 @@ def read_text_file(p: Path, encoding: str = "utf-8") -> str:
         raise ValidationError(f"cannot read {str(p)!r} as UTF-8 text ({exc})") from None
 
 
-def engram_from_json(data: Any) -> Engram:
+def engram_from_json(data: Any, default_scope: str = "global") -> Engram:
     """An engram from one JSONL object; only ``statement`` is required.
 
-    Defaults, for absent fields only: ``scope`` ``global``, ``created`` now, ``id`` fresh (``ENG-<created date>-<6 hex>``),
+    Defaults, for absent fields only: ``scope`` ``default_scope``, ``created`` now, ``id`` fresh (``ENG-<created date>-<6 hex>``),
     ``type`` ``fact``, ``status`` ``active``. Every other :data:`~plur.store.engram.FIELD_ORDER` field is
     optional; unknown keys are kept (``Engram.extra``).
 
@@ -134,7 +134,7 @@ def engram_from_json(data: Any) -> Engram:
     d = dict(data)
     # Defaults fill fields that are absent; a field present but empty (``"created": null``) is a damaged
     # record and is refused by Engram.from_dict, exactly as on read.
-    d.setdefault("scope", "global")
+    d.setdefault("scope", default_scope)
     d.setdefault("created", utcnow())
     if "id" not in d:
         d["id"] = new_id(parse_time(d["created"], "created"))
