@@ -245,7 +245,9 @@ def test_the_hook_refuses_bad_input_in_one_line_without_blocking_the_prompt(plur
     for stdin, args, needle in [("not json", [], "not JSON"),
                                 ('{"session_id": "a", "hook_event_name": "Stop"}', [], "'Stop' is not handled"),
                                 ('{"hook_event_name": "SessionStart"}', [], "no session_id"),
-                                ("{}", ["--max-engrams", "many"], "'many' is not a number")]:
+                                ("{}", ["--max-engrams", "many"], "'many' is not a number"),
+                                ('{"session_id": "a", "hook_event_name": "SessionStart"}', ["--home", ""],
+                                 "--home is empty")]:
         proc = subprocess.run([sys.executable, "-m", "plur", "hook", "claude-code", *args], input=stdin,
                               capture_output=True, text=True, env=_env(plur_home), timeout=60)
         assert proc.returncode == 1 and needle in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr

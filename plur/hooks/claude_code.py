@@ -49,6 +49,9 @@ class HookError(Exception):
 
 
 def _home(value: str | None) -> str:
+    if value == "":  # as the plur command: '' would be the current directory
+        raise HookError("--home is empty ('' would be the current directory); pass a folder, or leave it out "
+                        "for $PLUR_HOME / ~/.plur")
     if value:
         return os.path.expanduser(value)
     env = os.environ.get("PLUR_HOME")
