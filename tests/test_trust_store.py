@@ -66,6 +66,22 @@ def test_doctor_restore_brings_a_fixed_file_back_and_validates_first(run, plur_h
     assert run("doctor", "--restore", name).exit_code == 3
 
 
+def test_doctor_discard_deletes_a_quarantined_file_and_the_warning_goes(run, plur_home: Path) -> None:
+    keep = learn_id(run, "The dog is Rex.")
+    drop = learn_id(run, "A stray copy.")
+    _truncate(plur_home, drop)
+    assert "1 file is quarantined" in run("list").stderr
+    q = json.loads(run("doctor", "--no-model", "--json").stdout)["quarantined"][0]
+    assert "plur doctor --discard NAME" in run("doctor", "--no-model").stdout
+    assert run("doctor", "--discard", "no-such-file").exit_code == 3
+    r = run("doctor", "--discard", drop)                     # by engram id: its newest quarantined file
+    assert r.exit_code == 0 and r.stdout.strip() == f"discarded: {q['path']}", r.output
+    assert not Path(q["path"]).exists() and not Path(q["path"] + ".reason").exists()
+    listed = run("list")
+    assert "quarantined" not in listed.stderr and keep in listed.stdout
+    assert json.loads(run("doctor", "--no-model", "--json").stdout)["quarantined"] == []
+
+
 def test_restore_by_engram_id_and_refusals(run, plur_home: Path) -> None:
     eid = learn_id(run, "The dog is Rex.")
     original = (plur_home / "engrams" / f"{eid}.yaml").read_text(encoding="utf-8")

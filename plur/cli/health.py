@@ -26,9 +26,11 @@ def init(app: App) -> None:
 @click.option("--restore", "restore", default=None, metavar="NAME",
               help="Move a quarantined file you fixed back into the store (its name as listed, or the engram id); "
                    "it is validated first.")
+@click.option("--discard", "discard", default=None, metavar="NAME",
+              help="Delete a quarantined file you do not want back (its name as listed, or the engram id).")
 @click.option("--fix", is_flag=True, help="Make the home owner-only: folders 0700, files 0600 (an older home).")
 @click.pass_obj
-def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, fix: bool) -> None:
+def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, discard: str | None, fix: bool) -> None:
     """Store health: counts, quarantined files, lock state, the model in use and why, the service."""
     if fix:
         from ..store.modes import repair
@@ -41,6 +43,10 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, fix: bo
             emit_json({"restored": e.to_dict()})
         else:
             echo(f"restored: {e.id} ({summary(e.statement, 60)})")
+        return
+    if discard is not None:
+        gone = app.memory.store.discard(discard)
+        emit_json({"discarded": str(gone)}) if as_json else echo(f"discarded: {gone}")
         return
     missing = app.missing_home()
     if missing is not None and not fix:  # report, do not create (a mistyped --home / PLUR_HOME)
@@ -102,7 +108,8 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, fix: bo
     for item in q:
         echo(f"  {item['path']}\n    was {item['original']} ({item['when']}): {one_line(item['reason'])}")
     if any(item.get("moved") for item in q):
-        echo("  fix a file in place, then: plur doctor --restore NAME (validated before it goes back)")
+        echo("  fix a file in place, then: plur doctor --restore NAME (validated before it goes back); "
+             "or drop it: plur doctor --discard NAME")
     model = report.get("model") or {}
     if "source" in model:
         name = model.get("name") or "none (BM25 only)"

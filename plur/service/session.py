@@ -95,7 +95,10 @@ class Session:
         from .files import home_of
 
         home = home_of(self.home)
-        return None if home.is_dir() or os.environ.get("PLUR_STORE") else home
+        if os.path.lexists(home) or os.environ.get("PLUR_STORE"):
+            return None
+        above = next((p for p in home.parents if os.path.lexists(p)), None)
+        return home if above is not None and above.is_dir() else None  # below a file: the store's own error
 
     def say_no_home(self, home: "Path") -> None:
         """The one stderr line of a read on a home that does not exist (a mistyped ``--home`` / ``PLUR_HOME``)."""

@@ -30,14 +30,9 @@ def restore_quarantined(store: Any, name: str) -> Engram:
         ConflictError: an engram file with that id exists again, or its text duplicates an active engram.
         StoreError: the file could not be moved back (read-only home...).
     """
-    items = [q for q in store.quarantined() if q.get("moved")]
-    found = [q for q in items if Path(q["path"]).name == name]
-    if not found:
-        found = [q for q in items if Path(q["original"]).name == f"{name}.yaml"][-1:]
-    if not found:
-        raise NotFoundError(f"no quarantined file {name!r}; `plur doctor` lists them (name or engram id)")
-    src = Path(found[0]["path"])
-    target_name = Path(found[0]["original"]).name
+    found = _find(store, name)
+    src = Path(found["path"])
+    target_name = Path(found["original"]).name
     with store._write_lock():
         store._sync_for_write()
         try:
@@ -69,3 +64,41 @@ def restore_quarantined(store: Any, name: str) -> Engram:
         store._check_one(target_name)
     return store.get(engram.id)
 
+
+
+def discard_quarantined(store: Any, name: str) -> Path:
+    """Delete a quarantined file (and its ``.reason``) the user does not want back; returns where it was.
+
+    Args:
+        name: as for :func:`restore_quarantined` (the file's name, or an engram id: its newest file).
+
+    Raises:
+        NotFoundError: no quarantined file by that name or id.
+        StoreError: the file could not be deleted (read-only home...).
+    """
+    src = Path(_find(store, name)["path"])
+    with store._write_lock():
+        try:
+            src.unlink()
+        except OSError as exc:
+            raise StoreError(f"cannot delete {src} ({exc})") from None
+        with suppress(OSError):
+            src.with_name(src.name + ".reason").unlink()
+        if store.fsync:
+            fsync_dir(store.quarantine_dir)
+    return src
+
+
+def _find(store: Any, name: str) -> dict[str, Any]:
+    """The moved quarantined file called ``name``, else the newest one of engram id ``name``.
+
+    Raises:
+        NotFoundError: neither (the message says where they are listed).
+    """
+    items = [q for q in store.quarantined() if q.get("moved")]
+    found = [q for q in items if Path(q["path"]).name == name]
+    if not found:
+        found = [q for q in items if Path(q["original"]).name == f"{name}.yaml"][-1:]
+    if not found:
+        raise NotFoundError(f"no quarantined file {name!r}; `plur doctor` lists them (name or engram id)")
+    return found[0]

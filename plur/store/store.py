@@ -63,7 +63,7 @@ from .engram import Engram, content_hash, engram_version, new_id, validate_id
 from .manifest import JOURNAL_MAGIC, JOURNAL_MAX_BYTES, MANIFEST_FORMAT, MANIFEST_VERSION, RACY_WINDOW_NS, FileEntry, file_sha
 from .mirror import AUTOSAVE_READS, DEFAULT_MAX_STATEMENT_BYTES, Changes, FolderMirror
 from .quarantine import count_quarantined, list_quarantined
-from .restore import restore_quarantined
+from .restore import discard_quarantined, restore_quarantined
 
 __all__ = [
     "AUTOSAVE_READS", "DEFAULT_MAX_STATEMENT_BYTES", "JOURNAL_MAGIC", "JOURNAL_MAX_BYTES", "MANIFEST_FORMAT",
@@ -366,6 +366,10 @@ class EngramStore(FolderMirror):
             StoreError: the file could not be moved back (read-only home...).
         """
         return restore_quarantined(self, name)
+
+    def discard(self, name: str) -> Path:
+        """Delete a quarantined file the user does not want back (:func:`~plur.store.restore.discard_quarantined`)."""
+        return discard_quarantined(self, name)
 
     def lock_state(self) -> dict[str, Any]:
         """Who holds the write lock, without waiting for it; see :meth:`plur.store.lock.StoreLock.state`."""
