@@ -37,8 +37,9 @@ def test_forget_without_a_terminal_or_yes_names_the_fix(run, home: Path) -> None
     assert r.exit_code == 2 and r.stdout == "" and "Aborted!" not in r.stderr
     assert r.stderr.splitlines()[-1] == "plur: error: forget needs a confirmation: run it in a terminal or pass -y"
     assert EngramStore(home).get(eid).statement == "The dog is Rex."
-    no = run("forget", eid, input="n\n")  # an answer, no: click's Aborted!, exit 1, as before
+    no = run("forget", eid, input="n\n")  # an answer, no: exit 1, said in words (was click's "Aborted!")
     assert no.exit_code == 1 and EngramStore(home).count() == 1
+    assert no.stderr.splitlines()[-1] == f"not forgotten: {eid} (answered no)" and "Aborted!" not in no.stderr
     assert run("forget", eid, input="y\n").exit_code == 0 and EngramStore(home).count() == 0
 
 

@@ -21,7 +21,8 @@ def forget(app: App, engram_id: str, yes: bool) -> None:
         e = Engram.from_dict(client.engram(engram_id)["engram"]) if client else app.memory.get(engram_id)
         echo(engram_line(e), err=True)
         if not confirm("Forget this engram?", "forget needs a confirmation: run it in a terminal or pass -y"):
-            raise click.Abort()  # answered no: click's "Aborted!", exit 1
+            echo(f"not forgotten: {engram_id} (answered no)", err=True)
+            raise SystemExit(1)  # answered no: nothing changed, and a script can tell
     if client is not None:
         client.forget(engram_id)
     else:
