@@ -124,6 +124,43 @@ def test_doctor_reports_invalid_settings_and_the_rest_of_the_home(run, home: Pat
 
 
 
+def test_two_processes_learning_the_same_text_at_once_one_is_told_it_is_new(home: Path) -> None:
+    """The in-process path checked for a duplicate before taking the store's lock: both racers said 'new'."""
+    import threading
+
+    env = {**os.environ, "PLUR_MODEL": "none", "PLUR_AUTOSTART_SERVICE": "0", "HF_HUB_OFFLINE": "1"}
+    assert subprocess.run([sys.executable, "-m", "plur", "--home", str(home), "init"], env=env).returncode == 0
+    outs: list[str] = []
+    go = threading.Barrier(4)
+
+    def racer() -> None:
+        go.wait()
+        p = subprocess.run([sys.executable, "-m", "plur", "--home", str(home), "learn", "The fridge is on floor 2."],
+                           capture_output=True, text=True, env=env, timeout=240)
+        assert p.returncode == 0, p.stderr
+        outs.append(p.stdout.strip())
+
+    threads = [threading.Thread(target=racer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(outs) == 4 and len(list((home / "engrams").glob("*.yaml"))) == 1
+    assert sum(not o.startswith("already known: ") for o in outs) == 1, outs
+    assert len({o.removeprefix("already known: ") for o in outs}) == 1, outs
+
+
+def test_learn_outcome_is_decided_under_the_lock_across_memories(home: Path) -> None:
+    from plur.memory import Memory
+
+    with Memory(home, model="none") as a, Memory(home, model="none") as b:
+        assert b.list() == []                                   # b has read the store before a writes
+        first, new_a = a.learn_outcome("The fridge is on floor 2.", tags=["office"])
+        again, new_b = b.learn_outcome("The fridge is on floor 2.", tags=["kitchen"])
+        assert (new_a, new_b) == (True, False) and again.id == first.id
+        assert set(again.tags) == {"office", "kitchen"}          # the duplicate still merges its tags
+
+
 def test_list_marks_retired_and_expired_engrams(run, home: Path) -> None:
     live = learn_id(run, "The user's dog is called Rex.")
     gone = learn_id(run, "The office is on floor 2.", "--valid-until", "2020-01-01T00:00Z")

@@ -51,9 +51,9 @@ def learn(app: App, statement: str, scope: str, type_: str, tags: tuple[str, ...
     if isinstance(statement, str) and statement.strip():
         Engram.create(statement, max_statement_bytes=mem.settings.max_statement_bytes)  # validate first
         known = mem.store.find_duplicate(statement, scope)
-    engram = mem.learn(statement, scope=scope, type=type_, tags=tags, domain=domain, rationale=rationale,
-                       pinned=pin, created=created, ttl=ttl, valid_until=valid_until)
-    is_new = known is None or engram.id != known.id
+    engram, is_new = mem.learn_outcome(statement, scope=scope, type=type_, tags=tags, domain=domain,
+                                       rationale=rationale, pinned=pin, created=created, ttl=ttl,
+                                       valid_until=valid_until)  # decided under the store's lock
     added = [] if is_new or known is None else [t for t in engram.tags if t not in known.tags]
     _learned(engram, is_new, added, as_json)
 

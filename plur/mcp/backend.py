@@ -88,9 +88,8 @@ class LocalBackend:
         return [e.to_dict() for e in self.memory.list(scope=scope, type=type, tag=tag, text=text)[:limit]]
 
     def learn(self, statement: str, *, type: str, scope: str, tags: Sequence[str], pinned: bool) -> dict[str, Any]:
-        before = self.memory.list(scope=scope, text=statement) if statement else []
-        engram = self.memory.learn(statement, type=type, scope=scope, tags=tags, pinned=pinned)
-        return {"engram": engram.to_dict(), "created": all(e.id != engram.id for e in before)}
+        engram, created = self.memory.learn_outcome(statement, type=type, scope=scope, tags=tags, pinned=pinned)
+        return {"engram": engram.to_dict(), "created": created}
 
     def update(self, engram_id: str, **changes: Any) -> dict[str, Any]:
         return self.memory.update(engram_id, **changes).to_dict()

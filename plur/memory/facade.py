@@ -3,7 +3,7 @@
 Each behaviour lives in a module of its own (this class binds their functions as its methods):
 
 =====================  ===========================================================================
-:mod:`.writes`         learn, learn_many, update, supersede, feedback
+:mod:`.writes`         learn, learn_outcome, learn_many, update, supersede, feedback
 :mod:`.ingest`         conversation ingest (one engram per new turn)
 :mod:`.forget`         forget: erase an engram and every trace of its text
 :mod:`.reads`          get, list, pinned
@@ -111,6 +111,7 @@ class Memory:
 
     # -- writes (plur.memory.writes, .ingest, .forget) --------------------------------------
     learn = _writes.learn
+    learn_outcome = _writes.learn_outcome
     learn_many = _writes.learn_many
     update = _writes.update
     supersede = _writes.supersede

@@ -36,16 +36,33 @@ def learn(mem: Any, statement: str, *, scope: str = "global", type: str = "fact"
         ValidationError: empty statement, bad scope/type/tag/time, ttl with valid_until, or over
             ``max_statement_bytes``.
     """
-    engram = Engram.create(statement, max_statement_bytes=mem.settings.max_statement_bytes, scope=scope,
-                           type=type, tags=tuple(tags), domain=domain, rationale=rationale, source=source,
-                           pinned=pinned, created=created, valid_from=valid_from,
-                           valid_until=_until(valid_until, ttl))
+    return learn_outcome(mem, statement, scope=scope, type=type, tags=tags, domain=domain, rationale=rationale,
+                         source=source, pinned=pinned, created=created, valid_from=valid_from,
+                         valid_until=valid_until, ttl=ttl)[0]
+
+
+def learn_outcome(mem: Any, statement: str, **fields: Any) -> tuple[Engram, bool]:
+    """:func:`learn`, and whether it wrote a new engram (``False``: an exact duplicate already held it).
+
+    The flag is decided under the store's write lock, so of two processes learning the same text at once
+    exactly one is told ``True`` (``plur learn`` prints the new id or ``already known: <id>`` from it).
+
+    Args:
+        statement, **fields: as :func:`learn`.
+
+    Raises:
+        ValidationError: as :func:`learn`.
+    """
+    ttl, valid_until = fields.pop("ttl", None), fields.pop("valid_until", None)
+    tags = tuple(fields.pop("tags", ()) or ())
+    engram = Engram.create(statement, max_statement_bytes=mem.settings.max_statement_bytes, tags=tags,
+                           valid_until=_until(valid_until, ttl), **fields)
     with mem._lock:
         stored, created_new = mem.store.add(engram)
         if created_new and mem._indexes is not None:
             mem._indexes.add([stored])
         mem._note_own_write()
-    return stored
+    return stored, bool(created_new)
 
 
 def learn_many(mem: Any, items: Iterable[Mapping[str, Any]]) -> list[Engram]:

@@ -316,9 +316,9 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
               domain: str | None, rationale: str | None, created: str | None, ttl: str | None,
               valid_until: str | None) -> dict[str, Any]:
         known = c.memory.store.find_duplicate(statement, scope) if isinstance(statement, str) else None
-        engram = c.memory.learn(statement, scope=scope, type=type, tags=tags, pinned=pinned, domain=domain,
-                                rationale=rationale, created=created, ttl=ttl, valid_until=valid_until)
-        is_new = known is None or engram.id != known.id
+        engram, is_new = c.memory.learn_outcome(statement, scope=scope, type=type, tags=tags, pinned=pinned,
+                                                domain=domain, rationale=rationale, created=created, ttl=ttl,
+                                                valid_until=valid_until)
         added = [] if is_new or known is None else [t for t in engram.tags if t not in known.tags]
         return {"engram": engram.to_dict(), "created": is_new, "tags_added": added}
 
