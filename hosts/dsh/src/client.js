@@ -12,6 +12,7 @@ import { readFile } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
+import { crc32 } from 'node:zlib'
 
 /** The API version this client speaks (`service.json`'s `api`). */
 export const API_VERSION = 1
@@ -65,7 +66,29 @@ export async function discover (home) {
   if (info === null || typeof info !== 'object' || info.api !== API_VERSION || typeof info.token !== 'string' || typeof info.url !== 'string') {
     throw new PlurServiceError(`${file} is not a plur API v${API_VERSION} service file (api=${JSON.stringify(info?.api)}); upgrade plur or restart \`plur serve\``, { code: 'NO_SERVICE' })
   }
-  return { url: info.url, socket: typeof info.socket === 'string' ? info.socket : null, token: info.token, version: String(info.version ?? '') }
+  return { url: info.url, socket: typeof info.socket === 'string' ? info.socket : null, token: info.token, version: String(info.version ?? ''), settings: info.settings ?? null }
+}
+
+/**
+ * Whether `<home>/config.toml` changed since the service started, as plur's own doors check it
+ * (`plur/service/stamp.py`: the service records the file's size and CRC-32 in `service.json`).
+ * @param {string} home - the plur home.
+ * @param {unknown} stamp - `service.json`'s `settings` (absent from an older plur: no check).
+ * @returns {Promise<string>} '' when the service answers with the current settings, else one line
+ *   naming the file and the fix.
+ */
+export async function settingsDrift (home, stamp) {
+  if (stamp === null || typeof stamp !== 'object' || !('config' in stamp)) return ''
+  const file = join(home, 'config.toml')
+  let mark = null
+  try {
+    const data = await readFile(file)
+    mark = [data.length, crc32(data)]
+  } catch {
+    mark = null
+  }
+  if (JSON.stringify(mark) === JSON.stringify(stamp.config ?? null)) return ''
+  return `${file} changed since the plur service started, so it still answers with the old settings; apply them: plur service stop && plur service start`
 }
 
 /**
@@ -82,6 +105,20 @@ export class PlurClient {
     this.timeoutMs = options.timeoutMs
     /** @type {Promise<Awaited<ReturnType<typeof discover>>> | undefined} */
     this.found = undefined
+  }
+
+  /**
+   * {@link settingsDrift} for the service this client talks to ('' when none is found).
+   * @returns {Promise<string>} '' or one line naming the changed `config.toml` and the fix.
+   */
+  async settingsNote () {
+    try {
+      this.found ??= discover(this.home)
+      return await settingsDrift(this.home, (await this.found).settings)
+    } catch {
+      this.found = undefined
+      return ''
+    }
   }
 
   /**

@@ -32,7 +32,8 @@ export function registerCommand (ctx, client, cache, settings) {
           case 'status': {
             const block = cache.read(agent.id)
             const shown = block === '' ? 'no memory block yet' : `memory block ${block.length} characters (hash ${cache.hash(agent.id)})`
-            return { kind: 'success', text: `${statusText(await call('GET', '/status'), scope)} ${shown}.` }
+            const note = await client.settingsNote()
+            return { kind: 'success', text: `${statusText(await call('GET', '/status'), scope)} ${shown}.${note ? ` Warning: ${note}.` : ''}` }
           }
           case 'recall': {
             if (arg === '') return { kind: 'error', text: 'usage: /plur recall <query>' }

@@ -107,7 +107,8 @@ export async function registerTools (ctx, client, settings) {
     output: text,
     isConcurrencySafe: () => true,
     async execute (_args, exec) {
-      return statusText(await call('GET', '/status', undefined, exec), scopeOf(exec))
+      const note = await client.settingsNote()
+      return statusText(await call('GET', '/status', undefined, exec), scopeOf(exec)) + (note ? ` Warning: ${note}.` : '')
     },
   }))
   return from

@@ -3,7 +3,7 @@
 // the plugin-development trap it guards against (see the README's "DeepSeek Harness" section).
 import './support/es2024.js'
 import assert from 'node:assert/strict'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { renderSkillContent } from '@deepseek-ai/dsh-skill'
@@ -73,6 +73,16 @@ test('trap 3 (commands take `handler` and return a CommandResult): /plur runs th
   const status = await host.root.commands.execute(delta, '/plur', [], signal)
   assert.equal(status.result.kind, 'success', status.result.text)
   assert.match(status.result.text, /engrams in .*this agent's scope: project:delta/)
+  assert.doesNotMatch(status.result.text, /Warning/)
+  // config.toml edited while the service runs: /plur status says the service ignores it, and how to apply it
+  await writeFile(join(home, 'config.toml'), '# edited after the service started\n')
+  try {
+    const stale = await host.root.commands.execute(delta, '/plur status', [], signal)
+    assert.match(stale.result.text, /Warning: .*config\.toml changed since the plur service started.*plur service stop && plur service start/)
+  } finally {
+    await rm(join(home, 'config.toml'))
+  }
+  assert.doesNotMatch((await host.root.commands.execute(delta, '/plur status', [], signal)).result.text, /Warning/)
   const recall = await host.root.commands.execute(delta, '/plur recall where are orders stored', [], signal)
   assert.equal(recall.result.kind, 'success')
   assert.match(recall.result.text, /DELTA-db/)
