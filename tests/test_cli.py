@@ -161,6 +161,14 @@ def test_learn_outcome_is_decided_under_the_lock_across_memories(home: Path) -> 
         assert set(again.tags) == {"office", "kitchen"}          # the duplicate still merges its tags
 
 
+def test_learn_notes_a_created_date_in_the_future(run, home: Path) -> None:
+    r = run("learn", "The launch is planned.", "--created", "2099-01-01T00:00Z")
+    assert r.exit_code == 0 and "is dated in the future (created 2099-01-01T00:00:00Z)" in r.stderr, r.output
+    assert "plur edit " in r.stderr
+    now = run("learn", "The launch happened.", "--created", "2020-01-01T00:00Z")
+    assert now.exit_code == 0 and "future" not in now.stderr
+
+
 def test_list_marks_retired_and_expired_engrams(run, home: Path) -> None:
     live = learn_id(run, "The user's dog is called Rex.")
     gone = learn_id(run, "The office is on floor 2.", "--valid-until", "2020-01-01T00:00Z")

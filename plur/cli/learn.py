@@ -58,12 +58,20 @@ def learn(app: App, statement: str, scope: str, type_: str, tags: tuple[str, ...
     _learned(engram, is_new, added, as_json)
 
 
+#: A ``--created`` this far ahead of the clock (seconds) is noted: a clock skew between machines is not.
+FUTURE_SLACK_S = 3600.0
+
+
 def _learned(engram: Engram, is_new: bool, added: list[str], as_json: bool) -> None:
     from ..store.times import format_time, utcnow
 
     if is_new and engram.valid_until is not None and engram.valid_until <= utcnow():
         click.echo(f"note: {engram.id} is already expired (valid_until {format_time(engram.valid_until)} is in the "
                    "past): recall and the memory block skip it; `plur list` still shows it", err=True)
+    if is_new and (engram.created - utcnow()).total_seconds() > FUTURE_SLACK_S:
+        click.echo(f"note: {engram.id} is dated in the future (created {format_time(engram.created)}): it lists "
+                   "as the newest engram and dates in recall are counted from that day (a typo? fix `created` with "
+                   f"`plur edit {engram.id}`)", err=True)
     if as_json:
         emit_json({"engram": engram.to_dict(), "created": is_new, "tags_added": added})
     elif is_new:
