@@ -100,6 +100,11 @@ class MemberMemory:
         self.check_write(scope)
         return self._memory.learn(statement, scope=scope, **kwargs)
 
+    def learn_outcome(self, statement: str, *, scope: str = "global", **kwargs: Any) -> tuple[Engram, bool]:
+        """:meth:`Memory.learn_outcome` into a writable scope (ForbiddenError before anything is written)."""
+        self.check_write(scope)
+        return self._memory.learn_outcome(statement, scope=scope, **kwargs)
+
     def _writable_engram(self, engram_id: str) -> Engram:
         engram = self.get(engram_id)
         if engram.scope not in self.writable:
