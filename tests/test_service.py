@@ -206,6 +206,26 @@ def test_block_renders_now(service: tuple[Path, dict]) -> None:
         c.request("POST", "/block", {"query": "x"})
 
 
+def test_a_block_fetched_to_inject_counts_as_an_injection(service: tuple[Path, dict]) -> None:
+    """DSH's section fetches its block with inject: true; a preview (plur section) does not count."""
+    import sqlite3
+
+    home, info = service
+    c = Client(info)
+
+    def injections() -> list[tuple[str, int]]:
+        with sqlite3.connect(home / "stats.db") as db:
+            return db.execute("SELECT agent, tokens FROM injections WHERE agent LIKE 'inj-%' ORDER BY id").fetchall()
+
+    c.block("inj-preview", "what does the user drink?", scope="project:b")
+    assert injections() == []
+    got = c.request("POST", "/block", {"agent_id": "inj-host", "query": "what does the user drink?",
+                                       "scope": "project:b", "inject": True})
+    assert injections() == [("inj-host", got["tokens"])]
+    c.request("POST", "/block", {"agent_id": "inj-host", "query": "zzqx telescope", "inject": True})
+    assert len(injections()) == 1  # an empty block injects nothing
+
+
 def _wait_block(c: Client, agent: str, until, timeout_s: float = 30) -> dict:
     deadline = time.monotonic() + timeout_s
     while True:

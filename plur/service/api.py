@@ -291,12 +291,16 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
         return {"agent_id": agent_id, "text": block.text, "hash": block.hash,
                 "engram_ids": list(block.engram_ids), "tokens": block.tokens}
 
-    def block(c: Call, agent_id: str, query: str, scope: str | None) -> dict[str, Any]:
+    def block(c: Call, agent_id: str, query: str, scope: str | None, inject: bool) -> dict[str, Any]:
         if not agent_id:
             raise ValidationError("field 'agent_id' must be a non-empty string, got ''")
         t0 = time.perf_counter()
-        out = block_dict(agent_id, recall_block(c.memory, query, scope=scope, agent=agent_id))
-        return {**out, "took_ms": (time.perf_counter() - t0) * 1000.0}
+        rendered = recall_block(c.memory, query, scope=scope, agent=agent_id)
+        if inject and rendered.engram_ids and getattr(c.memory.settings, "record_stats", True):
+            # the host puts this block into its prompt (DSH's section): count it as the worker counts a read
+            c.memory.stats.record_injection(agent=agent_id, engram_ids=list(rendered.engram_ids),
+                                            block_hash=rendered.hash, tokens=rendered.tokens)
+        return {**block_dict(agent_id, rendered), "took_ms": (time.perf_counter() - t0) * 1000.0}
 
     def submit(c: Call, text: str, scope: str | None) -> dict[str, Any]:
         c.worker.submit(c.params["agent_id"], text, scope)
@@ -348,7 +352,8 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
             "min_score": ((int, float, type(None)), None), "include_expired": ((bool,), False)}),
             methods=["POST"]),
         Route(PREFIX + "/block", endpoint("block", block, {
-            "agent_id": ((str,), R), "query": ((str,), R), "scope": (text_or_none, None)}), methods=["POST"]),
+            "agent_id": ((str,), R), "query": ((str,), R), "scope": (text_or_none, None),
+            "inject": ((bool,), False)}), methods=["POST"]),
         Route(PREFIX + "/agents/{agent_id}/submit", endpoint("submit", submit, {
             "text": ((str,), R), "scope": (text_or_none, None)}, status=202), methods=["POST"]),
         Route(PREFIX + "/agents/{agent_id}/block", endpoint("agent_block", agent_block), methods=["GET"]),

@@ -119,7 +119,7 @@ export function apply (ctx, config) {
     const t0 = performance.now()
     const ticket = cache.begin(agent.id)
     const scope = scopeFor(agent, settings.scope)
-    client.request('POST', '/block', { agent_id: agent.id, query, scope }, { signal: ticket.controller.signal })
+    client.request('POST', '/block', { agent_id: agent.id, query, scope, inject: true }, { signal: ticket.controller.signal })
       .then((reply) => {
         if (typeof reply?.text !== 'string' || typeof reply?.hash !== 'string') throw new Error(`plur /block answered without text/hash: ${JSON.stringify(reply).slice(0, 200)}`)
         return { reply, error: undefined }

@@ -14,7 +14,7 @@ import plur, { apply, latestUserText, resolveConfig, scopeFor, userText } from '
 import { neutraliseTemplate } from '../src/cache.js'
 import { PlurClient } from '../src/client.js'
 import { bootHost, memorySection, nextRefresh } from './support/host.js'
-import { removeHome, startPlur, tempHome, warm } from './support/plur.js'
+import { injectionsOf, removeHome, startPlur, tempHome, warm } from './support/plur.js'
 
 const PIN = '0.1.0-rc.8'
 const TOOLS = ['plur_feedback', 'plur_forget', 'plur_learn', 'plur_recall', 'plur_status']
@@ -117,6 +117,7 @@ test('trap 5 (event payloads are objects) and trap 7 (ctx.effect disposes): agen
     await other.say(agent, 'Where are orders stored?')
     assert.equal((await refreshed).outcome, 'replaced')
     assert.match(memorySection(await other.root.systemPrompt.assemble({ agent })), /DELTA-db/, 'the cache holds the block (read by agent.id)')
+    assert.ok(injectionsOf(home, agent.id) >= 1, 'the block went into a prompt: plur\'s statistics count the injection')
     await handle.dispose()
     assert.equal(memorySection(await other.root.systemPrompt.assemble({ agent })), '', 'agent/disposed {agent} cleared the entry')
 

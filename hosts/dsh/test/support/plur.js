@@ -2,7 +2,7 @@
  * A real `plur serve` on a temporary home, for the tests: started with the repository's
  * `.venv/bin/python -m plur` (override with $PLUR_PYTHON), stopped (SIGTERM, then SIGKILL) at the end.
  */
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -15,6 +15,18 @@ const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..')
 const PYTHON = process.env.PLUR_PYTHON ?? join(REPO, '.venv/bin/python')
 
 /** Make a fresh temporary plur home (short path: unix socket addresses are limited to ~107 bytes). */
+/**
+ * The memory blocks stats.db recorded as injected for `agent` (plur's statistics), read by plur's Python.
+ * @param {string} home - the plur home.
+ * @param {string} agent - the agent id.
+ * @returns {number} how many injections are recorded.
+ */
+export function injectionsOf (home, agent) {
+  const script = 'import sqlite3, sys\nwith sqlite3.connect(sys.argv[1] + "/stats.db") as db:\n' +
+    '    print(db.execute("SELECT COUNT(*) FROM injections WHERE agent = ?", (sys.argv[2],)).fetchone()[0])'
+  return Number(execFileSync(PYTHON, ['-c', script, home, agent], { encoding: 'utf8' }).trim())
+}
+
 export async function tempHome () {
   return mkdtemp(join(tmpdir(), 'plur-dsh-'))
 }
