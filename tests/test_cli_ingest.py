@@ -174,3 +174,17 @@ def test_re_ingest_after_an_edit_supersedes_the_changed_turn_and_keeps_the_other
         assert new.supersedes == retired["I live in Lisbon."].id and new.source["turn"] == 1
     again = json.loads(run("ingest", str(src), "--json").stdout)
     assert again["added"] == [] and again["changed"] == [] and again["skipped"] == 4
+
+
+def test_two_files_whose_chats_open_alike_retire_nothing(run, tmp_path: Path, plur_home: Path) -> None:
+    """The trial's case: chat1.json and chat2.json both open with "Hi" / "Hello! How can I help?"."""
+    opening = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! How can I help?"}]
+    for name, last in (("chat1.json", "My sister Lena lives in Vienna."), ("chat2.json", "I am allergic to penicillin.")):
+        (tmp_path / name).write_text(json.dumps(opening + [{"role": "user", "content": last}]), encoding="utf-8")
+    assert "ingested 2 new turns" in run("ingest", str(tmp_path / "chat1.json")).stdout
+    second = run("ingest", str(tmp_path / "chat2.json"))
+    assert second.exit_code == 0 and "changed" not in second.stdout and "ingested 2 new turns" in second.stdout
+    with Memory(plur_home, model="none") as m:
+        assert all(e.status == "active" for e in m.list())
+        assert {"My sister Lena lives in Vienna.", "I am allergic to penicillin."} <= {e.statement for e in m.list()}
+    assert "ingested 0 new turns" in run("ingest", str(tmp_path / "chat2.json")).stdout  # re-ingest: idempotent

@@ -177,6 +177,26 @@ def test_messages_without_session_get_a_stable_one_from_the_first_message(memory
     assert other.added[0].source["session"] != first.added[0].source["session"]
 
 
+def test_two_chats_that_open_alike_are_two_conversations_and_nothing_is_retired(memory: Memory) -> None:
+    """A derived session is the hash of the first message: "Hi" opened both chats, and the second one's
+    third turn superseded (retired) the first one's."""
+    opening = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! How can I help?"}]
+    chat1 = opening + [{"role": "user", "content": "My sister Lena lives in Vienna."}]
+    chat2 = opening + [{"role": "user", "content": "I am allergic to penicillin."}]
+    one = memory.ingest(chat1, roles=("user", "assistant"))
+    two = memory.ingest(chat2, roles=("user", "assistant"))
+    assert len(one.added) == 3 and two.changed == () and len(two.added) == 3
+    lena = one.added[2]
+    assert memory.get(lena.id).status == "active"
+    assert {e.statement for e in memory.list(status="active")} >= {"My sister Lena lives in Vienna.",
+                                                                  "I am allergic to penicillin."}
+    assert two.added[2].source["session"] != lena.source["session"]
+    again = memory.ingest(chat2 + [{"role": "user", "content": "And I run marathons."}], roles=("user", "assistant"))
+    assert [e.statement for e in again.added] == ["And I run marathons."] and again.changed == ()
+    assert again.added[0].source["session"] == two.added[2].source["session"]  # stable once appended
+    assert memory.ingest(chat1, roles=("user", "assistant")).added == ()        # the first chat: unchanged
+
+
 def test_date_fills_turns_without_time_and_extra_source_keys(memory: Memory) -> None:
     out = memory.ingest([{"role": "user", "content": "We adopted a cat."}], session="x", date="2024-02-03",
                         source={"file": "chat.json"})

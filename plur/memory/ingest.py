@@ -78,9 +78,12 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
             if e.scope == scope and (k := conv.source_key(e.source)) is not None:
                 if k not in have or e.status == "active":
                     have[k] = e
-    kept = conv.keep_file_session(kept, have.values(), data, fmt, session,
-                                  (source or {}).get("file") or (messages.name if isinstance(messages, Path)
-                                                                else None))
+    file = (source or {}).get("file") or (messages.name if isinstance(messages, Path) else None)
+    kept = conv.keep_file_session(kept, have.values(), data, fmt, session, file)
+    # a derived session that disagrees with a turn another file (or no file) stored is another conversation
+    # that opens alike, not an edit: it gets its own session (the same file's changed turns stay edits)
+    kept = conv.fork_derived(kept, lambda t: _differs(old := have.get(t.key), t.text)
+                             and (file is None or (old.source or {}).get("file") != file))
     new: list[Any] = []
     edited: list[tuple[Engram, Any]] = []  # (stored engram, turn whose text changed since)
     queued: set[Any] = set()
@@ -90,7 +93,7 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
             if t.key not in queued:  # a key repeated in the data is ingested once
                 queued.add(t.key)
                 new.append(t)
-        elif old.status == "active" and old.statement != t.text and old.content_hash != _text_hash(t.text):
+        elif old.status == "active" and _differs(old, t.text):
             edited.append((old, t))
     engrams = []
     for t in new:  # all validated before anything is written; a bad turn is left out and reported
@@ -125,6 +128,11 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
     return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(added),
                              skipped=len(kept) - len(new) - len(edited), problems=tuple(problems),
                              changed=tuple(changed))
+
+
+def _differs(old: Engram | None, text: str) -> bool:
+    """A stored turn holds other text than ``text`` (same text, or the same statement once normalised: no)."""
+    return old is not None and old.statement != text and old.content_hash != _text_hash(text)
 
 
 def _text_hash(text: str) -> str | None:

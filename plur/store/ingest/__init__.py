@@ -20,7 +20,7 @@ from typing import Any
 from ...errors import ValidationError
 from . import chatgpt, claude_code, locomo, longmemeval, messages
 from ..transfer import read_text_file
-from .turns import FORMATS, KEY_FIELDS, ROLES, SKIPPED_LINE, IngestResult, Turn, source_key
+from .turns import FORMATS, KEY_FIELDS, ROLES, SKIPPED_LINE, IngestResult, Turn, fork_derived, source_key
 
 _PARSERS = {m.NAME: m for m in (messages, claude_code, chatgpt, longmemeval, locomo)}
 #: Detection order: the most specific shapes first (a message list is the loosest).
@@ -140,6 +140,7 @@ def read_conversation(path: str | os.PathLike[str], fmt: str | None = None, *, s
     return parse(load(path), fmt, where=str(path), session=session, date=date)
 
 
-__all__ = ["FORMATS", "KEY_FIELDS", "ROLES", "IngestResult", "Turn", "detect_format", "keep_file_session", "load",
+__all__ = ["FORMATS", "KEY_FIELDS", "ROLES", "IngestResult", "Turn", "detect_format", "fork_derived", "keep_file_session",
+           "load",
            "parse", "read_conversation",
            "source_key"]

@@ -13,6 +13,7 @@ turns are appended to a session and the same whether assistant turns are ingeste
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -175,6 +176,41 @@ def session_of(turns: list[tuple[str, str]]) -> str:
     """
     role, text = turns[0]
     return "sha256:" + hashlib.sha256(f"{role}\n{text}".encode("utf-8")).hexdigest()[:16]
+
+
+def derived(session: str) -> bool:
+    """True for a session id :func:`session_of` derived (the data named none)."""
+    return session.startswith("sha256:")
+
+
+def fork_derived(turns: list[Turn], differs: Any) -> list[Turn]:
+    """Re-key the turns of a derived session that disagrees with what is stored at some position.
+
+    A derived id is the hash of the first message only, so two conversations that open alike ("Hi") share
+    it. Where a turn's text differs from the stored turn at its position (``differs(turn)``), the input is
+    another conversation that begins the same way, not an edit of the stored one: its turns move to a
+    session derived from its messages up to the first disagreement, instead of superseding the stored
+    turns. That id stays the same when messages are appended, so a re-ingest of the same file adds only
+    the new ones. Sessions named in the data are returned as they are (their changed turns are edits).
+
+    Args:
+        turns: the kept turns, in conversation order within each session.
+        differs: ``turn -> bool``, True when a stored turn with that key holds other text that is not an
+            edit of the same source (the caller decides: another file, or none).
+    """
+    out: list[Turn] = []
+    by_session: dict[str, list[Turn]] = {}
+    for t in turns:
+        by_session.setdefault(t.session, []).append(t)
+    for sid, group in by_session.items():
+        first = next((i for i, t in enumerate(group) if derived(sid) and differs(t)), None)
+        if first is None:
+            out += group
+            continue
+        prefix = "\n".join(f"{t.role}\n{t.text}" for t in group[: first + 1])
+        fork = "sha256:" + hashlib.sha256(f"{sid}\n{prefix}".encode("utf-8")).hexdigest()[:16]
+        out += [dataclasses.replace(t, session=fork) for t in group]
+    return out
 
 
 def need(cond: bool, where: str, what: str) -> None:
