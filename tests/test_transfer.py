@@ -263,3 +263,31 @@ def test_import_scope_is_the_default_of_entries_without_one_in_every_format(tmp_
     py.write_text("engrams:\n  - statement: no scope here\n  - statement: mine\n    scope: agent:x\n", encoding="utf-8")
     assert [e.scope for e in read_engrams(py, scope="project:atlas")] == ["project:atlas", "agent:x"]
     assert [e.scope for e in read_engrams(py)] == ["global", "agent:x"]
+
+
+
+def test_re_importing_an_export_with_a_retired_engram_adds_nothing(tmp_path: Path) -> None:
+    """A retired engram is not merged as an exact duplicate, so each re-import stored another copy of it."""
+    from click.testing import CliRunner
+
+    from plur.cli import cli
+
+    env = {"PLUR_HOME": str(tmp_path / "a"), "PLUR_MODEL": "none", "PLUR_AUTOSTART_SERVICE": "0"}
+    runner = CliRunner()
+    old = runner.invoke(cli, ["learn", "My sister Lena lives in Vienna.", "--json"], env=env)
+    old_id = json.loads(old.stdout)["engram"]["id"]
+    assert runner.invoke(cli, ["supersede", old_id, "My sister Lena lives in Graz."], env=env).exit_code == 0
+    for name in ("all.jsonl", "all.yaml", "claude"):
+        assert runner.invoke(cli, ["export", str(tmp_path / name)], env=env).exit_code == 0
+        b = {**env, "PLUR_HOME": str(tmp_path / f"b-{name}")}
+        first = runner.invoke(cli, ["import", str(tmp_path / name)], env=b)
+        assert "imported 2 new engrams, 0 already known" in first.stdout, (name, first.output)
+        for _ in range(2):
+            again = runner.invoke(cli, ["import", str(tmp_path / name)], env=b)
+            assert "imported 0 new engrams, 2 already known" in again.stdout, (name, again.output)
+    clash = tmp_path / "clash.jsonl"
+    clash.write_text(json.dumps({"id": old_id, "statement": "Totally different text"}) + "\n", encoding="utf-8")
+    b = {**env, "PLUR_HOME": str(tmp_path / "b-all.jsonl")}
+    got = runner.invoke(cli, ["import", str(clash), "--json"], env=b)
+    out = json.loads(got.stdout)
+    assert len(out["added"]) == 1 and out["new_ids"] == {old_id: out["added"][0]} and out["added"][0] != old_id

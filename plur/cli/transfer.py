@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -28,14 +29,35 @@ def import_(app: App, source: Path, fmt: str | None, scope: str | None, as_json:
     from ..store.transfer import read_engrams
 
     engrams = read_engrams(source, fmt, scope=scope)
-    results = app.memory.store.add_many(engrams)
+    store = app.memory.store
+    stored, fresh = [], []  # an entry whose id is stored with the same text is known, retired or not
+    for e in engrams:
+        have = _stored(store, e.id)
+        (stored if have is not None and (have.content_hash, have.scope) == (e.content_hash, e.scope)
+         else fresh).append(e)
+    results = store.add_many(fresh)
     added = [e.id for e, new in results if new]
-    known = [e.id for e, new in results if not new]
+    known = [e.id for e, new in results if not new] + [e.id for e in stored]
+    renamed = [(e.id, got.id) for e, (got, new) in zip(fresh, results) if new and got.id != e.id]
     if as_json:
-        emit_json({"source": str(source), "added": added, "already_known": known})
+        emit_json({"source": str(source), "added": added, "already_known": known,
+                   "new_ids": {old: new for old, new in renamed}})
     else:
         echo(f"imported {len(added)} new engram{'s' if len(added) != 1 else ''}, "
-                   f"{len(known)} already known, from {source}")
+             f"{len(known)} already known, from {source}")
+        if renamed:
+            echo(f"note: {len(renamed)} entr{'y' if len(renamed) == 1 else 'ies'} named an id this store uses for "
+                 f"other text, so got a new id (e.g. {renamed[0][0]} -> {renamed[0][1]})", err=True)
+
+
+def _stored(store: Any, engram_id: str) -> Any:
+    """The stored engram with this id, or ``None``."""
+    from ..errors import NotFoundError
+
+    try:
+        return store.get(engram_id)
+    except NotFoundError:
+        return None
 
 
 @click.command()
