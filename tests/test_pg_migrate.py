@@ -51,6 +51,7 @@ def test_folder_to_database_and_back_is_lossless(tmp_path: Path, pg_uri: str):
     assert r.exit_code == 0 and "migrated 0 engrams" in r.output and "4 already there" in r.output
     r = _invoke(second, "migrate", "--from", pg_uri, "--to", str(second))
     assert r.exit_code == 0, r.output
+    assert "migrate:" not in r.output and "engram/s" not in r.output     # no progress bar for 4, nor into a pipe
     after = {p.name: p.read_bytes() for p in (second / "engrams").glob("*.yaml")}
     assert after == before                                                # the same files, byte for byte
 

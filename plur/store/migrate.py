@@ -9,6 +9,7 @@ home (each machine rebuilds its indexes from the store, embeddings come from the
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from ..errors import ConflictError
 
 #: Engrams written per transaction / lock.
 BATCH = 1000
+#: Fewer engrams than this copy without a progress bar (a bar for two engrams is noise).
+PROGRESS_MIN = 1000
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ def migrate(source: Any, target: Any, *, progress: bool = False) -> MigrateResul
 
     Args:
         source, target: stores (:func:`open_target`).
-        progress: a tqdm bar on stderr.
+        progress: a tqdm bar on stderr (only for :data:`PROGRESS_MIN` engrams or more, to a terminal).
 
     Returns:
         A :class:`MigrateResult`.
@@ -75,7 +78,9 @@ def migrate(source: Any, target: Any, *, progress: bool = False) -> MigrateResul
     if differ:
         raise ConflictError(f"{len(differ)} engram(s) are in the target with other content (first {differ[0]}); "
                             "nothing was copied: migrate into an empty store, or forget them there first")
-    with tqdm(total=len(todo), desc="migrate", unit="engram", disable=not progress) as bar:
+    # a bar only where someone watches a copy that takes a while (not for a handful, not into a pipe or log)
+    show = progress and len(todo) >= PROGRESS_MIN and sys.stderr.isatty()
+    with tqdm(total=len(todo), desc="migrate", unit="engram", disable=not show) as bar:
         for start in range(0, len(todo), BATCH):
             part = todo[start:start + BATCH]
             out = target.add_many(part, dedupe=False)
