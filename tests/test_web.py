@@ -150,6 +150,7 @@ def test_pagination(client: TestClient, memory: Memory) -> None:
     ("/?page=0", "'0'"),
     ("/?type=poem", "'poem'"),
     ("/?status=asleep", "'asleep'"),
+    ("/?scope=bogus", "'bogus'"),
     ("/playground?q=x&mode=fuzzy", "'fuzzy'"),
     ("/playground?q=x&k=0", "'0'"),
     ("/playground?q=x&scope=project+a", "project a"),

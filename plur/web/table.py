@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from ..store.engram import STATUSES, TYPES, Engram, format_time
+from ..store.engram import STATUSES, TYPES, Engram, _check_scope, format_time
 from ..errors import ValidationError
 
 #: Columns a person can sort by (the ``sort`` parameter).
@@ -86,6 +86,8 @@ class TableQuery:
             raise ValidationError(f"type={query.type!r}; use one of {', '.join(TYPES)}")
         if query.status and query.status not in STATUSES:
             raise ValidationError(f"status={query.status!r}; use one of {', '.join(STATUSES)}")
+        if query.scope:  # as every --scope of the CLI: a malformed one is refused, not an empty table
+            _check_scope(query.scope)
         return query
 
     def params(self, **changes: Any) -> dict[str, str]:
