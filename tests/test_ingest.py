@@ -221,6 +221,8 @@ def test_real_longmemeval_entry_ingests(plur_home: Path) -> None:
     ({"foo": 1}, "pass --format"),
     ([{"statement": "x"}], "plur import"),
     ([{"role": 3, "content": "x"}], "text 'role'"),
+    ([], "holds no messages"),
+    ({}, "holds no messages"),
 ])
 def test_bad_input_names_the_problem(data: Any, fix: str, memory: Memory) -> None:
     with pytest.raises(ValidationError, match=fix):

@@ -35,6 +35,9 @@ def detect_format(data: Any, where: str = "input") -> str:
     """
     if isinstance(data, list):
         data = [d for d in data if d is not SKIPPED_LINE]
+    if data in ([], {}):
+        raise ValidationError(f"{where} holds no messages (an empty {'list' if data == [] else 'object'}); "
+                              "nothing to ingest: export the conversation again, or check the file")
     for mod in _DETECT:
         if mod.looks_like(data):
             return mod.NAME
