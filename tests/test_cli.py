@@ -161,6 +161,14 @@ def test_learn_outcome_is_decided_under_the_lock_across_memories(home: Path) -> 
         assert set(again.tags) == {"office", "kitchen"}          # the duplicate still merges its tags
 
 
+def test_a_blank_recall_query_is_refused_like_a_blank_statement(run, home: Path) -> None:
+    learn_id(run, "The user's dog is called Rex.")
+    for q in ("", "   "):
+        r = run("recall", q)
+        assert r.exit_code == 2 and "is blank: give the words to look for" in r.stderr, r.output
+    assert run("learn", "  ").exit_code == 2
+
+
 def test_learn_notes_a_created_date_in_the_future(run, home: Path) -> None:
     r = run("learn", "The launch is planned.", "--created", "2099-01-01T00:00Z")
     assert r.exit_code == 0 and "is dated in the future (created 2099-01-01T00:00:00Z)" in r.stderr, r.output

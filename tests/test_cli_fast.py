@@ -81,7 +81,7 @@ def forms(home: Path) -> tuple[list[list[str]], list[list[str]]]:
         ["recall", "dog", "--min-score", "0.2"], ["recall", "dog", "--min-score", "1"],
         ["recall", "dog", "--include-expired"], ["recall", "dog", "--include-expired", "--json"],
         ["recall", "dog", "--agent", "a1"], ["recall", "zzzqqq"], ["recall", "zzzqqq", "--json"],
-        ["recall", "dog", "--mode", "dense"], ["recall", ""], ["recall", "dog", "-k", "5000"],
+        ["recall", "dog", "--mode", "dense"], ["recall", "dog", "-k", "5000"],
         ["recall", "-", "-k", "3"],
         ["section", "dog", "--agent", "a1"], ["section", "dog", "--agent=a1", "--scope", "project:a"],
         ["section", "zzzqqq", "--agent", "a2"], ["section", "dog", "--agent", "a1", "--scope", "nope:x"],
@@ -95,7 +95,7 @@ def forms(home: Path) -> tuple[list[list[str]], list[list[str]]]:
         ["recall"], ["recall", "a", "b"], ["recall", "dog", "--scope"], ["recall", "dog", "--bogus"],
         ["recall", "dog", "-k", "1", "-k", "2"], ["recall", "--", "-dash"], ["recall", "dog", "--json=1"],
         ["section", "dog"], ["section", "--help"], ["section", "dog", "--agent", ""], ["list"], ["--version"],
-        ["recall", "bad \udcff byte"],
+        ["recall", "bad \udcff byte"], ["recall", ""], ["recall", "  "],
     ]
     return fast, [h + f for f in slow] + [["recall", "dog", "--home", str(home)]]
 

@@ -11,7 +11,8 @@ click CLI, which then gives the usual help, value errors and in-process work:
 * an option or form not listed in :data:`RECALL` / :data:`SECTION` (``--help``, ``--explain``,
   ``--``, ``-k5``, a repeated single-valued option, a second positional, a value starting with ``-``);
 * a value click would check and might refuse (``-k`` not a plain number, ``--min-score`` outside
-  ``[0, 1]``, an unknown ``--mode`` or ``--type``, an empty value, an argument that is not UTF-8);
+  ``[0, 1]``, an unknown ``--mode`` or ``--type``, an empty value, a blank recall query, an argument that is
+  not UTF-8);
 * no service for the home, or one that does not accept a connection (nothing was sent);
 * stdout or stderr not UTF-8 (click's echo re-wraps such a stream; ``print`` would fail on ``…``).
 
@@ -209,6 +210,8 @@ def run(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     text, opts = parsed
+    if command == "recall" and not text.strip():
+        return None  # a blank query: click refuses it with the usual one line
     values = _recall_values(opts) if command == "recall" else opts
     if values is None or (command == "section" and "agent" not in values):
         return None

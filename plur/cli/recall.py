@@ -31,6 +31,11 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
            tags: tuple[str, ...], min_score: float | None, include_expired: bool, agent: str | None,
            explain: bool, as_json: bool) -> None:
     """Recall the engrams most relevant to QUERY, best first."""
+    if not query.strip():
+        from ..errors import ValidationError
+
+        raise ValidationError(f"the query {query!r} is blank: give the words to look for, e.g. "
+                              "plur recall \"what is my dog called\"")
     if scope is not None:  # before a service is started for it
         _check_scope(scope)
     missing = app.missing_home()
