@@ -40,6 +40,26 @@ export async function registerTools (ctx, client, settings) {
   const { module: { defineTool }, from } = await importFromHost('@deepseek-ai/dsh-tools', { own: () => import('@deepseek-ai/dsh-tools') })
   const scopeOf = (exec) => (exec.agent === undefined ? (settings.scope === 'cwd' ? 'global' : settings.scope) : scopeFor(exec.agent, settings.scope))
   const call = (method, path, body, exec) => client.request(method, path, body, { signal: exec.signal })
+  /**
+   * The engram `id` if this agent's model may touch it, as `plur mcp --scope` rules: it sees its scope and
+   * global, and forgets only in its scope. Another project's engram is answered like an absent one.
+   */
+  const engramFor = async (id, exec, forget) => {
+    const scope = scopeOf(exec)
+    let engram
+    try {
+      engram = (await call('GET', `/engrams/${encodeURIComponent(String(id))}`, undefined, exec)).engram
+    } catch (error) {
+      if (error.status !== 404 || error.type === 'InvalidIdError') throw error
+    }
+    if (engram === undefined || (engram.scope !== scope && engram.scope !== 'global')) {
+      throw new Error(`no engram ${JSON.stringify(id)} in this agent's scope ${scope} (or global); find ids with plur_recall`)
+    }
+    if (forget && engram.scope !== scope) {
+      throw new Error(`engram ${id} is in scope ${engram.scope}; this agent may only forget engrams in ${scope}`)
+    }
+    return engram
+  }
 
   ctx.tools.register(defineTool({
     name: 'plur_recall',
@@ -81,6 +101,7 @@ export async function registerTools (ctx, client, settings) {
     parameters: { id: { type: 'string', required: true, description: 'The engram id, as shown in brackets.' } },
     output: text,
     async execute (args, exec) {
+      await engramFor(args.id, exec, true)
       const reply = await call('POST', '/forget', { id: args.id }, exec)
       return `Forgot ${reply.forgotten}.`
     },
@@ -95,6 +116,7 @@ export async function registerTools (ctx, client, settings) {
     },
     output: text,
     async execute (args, exec) {
+      await engramFor(args.id, exec, false)
       const reply = await call('POST', '/feedback', { id: args.id, useful: args.useful, agent_id: exec.agent?.id ?? null, query: null }, exec)
       return `Feedback recorded for ${reply.id}: useful ${reply.useful}, not useful ${reply.not_useful}.`
     },

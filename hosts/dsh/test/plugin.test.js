@@ -201,11 +201,28 @@ test('tools: the model calls plur_learn through the real loop; recall, feedback,
   assert.match(feedback.content[0].text, /useful 1, not useful 0/)
   const status = await run('plur_status', {})
   assert.match(status.content[0].text, /^plur \S+: \d+ engrams/)
+  // the agent's scope bounds its model, as `plur mcp --scope` does: another project's engram is absent to it,
+  // and a global one may be read and rated but not forgotten
+  const omega = await service.api.request('POST', '/recall', { query: 'OMEGA-db DynamoDB', k: 1, scope: 'project:omega' })
+  const omegaId = omega.hits[0].engram.id
+  assert.equal(omega.hits[0].engram.scope, 'project:omega')
+  for (const [tool, args] of [['plur_forget', { id: omegaId }], ['plur_feedback', { id: omegaId, useful: false }]]) {
+    const refused = await run(tool, args)
+    assert.equal(refused.isError, true, `${tool} on another project's engram`)
+    assert.match(refused.content[0].text, /no engram .* in this agent's scope project:delta/)
+  }
+  assert.equal((await service.api.request('GET', `/engrams/${omegaId}`)).engram.id, omegaId, 'still there')
+  const shared = await service.api.request('POST', '/learn', { statement: 'A global TOOLFACT everyone shares.', scope: 'global' })
+  assert.equal((await run('plur_feedback', { id: shared.engram.id, useful: true })).isError, false)
+  const kept = await run('plur_forget', { id: shared.engram.id })
+  assert.equal(kept.isError, true)
+  assert.match(kept.content[0].text, /is in scope global; this agent may only forget engrams in project:delta/)
+  await service.api.request('POST', '/forget', { id: shared.engram.id })
   const forget = await run('plur_forget', { id: learned.engram.id })
   assert.equal(forget.content[0].text, `Forgot ${learned.engram.id}.`)
   const again = await run('plur_forget', { id: learned.engram.id })
   assert.equal(again.isError, true, 'a missing id is a tool error result, not a throw')
-  assert.match(again.content[0].text, /^Error: plur POST \/forget: 404/)
+  assert.match(again.content[0].text, /^Error: no engram .* in this agent's scope project:delta/)
   const invalid = await run('plur_learn', {})
   assert.equal(invalid.isError, true, 'missing required argument: INVALID_ARGS result')
 })
