@@ -111,3 +111,15 @@ def test_a_variable_set_for_one_call_is_honoured_in_process(home: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert "PLUR_STEMMING is 'false' here and unset in the service" in r.stderr and "in-process" in r.stderr
     assert json.loads(r.stdout) == []
+
+
+def test_a_folder_named_plur_where_the_user_stands_does_not_break_the_service(
+        home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m plur` puts the current folder first on sys.path: a ./plur folder shadowed the package and the
+    spawned service died at import (exit 7 from `plur service start`, and every auto-start)."""
+    (tmp_path / "plur").mkdir()
+    (tmp_path / "plur" / "notes.txt").write_text("not a package", encoding="utf-8")
+    monkeypatch.setenv("PLUR_MODEL", "none")
+    monkeypatch.chdir(tmp_path)
+    info = daemon.start(home, port=0)
+    assert info["pid"] and pid_alive(info["pid"])

@@ -51,7 +51,7 @@ def export_in_child(spec_or_path: Any, folder: Path | None, onnx_dir: Path, batc
                          "batch_size": int(batch_size)})
     env = dict(os.environ, **{_IN_CHILD: "1"})
     try:
-        proc = subprocess.run([sys.executable, "-m", "plur.embed.bundle_main"], input=args, env=env,
+        proc = subprocess.run([sys.executable, "-P", "-m", "plur.embed.bundle_main"], input=args, env=env,
                               capture_output=True, timeout=TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.info("ONNX bundle not exported in a child process (%s); exporting in this process", exc)

@@ -112,7 +112,8 @@ def spawn(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts:
     after that many seconds without a request (auto-started services, :mod:`plur.service.autostart`).
     """
     private_dirs(home)
-    cmd = [sys.executable, "-m", "plur", "--home", str(home), "serve", "--host", host, "--port", str(port)]
+    # -P: the current folder is not put on sys.path, so a folder named plur there cannot shadow the package
+    cmd = [sys.executable, "-P", "-m", "plur", "--home", str(home), "serve", "--host", host, "--port", str(port)]
     for name in allow_hosts:
         cmd += ["--allow-host", name]
     if idle_exit_s > 0:
