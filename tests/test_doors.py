@@ -247,10 +247,12 @@ def test_the_hook_refuses_bad_input_in_one_line_without_blocking_the_prompt(plur
                                 ('{"hook_event_name": "SessionStart"}', [], "no session_id"),
                                 ("{}", ["--max-engrams", "many"], "'many' is not a number"),
                                 ('{"session_id": "a", "hook_event_name": "SessionStart"}', ["--home", ""],
-                                 "--home is empty")]:
+                                 "--home is empty"),
+                                ('{"session_id": "a"}', [], "hook_event_name is missing")]:
         proc = subprocess.run([sys.executable, "-m", "plur", "hook", "claude-code", *args], input=stdin,
                               capture_output=True, text=True, env=_env(plur_home), timeout=60)
         assert proc.returncode == 1 and needle in proc.stderr and len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert proc.stderr.startswith("plur"), proc.stderr  # Claude Code shows it: the line says where it is from
 
 
 def test_without_a_service_the_doors_answer_by_keyword_and_start_one(plur_home: Path) -> None:

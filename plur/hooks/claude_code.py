@@ -95,7 +95,8 @@ def read_event(raw: bytes) -> dict[str, Any]:
         raise HookError("the hook input on stdin must be a JSON object")
     name = event.get("hook_event_name")
     if name not in EVENTS:
-        raise HookError(f"hook_event_name {name!r} is not handled; register plur for {' and '.join(EVENTS)}")
+        shown = "is missing" if name is None else f"{name!r} is not handled"
+        raise HookError(f"hook_event_name {shown}; register plur for {' and '.join(EVENTS)}")
     if not isinstance(event.get("session_id"), str) or not event["session_id"]:
         raise HookError("the hook input has no session_id")
     return event
@@ -277,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
             raise HookError(f"the hook input is over {MAX_INPUT_BYTES} bytes")
         out = answer(read_event(raw), opts)
     except HookError as exc:
-        print(str(exc), file=sys.stderr)
+        text = str(exc)  # Claude Code shows the line to the user: say it comes from plur
+        print(text if text.startswith("plur") else f"plur hook claude-code: {text}", file=sys.stderr)
         return 1
     except Exception as exc:  # noqa: BLE001 - a hook must never take the user's prompt down with a traceback
         print(f"plur hook claude-code: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -74,8 +74,8 @@ def validate_id(engram_id: Any) -> str:
     """
     if not isinstance(engram_id, str) or not ID_RE.match(engram_id):
         raise InvalidIdError(
-            f"invalid engram id {engram_id!r}: ids look like 'ENG-2025-07-25-a1b2c3' "
-            "(see `plur list` for the ids in your store)"
+            f"invalid engram id {engram_id!r}: an id is ENG-, a date and 6 hex digits (0-9, a-f), e.g. "
+            "'ENG-2025-07-25-a1b2c3' (see `plur list` for the ids in your store)"
         )
     return engram_id
 
