@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .block import Block, build_block
+from .injected import record_injected
 
 #: Defaults for a hook's injection: at most this many engrams, within this many tokens, per prompt.
 HOOK_MAX_ENGRAMS = 4
@@ -75,7 +76,6 @@ def inject_block(memory: Any, text: str, *, agent: str, **options: Any) -> Block
         **options: :func:`new_engrams_block`'s keyword arguments.
     """
     block = new_engrams_block(memory, text, agent=agent, **options)
-    if block.engram_ids and getattr(memory.settings, "record_stats", True):
-        memory.stats.record_injection(agent=agent, engram_ids=list(block.engram_ids), block_hash=block.hash,
-                                      tokens=block.tokens)
+    if block.engram_ids:
+        record_injected(memory, agent, block)
     return block

@@ -43,6 +43,7 @@ from ..store.engram import SCOPE_RE, Engram
 from ..errors import PlurError, ValidationError
 from . import capture as capture_mod
 from .block import Block
+from .injected import record_injected
 from .selection import recall_block
 from .capture import Capture, own_scope
 from .exit import shutting_down, track, untrack
@@ -439,11 +440,8 @@ class RecallWorker:
                 return
             entry.recorded = True
             self._counters["injections"] += 1
-        if not getattr(self.memory.settings, "record_stats", True):
-            return
         try:
-            self.memory.stats.record_injection(agent=agent_id, engram_ids=list(entry.block.engram_ids),
-                                               block_hash=entry.block.hash, tokens=entry.block.tokens)
+            record_injected(self.memory, agent_id, entry.block)
         except Exception as exc:  # noqa: BLE001
             log.log(logging.DEBUG if shutting_down() else logging.WARNING,
                     "could not record the injection of a memory block for agent %r: %s", agent_id, exc)

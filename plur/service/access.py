@@ -97,8 +97,7 @@ class MemberMemory:
     # -- writes -----------------------------------------------------------------------------
     def learn(self, statement: str, *, scope: str = "global", **kwargs: Any) -> Engram:
         """:meth:`Memory.learn` into a writable scope (ForbiddenError before anything is written)."""
-        self.check_write(scope)
-        return self._memory.learn(statement, scope=scope, **kwargs)
+        return self.learn_outcome(statement, scope=scope, **kwargs)[0]
 
     def learn_outcome(self, statement: str, *, scope: str = "global", **kwargs: Any) -> tuple[Engram, bool]:
         """:meth:`Memory.learn_outcome` into a writable scope (ForbiddenError before anything is written)."""

@@ -207,6 +207,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
     from starlette.responses import Response
     from starlette.routing import Route
 
+    from ..prompt.injected import record_injected
     from ..prompt.selection import recall_block
 
     if not token:
@@ -296,10 +297,8 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
             raise ValidationError("field 'agent_id' must be a non-empty string, got ''")
         t0 = time.perf_counter()
         rendered = recall_block(c.memory, query, scope=scope, agent=agent_id)
-        if inject and rendered.engram_ids and getattr(c.memory.settings, "record_stats", True):
-            # the host puts this block into its prompt (DSH's section): count it as the worker counts a read
-            c.memory.stats.record_injection(agent=agent_id, engram_ids=list(rendered.engram_ids),
-                                            block_hash=rendered.hash, tokens=rendered.tokens)
+        if inject and rendered.engram_ids:  # the host puts it into its prompt (DSH's section)
+            record_injected(c.memory, agent_id, rendered)
         return {**block_dict(agent_id, rendered), "took_ms": (time.perf_counter() - t0) * 1000.0}
 
     def submit(c: Call, text: str, scope: str | None) -> dict[str, Any]:

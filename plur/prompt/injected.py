@@ -1,0 +1,25 @@
+"""Recording that a memory block went into a prompt: the one place every door counts an injection.
+
+The statistics page's "injected into a prompt" counts these rows (:meth:`plur.stats.Stats.record_injection`):
+the recall worker's cached block when a section reads it, the Claude Code hook's block
+(:func:`plur.prompt.increment.inject_block`) and a block a host fetched to inject (``POST /api/v1/block``
+with ``inject``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .block import Block
+
+
+def record_injected(memory: Any, agent: str, block: Block) -> None:
+    """Log ``block`` (its engrams in block order, hash, tokens) as injected for ``agent`` in stats.db,
+    unless the setting ``record_stats`` is off.
+
+    Args:
+        memory: a :class:`plur.memory.Memory`. agent: the agent (or host) the prompt is for.
+    """
+    if getattr(memory.settings, "record_stats", True):
+        memory.stats.record_injection(agent=agent, engram_ids=list(block.engram_ids), block_hash=block.hash,
+                                      tokens=block.tokens)
