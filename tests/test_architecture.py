@@ -21,7 +21,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 #: ``service``/``web`` < ``mcp``/``hooks`` < ``cli`` < ``launch``. ``errors``/``config`` are the floor every layer may use.
 LAYERS: dict[str, float] = {
     "errors": 0, "values": 0.5, "config": 1, "net": 1, "display": 1, "jsonio": 1,
-    "store": 2,
+    "store": 2, "project": 2.5,   # project: a folder's project identity (registry writes go through the store's lock)
     "index": 3, "embed": 3, "stats": 3,
     "memory": 4,
     "prompt": 5,

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import InvalidIdError, ValidationError
 from .frozen import NO_EXTRA
+from .scope import SCOPE_RE, _check_scope, check_scope  # noqa: F401 - re-exported
 from .times import check_window, format_time, parse_duration, parse_time, utcnow  # noqa: F401 - re-exported
 
 #: ``ENG-YYYY-MM-DD-<6 lower-case hex>``. Anchored with ``\A``/``\Z`` so no
@@ -30,9 +31,6 @@ from .times import check_window, format_time, parse_duration, parse_time, utcnow
 ID_RE = re.compile(r"\AENG-\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])-[0-9a-f]{6}\Z")
 TYPES: tuple[str, ...] = ("user", "project", "feedback", "reference", "fact", "procedure")
 STATUSES: tuple[str, ...] = ("active", "retired")
-#: ``global``, ``project:<name>``, ``agent:<name>``; names are letters/digits of any
-#: script plus ``. _ - @ /`` (no whitespace, no colon), 1..128 characters.
-SCOPE_RE = re.compile(r"\A(global|(project|agent):[\w.@/-]{1,128})\Z")
 TAG_RE = re.compile(r"\A[^\s,][^,\n]{0,63}\Z")
 
 FIELD_ORDER: tuple[str, ...] = (
@@ -84,15 +82,6 @@ def new_id(created: datetime | None = None) -> str:
     """A fresh random id ``ENG-<created date>-<6 hex>`` (``secrets``; the store retries on collision)."""
     day = (created or utcnow()).astimezone(timezone.utc).date().isoformat()
     return f"ENG-{day}-{secrets.token_hex(3)}"
-
-
-def _check_scope(scope: Any) -> str:
-    if not isinstance(scope, str) or not SCOPE_RE.match(scope):
-        raise ValidationError(
-            f"invalid scope {scope!r}: use 'global', 'project:<name>' or 'agent:<name>' "
-            "(name: letters, digits, . _ - @ /)"
-        )
-    return scope
 
 
 def _as_text_hint(value: Any) -> str:

@@ -1,0 +1,151 @@
+"""The project of a folder, resolved the same way at every door (CLI, hook, MCP, service, DSH plugin).
+
+A folder's project is, walking up from the folder, the first of:
+
+1. a folder bound to a project (``plur project bind FOLDER --to project:x``): that scope;
+2. a git repository's root (:func:`plur.project.root.git_root`; a worktree leads to its main
+   repository, a submodule is its own): the scope the registry gave that root, or, for a root not
+   registered yet, the one it would give (:meth:`~plur.project.registry.Registry.scope_for_new`);
+3. with neither, the folder itself, named like a root.
+
+So ``repo/packages/web`` is ``repo``'s project, two clones named ``app`` are ``project:app`` and
+``project:app-2``, ``/home/u/我的项目`` is ``project:我的项目``, and nothing resolves to ``global``.
+
+Registration (:func:`resolve` with ``register=True``): a root seen for the first time is written to
+``<home>/projects.json`` *only when the home exists*; in a home that does not exist yet the name is
+computed without registering and nothing is created (a pure read never creates the home). The first
+write to the home then registers it the next time any door resolves that folder.
+
+Migration from basename scopes: the DSH plugin used the folder's last name (``project:web``). The
+first root registered with that name keeps the plain name, so its notes stay its own; notes filed
+under another name (a nested package folder's ``project:web`` inside ``repo``, or names with
+punctuation the old rule spelled differently) stay in that scope: bind the folder to it
+(``plur project bind repo/packages/web --to project:web``) or read it with ``--scope project:web``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..errors import StoreError, ValidationError
+from .registry import Registry, load, register, update
+from .root import canonical, git_root, plain_name
+
+#: The ``--scope`` value every door reads as "the project of the current folder".
+HERE = "here"
+
+
+@dataclass(frozen=True)
+class Project:
+    """A folder's project.
+
+    Attributes:
+        folder: the folder asked about (canonical: absolute, symlinks resolved).
+        root: the folder that is the project: a bound folder, a repository root, or ``folder`` itself.
+        scope: ``project:<name>``.
+        how: ``"bound"``, ``"git"`` or ``"folder"``.
+        registered: whether ``<home>/projects.json`` holds ``root`` (always True for ``bound``).
+    """
+
+    folder: str
+    root: str
+    scope: str
+    how: str
+    registered: bool
+
+
+def find(folder: str | os.PathLike[str], registry: Registry) -> Project:
+    """The project of ``folder`` given ``registry``; reads the file system, writes nothing."""
+    start = canonical(folder)
+    here = start
+    root, how = start, "folder"
+    while True:
+        if here in registry.bound:
+            return Project(start, here, registry.bound[here], "bound", True)
+        if os.path.lexists(os.path.join(here, ".git")):
+            root, how = git_root(here) or here, "git"
+            if root in registry.bound:
+                return Project(start, root, registry.bound[root], "bound", True)
+            break
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    if root in registry.roots:
+        return Project(start, root, registry.roots[root], how, True)
+    return Project(start, root, registry.scope_for_new(root), how, False)
+
+
+def resolve(folder: str | os.PathLike[str], home: str | os.PathLike[str], register_new: bool = True) -> Project:
+    """The project of ``folder`` in ``home``, registering a new root when the home exists.
+
+    Args:
+        folder: any folder (need not exist; a missing one is named as it is spelled).
+        home: the plur home (its ``projects.json``).
+        register_new: write a new root to the registry (only ever when the home exists).
+
+    Raises:
+        StoreError: ``projects.json`` is unreadable or invalid. A registration that fails (home not
+            writable, lock held too long) is not an error: the computed scope is returned unregistered.
+    """
+    home_path = Path(home)
+    project = find(folder, load(home_path))
+    if project.registered or not register_new or not home_path.is_dir():
+        return project
+    try:
+        return replace(project, scope=register(home_path, project.root), registered=True)
+    except StoreError:
+        return project
+
+
+def scope_here(home: str | os.PathLike[str], folder: str | os.PathLike[str] | None = None) -> str:
+    """The scope of ``folder`` (default: the current folder): what ``--scope here`` means."""
+    return resolve(os.getcwd() if folder is None else folder, home).scope
+
+
+def _checked_project_scope(scope: str) -> str:
+    from ..store.engram import check_scope
+
+    scope = check_scope(scope)
+    if not scope.startswith("project:"):
+        raise ValidationError(f"cannot bind a folder to {scope!r}: bind it to a project scope, e.g. "
+                              "--to project:web (see `plur project list`)")
+    return scope
+
+
+def bind(home: str | os.PathLike[str], folder: str | os.PathLike[str], scope: str) -> Project:
+    """Bind ``folder`` (and everything under it) to ``scope`` (``project:<name>``).
+
+    Raises:
+        ValidationError: ``folder`` is not an existing folder, or ``scope`` is not a project scope.
+        StoreError: the registry could not be written.
+    """
+    scope = _checked_project_scope(scope)
+    where = canonical(folder)
+    if not os.path.isdir(where):
+        raise ValidationError(f"cannot bind {os.fspath(folder)!r}: not an existing folder; give a folder path")
+    update(Path(home), lambda reg: Registry(roots=reg.roots, bound={**reg.bound, where: scope}))
+    return Project(where, where, scope, "bound", True)
+
+
+def unbind(home: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str:
+    """Remove ``folder``'s binding; the scope it was bound to.
+
+    Raises:
+        ValidationError: ``folder`` is not bound (the message lists the bound folders).
+    """
+    where = canonical(folder)
+    current = load(Path(home))
+    if where not in current.bound:
+        known = ", ".join(sorted(current.bound)) or "none"
+        raise ValidationError(f"{os.fspath(folder)!r} is not bound to a project (bound folders: {known}); "
+                              "see `plur project list`")
+    was = current.bound[where]
+    update(Path(home), lambda reg: Registry(roots=reg.roots, bound={k: v for k, v in reg.bound.items() if k != where}))
+    return was
+
+
+__all__ = ["HERE", "Project", "Registry", "bind", "canonical", "find", "git_root", "load", "plain_name", "resolve",
+           "scope_here", "unbind"]
