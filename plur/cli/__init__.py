@@ -8,7 +8,8 @@ One module per command group, each imported only when one of its commands runs
 :mod:`.browse`       list, show
 :mod:`.edit`         edit, update, supersede, pin, unpin
 :mod:`.forget`       forget
-:mod:`.transfer`     import, export, ingest
+:mod:`.transfer`     export
+:mod:`.imports`      import, ingest
 :mod:`.migrate`      migrate (folder <-> PostgreSQL)
 :mod:`.team`         team add, list, grant, revoke, remove, rotate (members of a PostgreSQL store)
 :mod:`.recall`       recall, section
@@ -52,9 +53,9 @@ COMMANDS = {
     "pin": "plur.cli.edit.pin",
     "unpin": "plur.cli.edit.unpin",
     "forget": "plur.cli.forget.forget",
-    "import": "plur.cli.transfer.import_",
+    "import": "plur.cli.imports.import_",
     "export": "plur.cli.transfer.export",
-    "ingest": "plur.cli.transfer.ingest",
+    "ingest": "plur.cli.imports.ingest",
     "migrate": "plur.cli.migrate.migrate",
     "team": "plur.cli.team.team",
     "recall": "plur.cli.recall.recall",

@@ -29,7 +29,7 @@ from ..index.catchup import DenseCatchUp
 from ..store.engram import Engram
 from ..store.open import open_store
 from . import doctor as _doctor, filters as _filters, forget as _forget, freshness as _freshness
-from . import indexing as _indexing, ingest as _ingest, legs as _two_legs, lifecycle as _lifecycle
+from . import imports as _imports, indexing as _indexing, ingest as _ingest, legs as _two_legs, lifecycle as _lifecycle
 from . import models as _models, reads as _reads, recall as _recall, writes as _writes
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -117,6 +117,7 @@ class Memory:
     supersede = _writes.supersede
     feedback = _writes.feedback
     ingest = _ingest.ingest
+    import_engrams = _imports.import_engrams
     forget = _forget.forget
 
     # -- reads (plur.memory.reads) ---------------------------------------------------------

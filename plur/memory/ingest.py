@@ -14,7 +14,7 @@ from ..store.engram import Engram, _check_scope, parse_time
 
 def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = None, scope: str = "global",
            roles: Sequence[str] = ("user",), format: str | None = None, tags: Sequence[str] = (),
-           source: Mapping[str, Any] | None = None, progress: bool | None = None) -> Any:
+           source: Mapping[str, Any] | None = None, progress: bool | None = None, dry_run: bool = False) -> Any:
     """Learn a conversation, one engram per turn, with its provenance; re-ingesting adds only new turns.
 
     Each kept turn becomes an engram of type ``user`` (user turns) or ``reference`` (assistant
@@ -40,6 +40,10 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
         format: the conversation format (:data:`plur.store.ingest.FORMATS`); default detected.
         tags: tags for every new engram. source: extra provenance keys (e.g. ``{"file": ...}``).
         progress: show a tqdm bar on stderr (default: when more than 1,000 turns are new).
+        dry_run: write nothing; the result says what would be added (``added``: unstored engrams) and changed.
+
+    Credentials in a turn (API keys, tokens, private keys) are removed before anything is stored or
+    compared (:mod:`plur.store.screen`); ``secrets`` counts them.
 
     Returns:
         An :class:`~plur.store.ingest.turns.IngestResult` (``added``, ``skipped``, ``turns``, ``format``,
@@ -48,7 +52,8 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
         ChatGPT conversation that cannot be read, a turn over ``max_statement_bytes``).
 
     Raises:
-        ValidationError: data that is malformed as a whole, unknown format/role, bad scope, date or tag.
+        ValidationError: data that is malformed as a whole, unknown format/role, bad scope, date or tag;
+            a ``format`` given that reads no turn at all from data that holds some other format.
     """
     from ..store import ingest as conv
 
@@ -70,6 +75,9 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
     else:
         fmt = format or conv.detect_format(data, where)
         turns = conv.parse(data, fmt, where=where, session=session, date=when, problems=problems)
+        if format is not None and not turns:
+            _wrong_format(data, format, where)
+    turns, secrets = _screen(turns)
     kept = [t for t in turns if t.role in roles]
     with mem._lock:
         mem._scan()
@@ -104,6 +112,11 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
                                          created=t.created or when))
         except ValidationError as exc:
             problems.append((f"{where}: session {t.session!r} turn {t.turn}", str(exc)))
+    if dry_run:
+        return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(engrams),
+                                 skipped=len(kept) - len(new) - len(edited), problems=tuple(problems),
+                                 changed=tuple(old.replace(statement=t.text) for old, t in edited),
+                                 secrets=secrets, dry_run=True)
     added: list[Engram] = []
     show = progress if progress is not None else len(engrams) > 1000
     from tqdm import tqdm
@@ -127,7 +140,34 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
             problems.append((f"{where}: session {t.session!r} turn {t.turn}", str(exc)))
     return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(added),
                              skipped=len(kept) - len(new) - len(edited), problems=tuple(problems),
-                             changed=tuple(changed))
+                             changed=tuple(changed), secrets=secrets)
+
+
+def _screen(turns: list[Any]) -> tuple[list[Any], int]:
+    """The turns with credentials removed from their text (the one secret screen), and how many were removed."""
+    import dataclasses
+
+    from ..store.screen import screen_text
+
+    out, total = [], 0
+    for t in turns:
+        text, n = screen_text(t.text)
+        total += n
+        out.append(dataclasses.replace(t, text=text) if n else t)
+    return out, total
+
+
+def _wrong_format(data: Any, fmt: str, where: str) -> None:
+    """Raise: ``--format fmt`` read nothing from ``where``; name the format it looks like, if any."""
+    from ..store import ingest as conv
+
+    try:
+        guess = conv.detect_format(data, where)
+    except ValidationError:
+        guess = None
+    hint = (f"it looks like {guess}: drop --format (or pass --format {guess})" if guess and guess != fmt
+            else f"check the file, or pass another --format ({', '.join(conv.FORMATS)})")
+    raise ValidationError(f"{where} read as {fmt} holds no turns; {hint}")
 
 
 def _differs(old: Engram | None, text: str) -> bool:

@@ -3,7 +3,9 @@
 ``claude-dir``
 A Claude-style memory folder: ``MEMORY.md`` with one ``- [title](file.md) — hook`` line
 per memory, and one markdown file per memory with YAML frontmatter ``name``,
-``description``, ``type`` (user | feedback | project | reference) and the memory as body.
+``description``, ``type`` (user | feedback | project | reference; or nested as ``metadata: type:``)
+and the memory as body. Every other frontmatter key (``modified``, ``metadata``...) is kept on the
+engram as it was written (a date keeps its spelling) and written back at the top of the frontmatter.
 Exports add a ``plur`` frontmatter mapping (id, scope, tags, created...) so that a
 re-import is lossless; folders written by other tools import without it.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +38,24 @@ def _split_frontmatter(text: str, p: Path) -> tuple[dict[str, Any], str]:
     m = re.search(r"^---[ \t]*\r?\n?", text[start:], re.M)
     if m is None:
         raise ValidationError(f"{p}: frontmatter starts with '---' but never ends; add a closing '---' line")
-    meta = load_yaml(text[start:start + m.start()], what=f"{p}: frontmatter", max_bytes=1 << 20) or {}
+    front = text[start:start + m.start()]
+    meta = load_yaml(front, what=f"{p}: frontmatter", max_bytes=1 << 20) or {}
     if not isinstance(meta, dict):
         raise ValidationError(f"{p}: frontmatter must be a mapping (name, description, type)")
+    for key, value in list(meta.items()):  # a date keeps the spelling it was written in (YAML would re-spell it)
+        if isinstance(value, (date, datetime)) and isinstance(key, str):
+            raw = re.search(rf"^{re.escape(key)}:[ \t]*['\"]?([^'\"\n]*?)['\"]?[ \t]*$", front, re.M)
+            meta[key] = raw[1] if raw else value.isoformat()
     return meta, text[start + m.end():]
+
+
+def split_frontmatter(text: str, where: str = "memory file") -> tuple[dict[str, Any], str]:
+    """``(frontmatter mapping, body)`` of a memory file's text (``{}`` when it has none).
+
+    Raises:
+        ValidationError: frontmatter that never ends or is not a mapping.
+    """
+    return _split_frontmatter(text, Path(where))
 
 
 def read_claude_dir(folder: Path, scope: str) -> list[Engram]:
@@ -68,23 +85,52 @@ def read_claude_dir(folder: Path, scope: str) -> list[Engram]:
     return out
 
 
+def memory_type(meta: Mapping[str, Any]) -> str | None:
+    """The type a memory file's frontmatter gives: ``type``, else the nested ``metadata: type:``."""
+    nested = meta.get("metadata")
+    ctype = meta.get("type") or (nested.get("type") if isinstance(nested, Mapping) else None)
+    return ctype if ctype in TYPES else None
+
+
 def _claude_engram(meta: dict[str, Any], body: str, title: str, hook: str, scope: str) -> Engram:
     native = meta.get("plur")
+    top = {k: v for k, v in meta.items() if k not in ("plur", "type", "name", "description")}
     if isinstance(native, Mapping):
         statement = body[1:] if body.startswith("\n") else body
         statement = statement[:-1] if statement.endswith("\n") else statement
-        return Engram.from_dict({**native, "statement": statement})
+        return Engram.from_dict({**native, **top, "statement": statement})
     name = meta.get("name") or title or None
     description = meta.get("description") or hook or None
     statement = body.strip() or (str(description) if description else "")
-    ctype = meta.get("type")
     extra = {k: v for k, v in meta.items() if k not in ("name", "description", "type")}
     if name:
         extra["name"] = str(name)
     if description:
         extra["description"] = str(description)
-    return Engram.create(statement, scope=scope, type=ctype if ctype in TYPES else "reference",
-                         extra=extra)
+    return Engram.create(statement, scope=scope, type=memory_type(meta) or "reference",
+                         created=_when(meta.get("modified")), extra=extra)
+
+
+def _when(value: Any) -> datetime | None:
+    """A ``modified`` date of a memory file as a time (``None`` when it is none)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def respell(original: str, when: datetime) -> str:
+    """``when`` written the way ``original`` writes a time (``2026-08-03``, ``...T10:00:00.000Z``, ``...+00:00``)."""
+    when = when.astimezone(timezone.utc)
+    if re.fullmatch(r"\d{4}-\d\d-\d\d", original.strip()):
+        return when.strftime("%Y-%m-%d")
+    sep = " " if re.match(r"\d{4}-\d\d-\d\d ", original.strip()) else "T"
+    ms = re.search(r":\d\d\.(\d+)", original)
+    text = when.strftime(f"%Y-%m-%d{sep}%H:%M:%S") + (f".{when.microsecond:06d}"[:1 + len(ms[1])] if ms else "")
+    return text + ("Z" if original.strip().endswith("Z") or "+" not in original[10:] else "+00:00")
 
 
 def _slug(text: str) -> str:
@@ -110,8 +156,23 @@ def claude_file(e: Engram) -> tuple[str, str, str, str]:
     title = str(e.extra.get("name") or _one_line(e.statement, 60))
     hook = str(e.extra.get("description") or _one_line(e.statement, 150))
     native = e.to_dict()
-    native.pop("statement", None)
-    native.pop("content_hash", None)
-    meta = {"name": title, "description": hook, "type": CLAUDE_TYPE_OUT.get(e.type, e.type), "plur": native}
+    for k in ("statement", "content_hash", *(k for k in e.extra if k not in ("name", "description"))):
+        native.pop(k, None)
+    ctype = CLAUDE_TYPE_OUT.get(e.type, e.type)
+    meta: dict[str, Any] = {"name": title, "description": hook}
+    nested = e.extra.get("metadata")
+    if isinstance(nested, Mapping) and "type" in nested:
+        meta["metadata"] = {**nested, "type": ctype}
+    else:
+        meta["type"] = ctype
+    for k, v in e.extra.items():
+        meta.setdefault(k, v)
+    if isinstance(meta.get("modified"), str) and e.updated is not None \
+            and (_when(meta["modified"]) or e.updated) < e.updated:
+        meta["modified"] = respell(meta["modified"], e.updated)  # changed since: the new date, same spelling
+    meta["plur"] = native
     front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=1 << 30)
+    for k, v in meta.items():  # a date read unquoted is written unquoted, as it came
+        if k != "plur" and isinstance(v, str) and _when(v) is not None:
+            front = front.replace(f"\n{k}: '{v}'\n", f"\n{k}: {v}\n")
     return f"{_slug(title)}_{e.id[-6:]}.md", title, hook, f"---\n{front}---\n\n{e.statement}\n"

@@ -12,6 +12,10 @@ Formats (:data:`FORMATS`):
 
 ``claude-dir``
     A Claude-style memory folder; see :mod:`plur.store.claude_dir`.
+
+Import only (:data:`IMPORT_FORMATS`), text people bring from elsewhere (:mod:`plur.store.notes`):
+``claude-memory`` (claude.ai's memory, four shapes), ``chatgpt-memory`` (ChatGPT's saved memories, one
+per line) and ``notes`` (plain text or Markdown). A text file's format is told by its content.
 """
 
 from __future__ import annotations
@@ -31,7 +35,10 @@ from .engram import Engram, _check_scope, new_id, parse_time, utcnow
 from .plur_yaml import dump_plur_yaml, from_plur, read_plur_yaml as _read_plur_yaml, to_plur
 
 FORMATS: tuple[str, ...] = ("jsonl", "plur-yaml", "claude-dir")
-
+#: What ``plur import`` reads: :data:`FORMATS` and the text notes of :mod:`plur.store.notes`.
+IMPORT_FORMATS: tuple[str, ...] = FORMATS + ("claude-memory", "chatgpt-memory", "notes")
+#: Files a folder of notes is read for (other files in it are left alone).
+_NOTE_FILES = (".md", ".markdown", ".txt", ".text", ".jsonl", ".ndjson", ".yaml", ".yml")
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -53,9 +60,66 @@ def detect_format(path: str | os.PathLike[str]) -> str:
                           f"pass --format ({', '.join(FORMATS)})")
 
 
-def _check_format(fmt: str) -> str:
-    if fmt not in FORMATS:
-        raise ValidationError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+def detect_import_format(path: str | os.PathLike[str]) -> str:
+    """The :data:`IMPORT_FORMATS` entry of an existing file or folder, from its name and, for text, its content.
+
+    Raises:
+        ValidationError: a chat export (naming ``plur ingest``), or text that fits several formats
+            (naming the candidates and ``--format``).
+    """
+    from .notes import detect_text
+
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if p.is_dir() or suffix in (".jsonl", ".ndjson", ".yaml", ".yml"):
+        return detect_format(p)
+    if suffix in (".json", ".zip"):
+        raise ValidationError(f"{str(p)!r} looks like a chat export (conversations), not notes; use "
+                              f"`plur ingest {p}` for it, or pass --format ({', '.join(IMPORT_FORMATS)})")
+    return detect_text(read_text_file(p, "utf-8-sig"), repr(str(p)), suffix)
+
+
+def import_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The files and memory folders that ``paths`` name: a Claude memory folder (``MEMORY.md``, or
+    markdown files with frontmatter) is one source; any other folder gives its note files, recursively
+    (hidden ones skipped), in name order.
+
+    Raises:
+        ValidationError: a path that does not exist, or a folder with no note file.
+    """
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw).expanduser()
+        if not p.exists():
+            raise ValidationError(f"no file or folder {str(p)!r}; check the path")
+        if not p.is_dir() or _is_claude_dir(p):
+            out.append(p)
+            continue
+        found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in _NOTE_FILES
+                       and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        if not found:
+            raise ValidationError(f"{str(p)!r} holds no notes (files ending {', '.join(_NOTE_FILES)}) and no "
+                                  "Claude memory folder (MEMORY.md); check the path")
+        out += found
+    return out
+
+
+def _is_claude_dir(p: Path) -> bool:
+    if (p / "MEMORY.md").is_file():
+        return True
+    for f in p.glob("*.md"):
+        try:
+            with f.open("rb") as fh:
+                if fh.read(4) in (b"---\n", b"---\r"):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def _check_format(fmt: str, formats: tuple[str, ...] = FORMATS) -> str:
+    if fmt not in formats:
+        raise ValidationError(f"unknown format {fmt!r}; use one of {', '.join(formats)}")
     return fmt
 
 
@@ -67,7 +131,7 @@ def read_engrams(path: str | os.PathLike[str], fmt: str | None = None, *, scope:
 
     Args:
         path: file (``jsonl``, ``plur-yaml``) or folder (``claude-dir``).
-        fmt: one of :data:`FORMATS`; default :func:`detect_format`.
+        fmt: one of :data:`IMPORT_FORMATS`; default :func:`detect_import_format`.
         scope: scope for entries that carry none (in every format: a JSONL line or ``engrams.yaml``
             entry without ``scope``, a ``claude-dir`` memory without ``plur`` frontmatter); default ``global``.
 
@@ -77,7 +141,13 @@ def read_engrams(path: str | os.PathLike[str], fmt: str | None = None, *, scope:
     if scope is not None:
         _check_scope(scope)
     p = Path(path).expanduser()
-    fmt = _check_format(fmt or detect_format(p))
+    fmt = _check_format(fmt or detect_import_format(p), IMPORT_FORMATS)
+    if fmt in IMPORT_FORMATS[len(FORMATS):]:
+        from .notes import read_text_notes, to_engrams
+
+        if p.is_dir():
+            raise ValidationError(f"{str(p)!r} is a folder; --format {fmt} reads a text file")
+        return to_engrams(read_text_notes(read_text_file(p, "utf-8-sig"), fmt), scope or "global", p, fmt)
     if fmt == "claude-dir":
         if not p.is_dir():
             raise ValidationError(f"{str(p)!r} is not a folder; a claude-dir import reads a memory folder")
@@ -210,4 +280,4 @@ def write_engrams(engrams: Iterable[Engram], path: str | os.PathLike[str], fmt: 
     return len(items)
 
 
-__all__ = ["FORMATS", "detect_format", "from_plur", "read_engrams", "to_plur", "write_engrams"]
+__all__ = ["FORMATS", "IMPORT_FORMATS", "detect_format", "detect_import_format", "import_sources", "from_plur", "read_engrams", "to_plur", "write_engrams"]

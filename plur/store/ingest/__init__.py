@@ -106,10 +106,14 @@ def load(path: str | os.PathLike[str], problems: list[tuple[str, str]] | None = 
     document but whose lines are. With ``problems`` given, a JSON Lines line that is not JSON is
     appended there as ``("<file>:<line>", reason)`` and skipped (unless no line is JSON at all).
 
+    A ``.zip`` is a ChatGPT export: its ``conversations.json`` is read.
+
     Raises:
         ValidationError: missing/unreadable file, or neither JSON nor JSON Lines (naming the line).
     """
     p = Path(path).expanduser()
+    if p.suffix.lower() == ".zip":
+        return _zip_conversations(p)
     text = read_text_file(p, "utf-8-sig")
     if p.suffix.lower() not in (".jsonl", ".ndjson"):
         try:
@@ -135,6 +139,30 @@ def load(path: str | os.PathLike[str], problems: list[tuple[str, str]] | None = 
     if problems is not None:
         problems.extend(bad)
     return out
+
+
+def _zip_conversations(p: Path) -> Any:
+    """The decoded ``conversations.json`` of a ChatGPT export ``.zip`` (the one nearest the top).
+
+    Raises:
+        ValidationError: not a zip, no ``conversations.json`` in it (naming what it holds), or not JSON.
+    """
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(p) as z:
+            names = [n for n in z.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"]
+            if not names:
+                some = ", ".join(z.namelist()[:5]) or "nothing"
+                raise ValidationError(f"{p} holds no conversations.json (it holds {some}); a ChatGPT export "
+                                      "(Settings > Data controls > Export data) has one at its top")
+            raw = z.read(min(names, key=lambda n: (n.count("/"), n)))
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise ValidationError(f"cannot read {str(p)!r} as a zip file ({exc}); check the file") from None
+    try:
+        return json.loads(raw.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValidationError(f"{p}: conversations.json is not JSON ({exc})") from None
 
 
 def read_conversation(path: str | os.PathLike[str], fmt: str | None = None, *, session: str | None = None,

@@ -97,6 +97,8 @@ class IngestResult:
         problems: ``(place, reason)`` of each item left out because it was malformed (a JSON Lines
             line that is not JSON, a Claude Code event or ChatGPT conversation that cannot be read,
             a turn over ``max_statement_bytes``); the rest of the file was ingested.
+        secrets: credentials removed from the turns' text before anything was stored.
+        dry_run: nothing was written; ``added`` and ``changed`` say what would be.
     """
 
     format: str
@@ -105,6 +107,8 @@ class IngestResult:
     skipped: int
     problems: tuple[tuple[str, str], ...] = ()
     changed: tuple[Engram, ...] = ()
+    secrets: int = 0
+    dry_run: bool = False
 
 
 def source_key(source: Any) -> ProvenanceKey | None:
