@@ -51,8 +51,8 @@ export function resolveHome (home) {
 /**
  * Read and check `<home>/service.json`.
  * @param {string} home - the plur home.
- * @returns {Promise<{url: string, socket: string | null, token: string, version: string}>} where
- *   the service listens and its token.
+ * @returns {Promise<{url: string, socket: string | null, token: string, version: string, settings: unknown, login: string | null}>}
+ *   where the service listens, its token, and the pages' login token.
  * @throws {PlurServiceError} `NO_SERVICE` when the file is missing, unreadable, or not API v1.
  */
 export async function discover (home) {
@@ -66,7 +66,7 @@ export async function discover (home) {
   if (info === null || typeof info !== 'object' || info.api !== API_VERSION || typeof info.token !== 'string' || typeof info.url !== 'string') {
     throw new PlurServiceError(`${file} is not a plur API v${API_VERSION} service file (api=${JSON.stringify(info?.api)}); upgrade plur or restart \`plur serve\``, { code: 'NO_SERVICE' })
   }
-  return { url: info.url, socket: typeof info.socket === 'string' ? info.socket : null, token: info.token, version: String(info.version ?? ''), settings: info.settings ?? null }
+  return { url: info.url, socket: typeof info.socket === 'string' ? info.socket : null, token: info.token, version: String(info.version ?? ''), settings: info.settings ?? null, login: typeof info.login === 'string' ? info.login : null }
 }
 
 /**
@@ -119,6 +119,19 @@ export class PlurClient {
       this.found = undefined
       return ''
     }
+  }
+
+  /**
+   * The URL that logs the owner's browser in to plur's pages (`plur service url`): `<url>/?token=<login>`.
+   * @returns {Promise<string>} the URL.
+   * @throws {PlurServiceError} `NO_SERVICE` when no service runs or it has no pages.
+   */
+  async loginUrl () {
+    this.found = undefined
+    this.found = discover(this.home)
+    const where = await this.found
+    if (where.login === null) throw new PlurServiceError(`the plur service for ${this.home} serves no pages (no login token in service.json); restart it with \`plur service start\``, { code: 'NO_SERVICE' })
+    return `${where.url.replace(/\/+$/, '')}/?${new URLSearchParams({ token: where.login })}`
   }
 
   /**

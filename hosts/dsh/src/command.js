@@ -1,39 +1,54 @@
 /**
- * The `/plur` command (human-facing): `/plur` or `/plur status`, `/plur recall <query>`,
- * `/plur learn <statement>`, `/plur forget <id>`. Results are shown to the user, never to the model.
+ * The `/plur` command (human-facing; results are shown to the user, never to the model):
+ *
+ * - `/plur` or `/plur status`: the service, the engram count, this agent's scope and block;
+ * - `/plur recall <query>`, `/plur learn <statement>`;
+ * - `/plur list [words]`: this agent's scope and global, newest first;
+ * - `/plur show <id>`: one engram whole (any scope: the user owns the whole memory);
+ * - `/plur forget <id> [--any-scope]`: names the engram's scope; another project's engram only with
+ *   `--any-scope`;
+ * - `/plur url`: the link that logs the user's browser in to plur's pages (it carries a login token);
+ * - `/plur projects`: every scope with its engram count, this agent's marked;
+ * - `/plur bind <folder>`: make another folder part of this agent's project (`plur project bind`);
+ * - `/plur capture on|off`: whether the conversation forms memory (kept in DSH's settings when the
+ *   host has the settings seam, else for this host process).
  *
  * @module @plur-ai/dsh/command
  */
+import { execFile } from 'node:child_process'
+import { isAbsolute, resolve } from 'node:path'
 import { scopeFor } from './scope.js'
-import { hitLine, statusText } from './tools.js'
+import { engramLine, engramText, hitLine, listVisible, statusText } from './tools.js'
 
-const USAGE = 'usage: /plur [status] | /plur recall <query> | /plur learn <statement> | /plur forget <id>'
+const USAGE = 'usage: /plur [status] | recall <query> | learn <statement> | list [words] | show <id> | forget <id> [--any-scope] | url | projects | bind <folder> | capture on|off'
 
 /**
  * Register `/plur` in `ctx`'s layer (disposed with `ctx`'s fiber).
  * @param {import('@deepseek-ai/cordis').Context} ctx - a context with the `commands` service.
  * @param {import('./client.js').PlurClient} client - the plur client (tool timeout).
- * @param {import('./cache.js').BlockCache} cache - the block cache (for the status line).
- * @param {{scope: string}} settings - the plugin settings.
+ * @param {{now: () => {scope: string, enabled: boolean, capture: string, toolTimeoutMs: number},
+ *   live: import('./settings.js').LiveSettings, starter: import('./start.js').Starter,
+ *   cache: import('./cache.js').BlockCache}} state - the plugin's settings, starter and block cache.
  */
-export function registerCommand (ctx, client, cache, settings) {
+export function registerCommand (ctx, client, state) {
   ctx.commands.register({
     name: 'plur',
-    description: 'plur long-term memory: status, recall, learn, forget',
-    input: { hint: '[status|recall <query>|learn <statement>|forget <id>]', images: false },
+    description: 'plur long-term memory: status, recall, learn, list, show, forget, url, projects, bind, capture',
+    input: { hint: '[status|recall <query>|learn <statement>|list|show <id>|forget <id>|url|projects|bind <folder>|capture on|off]', images: false },
     handler: async ({ agent, rawInput, signal }) => {
       const input = (rawInput ?? '').trim()
       const [verb = 'status', ...rest] = input.split(/\s+/).filter((word) => word !== '')
       const arg = input.slice(verb.length).trim()
-      const scope = scopeFor(agent, settings.scope)
+      const now = state.now()
+      const scope = scopeFor(agent, now.scope)
       const call = (method, path, body) => client.request(method, path, body, { signal })
       try {
         switch (verb) {
           case 'status': {
-            const block = cache.read(agent.id)
-            const shown = block === '' ? 'no memory block yet' : `memory block ${block.length} characters (hash ${cache.hash(agent.id)})`
+            const block = state.cache.read(agent.id)
+            const shown = !now.enabled ? 'memory is switched off (plur.enabled)' : block === '' ? 'no memory block yet' : `memory block ${block.length} characters (hash ${state.cache.hash(agent.id)})`
             const note = await client.settingsNote()
-            return { kind: 'success', text: `${statusText(await call('GET', '/status'), scope)} ${shown}.${note ? ` Warning: ${note}.` : ''}` }
+            return { kind: 'success', text: `${statusText(await call('GET', '/status'), scope)} ${shown}; capture ${now.capture}.${note ? ` Warning: ${note}.` : ''}` }
           }
           case 'recall': {
             if (arg === '') return { kind: 'error', text: 'usage: /plur recall <query>' }
@@ -45,10 +60,26 @@ export function registerCommand (ctx, client, cache, settings) {
             const reply = await call('POST', '/learn', { statement: arg, scope })
             return { kind: 'success', text: `${reply.created ? 'Learned' : 'Already known'} ${reply.engram.id} in ${reply.engram.scope}.` }
           }
-          case 'forget': {
-            if (rest.length !== 1) return { kind: 'error', text: 'usage: /plur forget <id>' }
-            const reply = await call('POST', '/forget', { id: rest[0] })
-            return { kind: 'success', text: `Forgot ${reply.forgotten}.` }
+          case 'list': {
+            const rows = await listVisible(client, scope, arg === '' ? {} : { text: arg }, 30, signal)
+            return { kind: 'success', text: rows.length === 0 ? `No engram in ${scope} or global${arg ? ` contains ${JSON.stringify(arg)}` : ''}.` : rows.map(engramLine).join('\n') }
+          }
+          case 'show': {
+            if (rest.length !== 1) return { kind: 'error', text: 'usage: /plur show <id>' }
+            return { kind: 'success', text: engramText((await call('GET', `/engrams/${encodeURIComponent(rest[0])}`)).engram) }
+          }
+          case 'forget': return await forget(rest, scope, call)
+          case 'url': return { kind: 'success', text: `plur's pages (this link logs your browser in; keep it to yourself): ${await client.loginUrl()}` }
+          case 'projects': {
+            const byScope = Object.entries((await call('GET', '/status')).by_scope ?? {}).sort(([a], [b]) => a.localeCompare(b))
+            if (byScope.length === 0) return { kind: 'success', text: 'Memory is empty.' }
+            return { kind: 'success', text: byScope.map(([s, n]) => `${s}: ${n} engram${n === 1 ? '' : 's'}${s === scope ? ' (this session)' : ''}`).join('\n') }
+          }
+          case 'bind': return await bind(arg, agent, scope, state)
+          case 'capture': {
+            if (rest.length !== 1 || !['on', 'off'].includes(rest[0])) return { kind: 'error', text: 'usage: /plur capture on|off' }
+            const where = await state.live.update({ capture: rest[0] === 'on' ? 'user' : 'off' })
+            return { kind: 'success', text: `Capture ${rest[0]}${where === 'settings' ? ' (saved in DSH settings, namespace plur)' : ' for this host process (the host has no settings seam; set capture in the plugin config to keep it)'}.` }
           }
           default:
             return { kind: 'error', text: `unknown /plur action ${JSON.stringify(verb)}; ${USAGE}` }
@@ -58,4 +89,32 @@ export function registerCommand (ctx, client, cache, settings) {
       }
     },
   })
+}
+
+/** `/plur forget <id> [--any-scope]`: names the scope; another project's engram needs --any-scope. */
+async function forget (words, scope, call) {
+  const any = words.includes('--any-scope')
+  const ids = words.filter((w) => w !== '--any-scope')
+  if (ids.length !== 1) return { kind: 'error', text: 'usage: /plur forget <id> [--any-scope]' }
+  const engram = (await call('GET', `/engrams/${encodeURIComponent(ids[0])}`)).engram
+  if (engram.scope !== scope && engram.scope !== 'global' && !any) {
+    return { kind: 'error', text: `Not forgotten: ${engram.id} is in ${engram.scope}, another project than this session's ${scope}. To forget it anyway: /plur forget ${engram.id} --any-scope` }
+  }
+  const reply = await call('POST', '/forget', { id: engram.id })
+  return { kind: 'success', text: `Forgot ${reply.forgotten} (${engram.scope}): ${engram.statement.slice(0, 120)}` }
+}
+
+/** `/plur bind <folder>`: `plur project bind FOLDER --to <scope>` through the configured plur command. */
+async function bind (arg, agent, scope, state) {
+  if (arg === '') return { kind: 'error', text: 'usage: /plur bind <folder>' }
+  if (!scope.startsWith('project:')) return { kind: 'error', text: `this session's scope is ${scope}, not a project; bind works in a project folder` }
+  const cwd = agent.session?.header?.cwd
+  const folder = isAbsolute(arg) ? arg : resolve(typeof cwd === 'string' ? cwd : process.cwd(), arg)
+  const [program, ...prefix] = state.starter.command
+  const args = [...prefix, '--home', state.starter.home, 'project', 'bind', folder, '--to', scope]
+  const out = await new Promise((done) => {
+    execFile(program, args, { timeout: state.now().toolTimeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => done({ error, text: `${stdout}${stderr}`.trim() }))
+  })
+  if (out.error) return { kind: 'error', text: `plur project bind failed: ${out.text || out.error.message}` }
+  return { kind: 'success', text: out.text || `Bound ${folder} to ${scope}.` }
 }

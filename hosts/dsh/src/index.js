@@ -30,8 +30,10 @@ import { BlockCache } from './cache.js'
 import { PlurClient, resolveHome } from './client.js'
 import { registerCommand } from './command.js'
 export { latestUserText, MAX_QUERY_CHARS, scopeFor, SCOPE_RE, userText } from './scope.js'
+import { CAPTURE_MODES, LIVE_DEFAULTS, LiveSettings, settingsMount } from './settings.js'
 import { SKILL } from './skill.js'
 import { SCOPE_RE, scopeFor, userText } from './scope.js'
+import { commandOf, noteBlock, Starter } from './start.js'
 import { registerTools } from './tools.js'
 
 /** Cordis plugin name. */
@@ -53,7 +55,15 @@ export const REFRESH_EVENT = 'plur/refresh'
  */
 export const SHOW_EVENT = 'plur/show'
 
-const DEFAULTS = Object.freeze({ home: undefined, scope: 'cwd', timeoutMs: 5000, toolTimeoutMs: 15000, waitMs: 1500, turnWaitMs: 1000 })
+const DEFAULTS = Object.freeze({
+  home: undefined, scope: 'cwd', timeoutMs: 5000, toolTimeoutMs: 15000, waitMs: 1500, turnWaitMs: 1000,
+  enabled: true, capture: 'user', plurCommand: undefined, autoStart: true,
+})
+
+/** Whether `value` is a scope setting: 'cwd' or 'project' (the session folder's project), or one fixed plur scope. */
+export function validScope (value) {
+  return value === 'cwd' || value === 'project' || (typeof value === 'string' && SCOPE_RE.test(value))
+}
 
 /**
  * Validate the plugin config; unknown keys and bad values fail at load, naming the value and the fix.
@@ -64,7 +74,12 @@ const DEFAULTS = Object.freeze({ home: undefined, scope: 'cwd', timeoutMs: 5000,
  *   refresh timeout (ms, default 5000); `toolTimeoutMs` the tool/command request timeout (ms,
  *   default 15000); `waitMs` the longest wait for the block at an agent's first assembly (ms,
  *   default 1500, 0 = never wait); `turnWaitMs` the same at the first assembly of each later turn
- *   (ms, default 1000, 0 = show a turn's block from the next turn on).
+ *   (ms, default 1000, 0 = show a turn's block from the next turn on); `enabled` memory on (default
+ *   true; false: no block, no tools, nothing deleted); `capture` what the conversation leaves in
+ *   memory (`'user'` default, `'all'`, `'off'`); `plurCommand` the plur program (name on PATH or
+ *   path, or an argv list; default `plur`) the plugin runs to start the service when none answers;
+ *   `autoStart` whether it does (default true). `enabled`, `capture` and `scope` are also DSH
+ *   settings (namespace `plur`) when the host composes the settings seam.
  * @returns {{home: string, scope: string, timeoutMs: number, toolTimeoutMs: number, waitMs: number, turnWaitMs: number}} the settings.
  * @throws {Error} on an unknown key or a bad value.
  */
@@ -74,8 +89,16 @@ export function resolveConfig (config = {}) {
   if (unknown.length > 0) throw new Error(`@plur-ai/dsh config has unknown key(s) ${unknown.join(', ')}; the keys are ${Object.keys(DEFAULTS).join(', ')}`)
   const settings = { ...DEFAULTS, ...Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) }
   if (settings.home !== undefined && typeof settings.home !== 'string') throw new TypeError(`@plur-ai/dsh config.home must be a path string, got ${JSON.stringify(settings.home)}`)
-  if (settings.scope !== 'cwd' && !(typeof settings.scope === 'string' && SCOPE_RE.test(settings.scope))) {
-    throw new Error(`@plur-ai/dsh config.scope ${JSON.stringify(settings.scope)} is invalid: use 'cwd', 'global', 'project:<name>' or 'agent:<name>'`)
+  if (!validScope(settings.scope)) {
+    throw new Error(`@plur-ai/dsh config.scope ${JSON.stringify(settings.scope)} is invalid: use 'cwd' (or 'project'), 'global', 'project:<name>' or 'agent:<name>'`)
+  }
+  for (const key of ['enabled', 'autoStart']) {
+    if (typeof settings[key] !== 'boolean') throw new TypeError(`@plur-ai/dsh config.${key} must be true or false, got ${JSON.stringify(settings[key])}`)
+  }
+  if (!CAPTURE_MODES.includes(settings.capture)) throw new Error(`@plur-ai/dsh config.capture ${JSON.stringify(settings.capture)} is invalid: use ${CAPTURE_MODES.map((m) => `'${m}'`).join(', ')}`)
+  const command = settings.plurCommand
+  if (command !== undefined && !(typeof command === 'string' && command.trim() !== '') && !(Array.isArray(command) && command.length > 0 && command.every((a) => typeof a === 'string') && command[0].trim() !== '')) {
+    throw new TypeError(`@plur-ai/dsh config.plurCommand must be the plur program (a path or a name on PATH) or an argv list such as ['python3', '-m', 'plur'], got ${JSON.stringify(command)}`)
   }
   for (const key of ['timeoutMs', 'toolTimeoutMs']) {
     const value = settings[key]
@@ -85,7 +108,7 @@ export function resolveConfig (config = {}) {
     const value = settings[key]
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw new Error(`@plur-ai/dsh config.${key} must be a number of milliseconds >= 0, got ${JSON.stringify(value)}`)
   }
-  return { ...settings, home: resolveHome(settings.home) }
+  return { ...settings, scope: settings.scope === 'project' ? 'cwd' : settings.scope, home: resolveHome(settings.home) }
 }
 
 /**
@@ -97,9 +120,23 @@ export function apply (ctx, config) {
   const settings = resolveConfig(config)
   const logger = ctx.logger('plur')
   const client = new PlurClient({ home: settings.home, timeoutMs: settings.timeoutMs })
+  const tools = new PlurClient({ home: settings.home, timeoutMs: settings.toolTimeoutMs })
   const cache = new BlockCache()
+  const starter = new Starter({ home: settings.home, command: commandOf(settings.plurCommand) })
   let live = true
   let lastProblem = ''
+  /** Tool registrations to undo when memory is switched off; a re-mount when it is switched on. */
+  let toolsMounted
+  const live_ = new LiveSettings({ enabled: settings.enabled, capture: settings.capture, scope: settings.scope }, (next, prev) => {
+    if (!live) return
+    logger.info('plur settings: memory %s, capture %s, scope %s', next.enabled ? 'on' : 'off', next.capture, next.scope)
+    if (next.enabled !== prev.enabled) {
+      if (!next.enabled) cache.clearAll()
+      toolsMounted?.(next.enabled)
+    }
+  })
+  /** The settings in force now (the settings seam's, else the config's). */
+  const now = () => ({ ...settings, ...live_.get() })
 
   ctx.effect(() => () => {
     live = false
@@ -111,26 +148,49 @@ export function apply (ctx, config) {
     order: SECTION_ORDER,
     text: (assembly) => {
       const id = assembly.agent?.id
-      return id === undefined ? '' : cache.read(id)
+      return id === undefined || !live_.get().enabled ? '' : cache.read(id)
     },
   })
+
+  /** Memory is off or starting: one line for the block when there is none yet, and an error log. */
+  const unavailable = async (error) => {
+    if (!['NO_SERVICE', 'UNREACHABLE'].includes(error?.code)) return undefined
+    if (!settings.autoStart) return `plur memory is off: ${error.message}; or set the plugin's autoStart to true`
+    if (starter.state === 'idle') {
+      logger.info('no plur service answers (%s); starting one: %s', error.message, starter.commandLine)
+      starter.start().then(() => {
+        if (!live) return
+        if (starter.state === 'failed') logger.error(`plur memory is off: the plur service could not be started (${starter.reason}); set the plugin's plurCommand to the plur program, or run \`plur service start\``)
+        else logger.info('plur service started; memory from the next turn')
+      })
+    }
+    // A command that cannot run fails at once; give it a moment so the first block can say why.
+    await Promise.race([starter.done, new Promise((resolve) => setTimeout(resolve, 200).unref?.())])
+    if (starter.state === 'failed') return `plur memory is off: the plur service is not running and could not be started with ${starter.commandLine} (${starter.reason}); set the plugin's plurCommand to the plur program, or run \`plur service start\``
+    return `plur memory is starting: the plur service was not running, so this session started it (${starter.commandLine}); memory shows from the next turn`
+  }
 
   const refresh = (agent, query) => {
     const t0 = performance.now()
     const ticket = cache.begin(agent.id)
-    const scope = scopeFor(agent, settings.scope)
+    const scope = scopeFor(agent, now().scope)
     client.request('POST', '/block', { agent_id: agent.id, query, scope, inject: true }, { signal: ticket.controller.signal })
       .then((reply) => {
         if (typeof reply?.text !== 'string' || typeof reply?.hash !== 'string') throw new Error(`plur /block answered without text/hash: ${JSON.stringify(reply).slice(0, 200)}`)
         return { reply, error: undefined }
       })
-      .catch((error) => ({ reply: undefined, error }))
-      .then(({ reply, error }) => {
+      .catch(async (error) => {
+        const note = await unavailable(error).catch(() => undefined)
+        // the note replaces nothing: a block the agent already has stays (a service that died mid-session)
+        return { reply: note !== undefined && cache.latest(agent.id).text === '' ? noteBlock(note) : undefined, error, note }
+      })
+      .then(({ reply, error, note }) => {
         const outcome = cache.settle(ticket, reply)
-        const problem = error === undefined ? '' : String(error.message ?? error)
+        const problem = error === undefined ? '' : String(note ?? error.message ?? error)
         if (problem !== lastProblem && live && outcome !== 'stale') {
-          if (problem !== '') logger.warn('memory block not refreshed, keeping the previous one: %s', problem)
-          else logger.info('memory blocks refresh again')
+          if (problem === '') logger.info('memory blocks refresh again')
+          else if (note === undefined) logger.warn('memory block not refreshed, keeping the previous one: %s', problem)
+          else if (!settings.autoStart) logger.error(note) // a failed start is logged once by the starter
           lastProblem = problem
         }
         const timing = { roundTripMs: performance.now() - t0, serviceMs: reply?.took_ms }
@@ -142,6 +202,7 @@ export function apply (ctx, config) {
   // The loop claims a step's messages, then assembles its prompt: a user message starts a refresh.
   ctx.on('agent/inbox/claimed', ({ agent, message }) => {
     try {
+      if (!live_.get().enabled) return
       const query = userText(message)
       if (query !== '' && agent?.id !== undefined) refresh(agent, query)
     } catch (error) {
@@ -154,7 +215,7 @@ export function apply (ctx, config) {
   ctx.on('system-prompt/assemble', async (_assembly, context, next) => {
     const agent = context?.agent
     const id = agent?.id
-    if (id === undefined || !cache.isFresh(id)) return next()
+    if (id === undefined || !live_.get().enabled || !cache.isFresh(id)) return next()
     const first = cache.shows(id) === 0
     const t0 = performance.now()
     const settled = await cache.settled(id, first ? settings.waitMs : settings.turnWaitMs, context.signal)
@@ -185,10 +246,23 @@ export function apply (ctx, config) {
         logger.error(`plur ${what} not mounted: ${String(error?.message ?? error)}`)
       })
   }
-  const tools = new PlurClient({ home: settings.home, timeoutMs: settings.toolTimeoutMs })
-  ctx.inject(['tools'], mount('tools', (scoped) => registerTools(scoped, tools, settings)))
-  ctx.inject(['commands'], mount('the /plur command', (scoped) => registerCommand(scoped, tools, cache, settings)))
+  const state = { settings, now, live: live_, starter, cache }
+  ctx.inject(['tools'], mount('tools', async (scoped) => {
+    let unregister
+    const turn = async (on) => {
+      if (!on) { unregister?.(); unregister = undefined; return 'off' }
+      if (unregister !== undefined) return 'on'
+      const done = await registerTools(scoped, tools, { get scope () { return now().scope } })
+      unregister = done.unregister
+      return done.from
+    }
+    toolsMounted = (on) => { turn(on).catch((error) => logger.error(`plur tools not ${on ? 'mounted' : 'removed'}: ${String(error?.message ?? error)}`)) }
+    scoped.effect(() => () => { toolsMounted = undefined }, 'plur: tools follow the enabled setting')
+    return turn(live_.get().enabled)
+  }))
+  ctx.inject(['commands'], mount('the /plur command', (scoped) => registerCommand(scoped, tools, state)))
   ctx.inject(['skills'], mount('the plur-memory skill', (scoped) => { scoped.skills.register(SKILL) }))
+  ctx.inject(['settings'], mount('settings', settingsMount(ctx, live_, validScope)))
 }
 
 export default { name, inject, apply }

@@ -13,6 +13,8 @@ import { scopeFor } from './scope.js'
 
 /** Most hits a recall returns to the model. */
 export const MAX_RECALL_K = 50
+/** Most engrams one plur_list or /plur list returns. */
+export const MAX_LIST = 200
 
 /** One engram as a line the model reads. */
 export function engramLine (engram) {
@@ -28,16 +30,18 @@ export function hitLine (hit) {
 const text = { schema: { type: 'string' }, render: (_args, value) => [{ type: 'text', text: value }] }
 
 /**
- * Register the five memory tools in `ctx`'s layer (disposed with `ctx`'s fiber).
+ * Register the eight memory tools in `ctx`'s layer (disposed with `ctx`'s fiber).
  * @param {import('@deepseek-ai/cordis').Context} ctx - a context with the `tools` service.
  * @param {import('./client.js').PlurClient} client - the plur client (tool timeout).
  * @param {{scope: string}} settings - the plugin settings (scope policy).
- * @returns {Promise<string>} where `@deepseek-ai/dsh-tools` was imported from, once every tool is
- *   registered.
+ * @returns {Promise<{from: string, unregister: () => void}>} where `@deepseek-ai/dsh-tools` was
+ *   imported from, once every tool is registered, and a function that removes them again.
  * @throws {Error} when `@deepseek-ai/dsh-tools` cannot be imported (see {@link importFromHost}).
  */
 export async function registerTools (ctx, client, settings) {
   const { module: { defineTool }, from } = await importFromHost('@deepseek-ai/dsh-tools', { own: () => import('@deepseek-ai/dsh-tools') })
+  const disposers = []
+  const register = (tool) => { disposers.push(ctx.tools.register(tool)) }
   const scopeOf = (exec) => (exec.agent === undefined ? (settings.scope === 'cwd' ? 'global' : settings.scope) : scopeFor(exec.agent, settings.scope))
   const call = (method, path, body, exec) => client.request(method, path, body, { signal: exec.signal })
   /**
@@ -56,12 +60,12 @@ export async function registerTools (ctx, client, settings) {
       throw new Error(`no engram ${JSON.stringify(id)} in this agent's scope ${scope} (or global); find ids with plur_recall`)
     }
     if (forget && engram.scope !== scope) {
-      throw new Error(`engram ${id} is in scope ${engram.scope}; this agent may only forget engrams in ${scope}`)
+      throw new Error(`engram ${id} is in scope ${engram.scope}; this agent may only change or forget engrams in ${scope}`)
     }
     return engram
   }
 
-  ctx.tools.register(defineTool({
+  register(defineTool({
     name: 'plur_recall',
     description: 'Search long-term memory (plur) for engrams relevant to a query. The memory block in the system prompt already shows the most relevant ones; use this to look further or more precisely.',
     parameters: {
@@ -78,7 +82,7 @@ export async function registerTools (ctx, client, settings) {
     },
   }))
 
-  ctx.tools.register(defineTool({
+  register(defineTool({
     name: 'plur_learn',
     description: 'Remember one durable fact, preference or procedure in long-term memory (plur), for this and later sessions. One self-contained statement per call.',
     parameters: {
@@ -95,7 +99,7 @@ export async function registerTools (ctx, client, settings) {
     },
   }))
 
-  ctx.tools.register(defineTool({
+  register(defineTool({
     name: 'plur_forget',
     description: 'Delete one engram from long-term memory (plur) by its id, e.g. when the user says it is wrong or outdated.',
     parameters: { id: { type: 'string', required: true, description: 'The engram id, as shown in brackets.' } },
@@ -107,7 +111,57 @@ export async function registerTools (ctx, client, settings) {
     },
   }))
 
-  ctx.tools.register(defineTool({
+  register(defineTool({
+    name: 'plur_show',
+    description: 'Show one engram of long-term memory (plur) whole, by its id: statement, type, scope, tags, dates, provenance.',
+    parameters: { id: { type: 'string', required: true, description: 'The engram id, as shown in brackets.' } },
+    output: text,
+    isConcurrencySafe: () => true,
+    async execute (args, exec) {
+      return engramText(await engramFor(args.id, exec, false))
+    },
+  }))
+
+  register(defineTool({
+    name: 'plur_list',
+    description: 'List engrams of long-term memory (plur) in this agent\'s scope and global, newest first, optionally filtered by type, tag or words in the statement.',
+    parameters: {
+      type: { type: 'string', enum: [...SCHEMA.types], description: 'Only engrams of this type.' },
+      tag: { type: 'string', description: 'Only engrams with this tag.' },
+      text: { type: 'string', description: 'Only engrams whose statement contains this text (case-insensitive).' },
+      limit: { type: 'integer', description: `How many to return (1-${MAX_LIST}, default 20).` },
+    },
+    output: text,
+    isConcurrencySafe: () => true,
+    async execute (args, exec) {
+      const limit = Math.min(Math.max(args.limit ?? 20, 1), MAX_LIST)
+      const rows = await listVisible(client, scopeOf(exec), { type: args.type, tag: args.tag, text: args.text }, limit, exec.signal)
+      if (rows.length === 0) return `No engram in ${scopeOf(exec)} or global matches.`
+      return rows.map(engramLine).join('\n')
+    },
+  }))
+
+  register(defineTool({
+    name: 'plur_update',
+    description: 'Correct one engram of long-term memory (plur) in place, by its id: its statement, type, tags or pinned flag. Use it when the user changes or corrects something remembered ("make that 2 spaces").',
+    parameters: {
+      id: { type: 'string', required: true, description: 'The engram id, as shown in brackets.' },
+      statement: { type: 'string', description: 'The corrected statement, self-contained.' },
+      type: { type: 'string', enum: [...SCHEMA.types], description: `Kind of engram: ${SCHEMA.types.join(', ')}.` },
+      tags: { type: 'array', items: { type: 'string' }, description: 'The new tags (replace the old ones).' },
+      pinned: { type: 'boolean', description: 'Always show it in the memory block.' },
+    },
+    output: text,
+    async execute (args, exec) {
+      const changes = Object.fromEntries(['statement', 'type', 'tags', 'pinned'].filter((k) => args[k] !== undefined).map((k) => [k, args[k]]))
+      if (Object.keys(changes).length === 0) throw new Error('plur_update needs at least one of statement, type, tags, pinned')
+      await engramFor(args.id, exec, true)
+      const reply = await call('POST', '/update', { id: args.id, ...changes }, exec)
+      return `Updated ${engramLine(reply.engram)}`
+    },
+  }))
+
+  register(defineTool({
     name: 'plur_feedback',
     description: 'Tell long-term memory (plur) whether an engram it showed was useful for the current task; this tunes later recall.',
     parameters: {
@@ -122,7 +176,7 @@ export async function registerTools (ctx, client, settings) {
     },
   }))
 
-  ctx.tools.register(defineTool({
+  register(defineTool({
     name: 'plur_status',
     description: 'Show the state of long-term memory (plur): service version, number of engrams, embedding model, and the scope this agent uses.',
     parameters: {},
@@ -133,7 +187,44 @@ export async function registerTools (ctx, client, settings) {
       return statusText(await call('GET', '/status', undefined, exec), scopeOf(exec)) + (note ? ` Warning: ${note}.` : '')
     },
   }))
-  return from
+  return { from, unregister: () => { for (const dispose of disposers.splice(0)) dispose() } }
+}
+
+/**
+ * An engram whole, one field a line (plur_show, /plur show).
+ * @param {Record<string, any>} engram - the engram as the API gives it.
+ * @returns {string} the text.
+ */
+export function engramText (engram) {
+  const lines = [`[${engram.id}] ${engram.statement}`, `type: ${engram.type}`, `scope: ${engram.scope}`]
+  if (engram.tags?.length) lines.push(`tags: ${engram.tags.join(', ')}`)
+  if (engram.pinned) lines.push('pinned: yes')
+  if (engram.status && engram.status !== 'active') lines.push(`status: ${engram.status}`)
+  for (const key of ['created', 'updated', 'valid_until', 'supersedes']) if (engram[key]) lines.push(`${key.replace('_', ' ')}: ${engram[key]}`)
+  const source = engram.source
+  if (source && typeof source === 'object' && Object.keys(source).length > 0) {
+    lines.push(`source: ${Object.entries(source).map(([k, v]) => `${k}=${typeof v === 'object' ? JSON.stringify(v) : v}`).join(', ')}`)
+  }
+  return lines.join('\n')
+}
+
+/**
+ * The engrams an agent sees (its scope, then global), newest first, at most `limit`.
+ * @param {import('./client.js').PlurClient} client - the plur client.
+ * @param {string} scope - the agent's scope.
+ * @param {{type?: string, tag?: string, text?: string}} filters - optional filters.
+ * @param {number} limit - most engrams returned.
+ * @param {AbortSignal} [signal] - the caller's signal.
+ * @returns {Promise<Array<Record<string, any>>>} the engrams.
+ */
+export async function listVisible (client, scope, filters, limit, signal) {
+  const scopes = scope === 'global' ? ['global'] : [scope, 'global']
+  const rows = []
+  for (const s of scopes) {
+    const reply = await client.request('POST', '/list', { scope: s, status: 'active', limit, ...filters }, { signal })
+    rows.push(...reply.engrams)
+  }
+  return rows.sort((a, b) => String(b.created).localeCompare(String(a.created))).slice(0, limit)
 }
 
 /**

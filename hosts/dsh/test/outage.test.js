@@ -25,7 +25,7 @@ before(async () => {
   }
   await warm(service.api)
   host = await bootHost()
-  await host.root.plugin(plur, { home, timeoutMs: TIMEOUT_MS, waitMs: WAIT_MS, turnWaitMs: WAIT_MS })
+  await host.root.plugin(plur, { home, timeoutMs: TIMEOUT_MS, waitMs: WAIT_MS, turnWaitMs: WAIT_MS, autoStart: false })
   const cwd = join(home, 'work', 'gamma')
   await mkdir(cwd, { recursive: true })
   agent = (await host.createAgent('agent-gamma', cwd)).agent
@@ -109,19 +109,19 @@ test('a restarted service (new port, new token) is found again without restartin
   assert.ok(r.section.includes('GAMMA-cache'))
 })
 
-test('no service at all: the plugin boots, the section stays empty, nothing throws', async () => {
+test('no service at all and auto-start off: the plugin boots, the block says in one line that memory is off and why, nothing throws', async () => {
   const empty = await tempHome()
   const other = await bootHost()
   try {
-    await other.root.plugin(plur, { home: empty })
+    await other.root.plugin(plur, { home: empty, autoStart: false })
     const lone = (await other.createAgent('agent-lone', empty)).agent
     const refreshed = nextRefresh(other.root, lone.id)
     await other.say(lone, 'Anything about the database?')
     const refresh = await refreshed
-    assert.equal(refresh.outcome, 'failed')
+    assert.equal(refresh.outcome, 'replaced', 'the block is the one-line note')
     assert.equal(refresh.error.code, 'NO_SERVICE')
     assert.match(refresh.error.message, /plur serve/)
-    assert.equal(memorySection(await other.assembleFor(lone)), '')
+    assert.match(memorySection(await other.assembleFor(lone)), /^<plur-memory>\nplur memory is off: no plur service for home .*; start one with `plur serve` or `plur service start`; or set the plugin's autoStart to true\n<\/plur-memory>$/)
   } finally {
     await other.close()
     await removeHome(empty)

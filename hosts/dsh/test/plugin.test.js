@@ -17,7 +17,7 @@ import { bootHost, memorySection, nextRefresh } from './support/host.js'
 import { injectionsOf, removeHome, startPlur, tempHome, warm } from './support/plur.js'
 
 const PIN = '0.1.0-rc.8'
-const TOOLS = ['plur_feedback', 'plur_forget', 'plur_learn', 'plur_recall', 'plur_status']
+const TOOLS = ['plur_feedback', 'plur_forget', 'plur_learn', 'plur_list', 'plur_recall', 'plur_show', 'plur_status', 'plur_update']
 let home, service, host, delta
 
 before(async () => {
@@ -156,7 +156,10 @@ test('trap 8 (ctx.plugin passes two arguments): apply takes (ctx, config) only a
   const other = await bootHost()
   try {
     await assert.rejects(async () => other.root.plugin(plur, { home, bogus: 1 }), /unknown key\(s\) bogus/)
-    await assert.rejects(async () => other.root.plugin(plur, { home, scope: 'project' }), /config.scope "project" is invalid/)
+    await assert.rejects(async () => other.root.plugin(plur, { home, scope: 'projects' }), /config.scope "projects" is invalid/)
+    await assert.rejects(async () => other.root.plugin(plur, { home, enabled: 'no' }), /config.enabled must be true or false, got "no"/)
+    await assert.rejects(async () => other.root.plugin(plur, { home, capture: 'some' }), /config.capture "some" is invalid: use 'user', 'all', 'off'/)
+    await assert.rejects(async () => other.root.plugin(plur, { home, plurCommand: '' }), /config.plurCommand must be the plur program/)
     await assert.rejects(async () => other.root.plugin(plur, { home, timeoutMs: 0 }), /timeoutMs must be a positive number/)
   } finally {
     await other.close()
@@ -216,7 +219,7 @@ test('tools: the model calls plur_learn through the real loop; recall, feedback,
   assert.equal((await run('plur_feedback', { id: shared.engram.id, useful: true })).isError, false)
   const kept = await run('plur_forget', { id: shared.engram.id })
   assert.equal(kept.isError, true)
-  assert.match(kept.content[0].text, /is in scope global; this agent may only forget engrams in project:delta/)
+  assert.match(kept.content[0].text, /is in scope global; this agent may only change or forget engrams in project:delta/)
   await service.api.request('POST', '/forget', { id: shared.engram.id })
   const forget = await run('plur_forget', { id: learned.engram.id })
   assert.equal(forget.content[0].text, `Forgot ${learned.engram.id}.`)
@@ -246,6 +249,8 @@ test('latestUserText, userText and resolveConfig: literal inputs', () => {
   assert.equal(latestUserText([]), '')
   assert.equal(resolveConfig({ home: '/h' }).timeoutMs, 5000)
   assert.equal(resolveConfig({ home: '/h' }).scope, 'cwd')
+  assert.equal(resolveConfig({ home: '/h', scope: 'project' }).scope, 'cwd', "'project' names the session folder's project, as 'cwd' does")
+  assert.deepEqual([resolveConfig({ home: '/h' }).enabled, resolveConfig({ home: '/h' }).capture, resolveConfig({ home: '/h' }).autoStart], [true, 'user', true])
   assert.equal(resolveConfig({ home: '/h' }).waitMs, 1500)
   assert.equal(resolveConfig({ home: '/h', turnWaitMs: 0 }).turnWaitMs, 0)
   assert.throws(() => resolveConfig({ home: '/h', waitMs: -1 }), /config.waitMs must be a number of milliseconds >= 0, got -1/)

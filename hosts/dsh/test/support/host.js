@@ -129,3 +129,21 @@ export function nextRefresh (root, agentId, timeoutMs = 30000) {
     })
   })
 }
+
+/**
+ * DSH's settings seam (`ctx.settings`) with an in-memory document: the real `SettingsProvider` of
+ * @deepseek-ai/dsh-settings (layering, validation, watchers), only storage is a plain object.
+ * `publish(doc)` stands in for an external edit of the settings file.
+ */
+export async function memorySettings (root, doc = {}) {
+  const { SettingsProvider } = await import('@deepseek-ai/dsh-settings')
+  class MemorySettings extends SettingsProvider {
+    static document = doc
+    get writable () { return true }
+    async load () { return structuredClone(MemorySettings.document) }
+    async persist (ns, section) { MemorySettings.document = { ...MemorySettings.document, [ns]: section } }
+    edit (next) { MemorySettings.document = next; this.publish(structuredClone(next)) }
+  }
+  await root.plugin(MemorySettings)
+  return { provider: () => root.settings, document: () => MemorySettings.document, Provider: MemorySettings }
+}

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { PlurClient } from '../../src/client.js'
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..')
-const PYTHON = process.env.PLUR_PYTHON ?? join(REPO, '.venv/bin/python')
+export const PYTHON = process.env.PLUR_PYTHON ?? join(REPO, '.venv/bin/python')
 
 /** Make a fresh temporary plur home (short path: unix socket addresses are limited to ~107 bytes). */
 /**

@@ -1,0 +1,120 @@
+// What a DSH user controls, on the real host registries and a real `plur serve`: the model's
+// plur_update / plur_show / plur_list (kept to the agent's scope, as plur_forget is), the /plur
+// command's list, show, url, projects, forget (scope named, another project's refused) and capture.
+import './support/es2024.js'
+import assert from 'node:assert/strict'
+import { mkdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { after, before, test } from 'node:test'
+import plur from '../src/index.js'
+import { bootHost } from './support/host.js'
+import { removeHome, startPlur, tempHome, warm } from './support/plur.js'
+
+let home, service, host, delta, tabs, omegaId, sharedId
+
+before(async () => {
+  home = await tempHome()
+  service = await startPlur(home)
+  tabs = (await service.api.request('POST', '/learn', { statement: 'Delta TABS: the delta codebase indents with tabs.', scope: 'project:delta', tags: ['style'] })).engram
+  omegaId = (await service.api.request('POST', '/learn', { statement: 'Project omega OMEGA-db: omega stores orders in DynamoDB.', scope: 'project:omega' })).engram.id
+  sharedId = (await service.api.request('POST', '/learn', { statement: 'SHARED: Lin reviews every pull request.', scope: 'global', type: 'user' })).engram.id
+  await warm(service.api)
+  host = await bootHost()
+  await host.root.plugin(plur, { home, timeoutMs: 15000, waitMs: 15000, turnWaitMs: 15000, autoStart: false })
+  const cwd = join(home, 'work', 'delta')
+  await mkdir(cwd, { recursive: true })
+  delta = (await host.createAgent('agent-delta', cwd)).agent
+})
+
+after(async () => {
+  await host?.close()
+  await service?.stop()
+  await removeHome(home)
+})
+
+const run = (name, args) => host.root.tools.execute({ callId: `c-${name}-${Math.random()}`, name, arguments: args, agent: delta, signal: AbortSignal.timeout(20000) })
+const command = (line) => host.root.commands.execute(delta, line, [], AbortSignal.timeout(20000)).then((r) => r.result)
+
+test('plur_update through the real loop: the model corrects a note in place, the store shows it', async () => {
+  host.model.toolCalls.set(delta.id, [{ name: 'plur_update', arguments: { id: tabs.id, statement: 'Delta TABS: the delta codebase indents with 2 spaces.', tags: ['style', 'indent'] } }])
+  const before = host.model.requests.length
+  await host.say(delta, 'Change the tabs note to 2 spaces.')
+  assert.equal(host.model.requests.length - before, 2, 'the tool call, then the answer')
+  const stored = (await service.api.request('GET', `/engrams/${tabs.id}`)).engram
+  assert.equal(stored.statement, 'Delta TABS: the delta codebase indents with 2 spaces.')
+  assert.deepEqual(stored.tags, ['style', 'indent'])
+  assert.equal(stored.scope, 'project:delta')
+  const pinned = await run('plur_update', { id: tabs.id, pinned: true })
+  assert.equal(pinned.isError, false, pinned.content[0].text)
+  assert.equal((await service.api.request('GET', `/engrams/${tabs.id}`)).engram.pinned, true)
+  const nothing = await run('plur_update', { id: tabs.id })
+  assert.equal(nothing.isError, true)
+  assert.match(nothing.content[0].text, /needs at least one of statement, type, tags, pinned/)
+})
+
+test('plur_show and plur_list: the agent\'s scope and global, whole', async () => {
+  const shown = await run('plur_show', { id: tabs.id })
+  assert.equal(shown.isError, false)
+  assert.match(shown.content[0].text, new RegExp(`^\\[${tabs.id}\\] Delta TABS: the delta codebase indents with 2 spaces\\.\\ntype: fact\\nscope: project:delta\\ntags: style, indent\\npinned: yes`))
+  const global = await run('plur_show', { id: sharedId })
+  assert.match(global.content[0].text, /scope: global/)
+  const listed = await run('plur_list', {})
+  assert.equal(listed.isError, false)
+  const lines = listed.content[0].text.split('\n')
+  assert.ok(lines.some((l) => l.includes(tabs.id)) && lines.some((l) => l.includes(sharedId)), listed.content[0].text)
+  assert.ok(!listed.content[0].text.includes('OMEGA'), 'another project\'s note is not listed')
+  const users = await run('plur_list', { type: 'user' })
+  assert.deepEqual(users.content[0].text.split('\n').map((l) => l.slice(1, l.indexOf(']'))), [sharedId])
+  const words = await run('plur_list', { text: 'spaces', limit: 5 })
+  assert.match(words.content[0].text, /TABS/)
+  assert.doesNotMatch(words.content[0].text, /SHARED/)
+})
+
+test('another project\'s id is refused by plur_update, plur_show and plur_forget alike; a global note is read-only', async () => {
+  for (const [tool, args] of [['plur_update', { id: omegaId, statement: 'hijacked' }], ['plur_show', { id: omegaId }], ['plur_forget', { id: omegaId }]]) {
+    const refused = await run(tool, args)
+    assert.equal(refused.isError, true, tool)
+    assert.match(refused.content[0].text, /no engram .* in this agent's scope project:delta \(or global\)/, tool)
+  }
+  const omega = (await service.api.request('GET', `/engrams/${omegaId}`)).engram
+  assert.equal(omega.statement, 'Project omega OMEGA-db: omega stores orders in DynamoDB.', 'unchanged')
+  const global = await run('plur_update', { id: sharedId, statement: 'SHARED: nobody reviews.' })
+  assert.equal(global.isError, true)
+  assert.match(global.content[0].text, /is in scope global; this agent may only change or forget engrams in project:delta/)
+})
+
+test('/plur list, show, projects and url answer; /plur forget names the scope and refuses another project\'s note without --any-scope', async () => {
+  const list = await command('/plur list')
+  assert.equal(list.kind, 'success')
+  assert.match(list.text, /TABS/)
+  assert.doesNotMatch(list.text, /OMEGA/)
+  const show = await command(`/plur show ${omegaId}`)
+  assert.match(show.text, /scope: project:omega/, 'the user owns every scope: show reads any')
+  const projects = await command('/plur projects')
+  assert.equal(projects.kind, 'success')
+  assert.match(projects.text, /^global: 1 engram$/m)
+  assert.match(projects.text, /^project:delta: 1 engram \(this session\)$/m)
+  assert.match(projects.text, /^project:omega: 1 engram$/m)
+  const url = await command('/plur url')
+  const info = JSON.parse(await readFile(join(home, 'service.json'), 'utf8'))
+  assert.ok(url.text.endsWith(`${info.url.replace(/\/+$/, '')}/?token=${info.login}`), url.text)
+  const page = await fetch(url.text.split(' ').at(-1), { redirect: 'manual' })
+  assert.ok(page.status < 400, `the link logs in (HTTP ${page.status})`)
+  const refused = await command(`/plur forget ${omegaId}`)
+  assert.equal(refused.kind, 'error')
+  assert.match(refused.text, new RegExp(`Not forgotten: ${omegaId} is in project:omega, another project than this session's project:delta.*--any-scope`))
+  assert.equal((await service.api.request('GET', `/engrams/${omegaId}`)).engram.id, omegaId, 'still there')
+  const forced = await command(`/plur forget ${omegaId} --any-scope`)
+  assert.equal(forced.kind, 'success', forced.text)
+  assert.match(forced.text, new RegExp(`Forgot ${omegaId} \\(project:omega\\)`))
+})
+
+test('/plur capture off|on: kept for the process without a settings seam, shown by /plur status', async () => {
+  const off = await command('/plur capture off')
+  assert.equal(off.kind, 'success')
+  assert.match(off.text, /Capture off for this host process/)
+  assert.match((await command('/plur status')).text, /capture off\./)
+  assert.match((await command('/plur capture on')).text, /Capture on/)
+  assert.match((await command('/plur status')).text, /capture user\./)
+  assert.equal((await command('/plur capture maybe')).kind, 'error')
+})
