@@ -7,6 +7,8 @@ Every message names the bad value and says how to fix it. The CLI turns any
 
 from __future__ import annotations
 
+from types import ModuleType
+
 
 class PlurError(Exception):
     """Base class of every error plur raises on purpose.
@@ -104,14 +106,14 @@ def install_hint(extra: str) -> str:
 
     root = Path(__file__).resolve().parent.parent
     try:
-        ours = 'name = "plur"' in (root / "pyproject.toml").read_text(encoding="utf-8")
+        ours = 'name = "plur-memory"' in (root / "pyproject.toml").read_text(encoding="utf-8")
     except OSError:
         ours = False
     where = str(root) if ours else "<your plur checkout>"
     return f"{sys.executable} -m pip install -e '{where}[{extra}]'"
 
 
-def require(module: str, extra: str):
+def require(module: str, extra: str) -> ModuleType:
     """Import an optional module or raise :class:`MissingDependencyError`.
 
     Args:

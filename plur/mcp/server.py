@@ -32,7 +32,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("plur")
+        return version("plur-memory")  # the distribution's name (PyPI's "plur" is another project)
     except PackageNotFoundError:  # pragma: no cover - a source tree without an install
         return "0+unknown"
 

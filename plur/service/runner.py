@@ -228,6 +228,6 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("plur")
+        return version("plur-memory")  # the distribution's name (PyPI's "plur" is another project)
     except PackageNotFoundError:  # pragma: no cover - running from a source tree without an install
         return "unknown"
