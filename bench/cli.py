@@ -13,7 +13,7 @@ setting for the benchmark stores, repeatable).
 ``--mode`` and ``--fusion`` take one value or a comma-separated list (default: every mode,
 the engine's default fusion). ``all`` runs both datasets x {session, turn} x {bm25, dense,
 hybrid-rrf, hybrid-weighted}, writes each run under ``<out>/<dataset>-<granularity>/`` and
-refreshes the README table between ``<!-- bench:results:start -->`` and ``<!-- bench:results:end -->``.
+refreshes the results table of docs/benchmarks.md (its figures are drawn from it at docs build) between ``<!-- bench:results:start -->`` and ``<!-- bench:results:end -->``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ DEFAULT_LONGMEMEVAL = REPO / "tests" / "data" / "longmemeval_sample.json"
 SHARED_LONGMEMEVAL = SHARED_DATA / "longmemeval" / "MuhammadNoor7__longmemeval_s__grouped_3items.json"
 SHARED_LOCOMO = SHARED_DATA / "locomo" / "locomo10.json"
 RESULTS = REPO / "bench" / "results"
-README = REPO / "README.md"
+README = REPO / "docs" / "benchmarks.md"  # the page whose bench:results table `all` refreshes
 #: torch threads per process. One: the benchmark embeds one short query per recall, where
 #: intra-op threading only adds overhead (measured on a shared 2-core machine: 37.6 s with 1
 #: thread against 138 s with 2 for 199 LoCoMo questions x 4 variants); use --workers for parallelism.
@@ -185,17 +185,17 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--conversations", type=_conversations, default=None,
                            help="1-based conversations to run, e.g. 1-5 (tuning split) or 6-10 (default all)")
         _common(p)
-    p = sub.add_parser("all", help="the standard matrix; refreshes the README table")
+    p = sub.add_parser("all", help="the standard matrix; refreshes the table in docs/benchmarks.md")
     p.add_argument("--longmemeval-data", type=Path,
                    default=SHARED_LONGMEMEVAL if SHARED_LONGMEMEVAL.is_file() else DEFAULT_LONGMEMEVAL)
     p.add_argument("--locomo-data", type=Path, default=SHARED_LOCOMO)
-    p.add_argument("--no-readme", action="store_true", help="do not rewrite the README table")
+    p.add_argument("--no-readme", action="store_true", help="do not rewrite the table in docs/benchmarks.md")
     _common(p)
     return parser
 
 
 def cmd_all(args: argparse.Namespace) -> int:
-    """Run the standard matrix, write ``<out>/{manifest.json,summary.md,summary.png}``, refresh the README."""
+    """Run the standard matrix, write ``<out>/{manifest.json,summary.md,summary.png}``, refresh docs/benchmarks.md."""
     t0 = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     out = args.out or RESULTS / f"all-{_stamp()}"
@@ -226,7 +226,7 @@ def cmd_all(args: argparse.Namespace) -> int:
     report.plot_matrix(runs, out / "summary.png")
     if not args.no_readme:
         if report.refresh_readme(README, block):
-            print(f"README table refreshed ({README})")
+            print(f"results table refreshed ({README})")
         else:
             print(f"note: {README} or its bench:results markers are missing; table not written", file=sys.stderr)
     print(block)

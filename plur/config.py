@@ -3,7 +3,7 @@
 Precedence (lowest to highest): the defaults in :data:`SETTINGS` <
 ``<home>/config.toml`` < ``PLUR_<NAME>`` environment variables < keyword
 arguments to :func:`load_settings`. The :data:`SETTINGS` table is the single
-source of truth: it drives parsing, ``plur doctor``, the README's settings
+source of truth: it drives parsing, ``plur doctor``, the docs' settings
 table and a test that fails when a setting is undocumented.
 """
 
@@ -52,7 +52,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Apply the Snowball English stemmer (PyStemmer) to tokens (on: +0.033 turn / +0.018 session BM25 NDCG@5 on LoCoMo)."),
     Setting("fusion", "weighted", str,
             "How BM25 and dense rankings are fused: weighted (sum of absolute [0, 1] leg scores; won on LoCoMo, "
-            "see README) or rrf.", ("rrf", "weighted")),
+            "see docs/benchmarks.md) or rrf.", ("rrf", "weighted")),
     Setting("rrf_k", 60, int, "RRF constant k (Cormack, Clarke & Buettcher, SIGIR 2009).", range=(1, 100000)),
     Setting("dense_weight", 0.6, float,
             "Weight of the dense leg in weighted fusion (0..1); BM25 gets the rest (0.6 had the best turn R@10 + "
@@ -68,11 +68,11 @@ SETTINGS: tuple[Setting, ...] = (
             "Add the engram's date words (day, month, year, weekday of `created`) to its BM25 document "
             "(on: +0.015 turn NDCG@5 hybrid on LoCoMo conversations 1-5)."),
     Setting("date_boost", 0.5, float,
-            "When a query names a date (README 'Dates in recall'), engrams dated in it gain this share of the "
+            "When a query names a date (docs: Recall, 'Dates in recall'), engrams dated in it gain this share of the "
             "best candidate's fused score (0 = off).", range=(0, 10)),
     Setting("date_mentions", True, bool,
             "A query's dates also match the dates an engram's text names, resolved against the engram's own date "
-            "('yesterday' in a turn of 17 March 2022 = 16 March 2022; README 'Dates in recall')."),
+            "('yesterday' in a turn of 17 March 2022 = 16 March 2022; docs: Recall, 'Dates in recall')."),
     Setting("reranker", "", str,
             "Optional second stage over the fused top rerank_top_n: a cross-encoder pinned in models.lock "
             "[rerankers] (e.g. BAAI/bge-reranker-base) or a model folder; '' = off. Quality not measured here."),
@@ -105,7 +105,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Query encoder of long-lived processes (plur serve) on the CPU: onnx (ONNX Runtime, extra 'onnx'; "
             "exported once to ~/.cache/plur/onnx/ or <cache_dir>/onnx/), torchscript (traced and frozen, 0.4-0.6 s each start), auto "
             "(onnx, else torchscript) or eager. Each is used only when its vectors equal the eager model's on "
-            "probes; see README 'Local service'.", ("auto", "onnx", "torchscript", "eager")),
+            "probes; see docs: The local service.", ("auto", "onnx", "torchscript", "eager")),
     Setting("embed_runtime", "auto", str,
             "Document and query encoder on a CPU-only machine: auto (ONNX Runtime from a bundle exported once to "
             "~/.cache/plur/onnx/ or <cache_dir>/onnx/ with extra 'onnx', used only when its vectors equal the model's "
@@ -115,7 +115,7 @@ SETTINGS: tuple[Setting, ...] = (
             "float32 (the model's own vectors) or int8: documents and queries through a per-token int8 copy of the "
             "ONNX bundle (needs embed_runtime = auto, extra 'onnx', the CPU): documents 1.17-1.31x the float32 "
             "bundle's tokens/s on 2 AVX2 cores, cosine to float32 0.998 mean; LoCoMo turn hybrid within 0.004 of "
-            "float32 (README 'int8 embeddings'). Its vectors are a space of their own: "
+            "float32 (docs: Embedding models, 'int8 embeddings'). Its vectors are a space of their own: "
             "switching re-embeds every engram. When int8 cannot serve, float32 does, with a warning.",
             ("float32", "int8")),
     Setting("recall_embed_batch", 32, int,
@@ -128,7 +128,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("recall_k", 12, int, "Engrams recalled per turn by the recall worker.", range=(0, 10000)),
     Setting("relevance_floor", "auto", str,
             "Hits scoring below this hybrid score stay out of the memory block and do not count as recalled in the "
-            "statistics: auto (the floor chosen by the benchmark for the embedding model, README 'Relevance floor'), "
+            "statistics: auto (the floor chosen by the benchmark for the embedding model, docs: Recall, 'Relevance floor'), "
             "off, or a number from 0 to 1."),
     Setting("recall_timeout_s", 5.0, float,
             "How long RecallWorker.warm waits for a recall, in seconds; a slower recall is still published (counted in the worker's timeouts).", range=(0.001, 3600)),
@@ -138,12 +138,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("record_stats", True, bool, "Record recall and injection events in <home>/stats.db."),
     Setting("store", "", str,
             "Where engrams live: '' = the YAML folder <home>/engrams; 'postgresql://user@host/db' = a PostgreSQL "
-            "database with pgvector shared by several machines or a team (extra 'postgres'; README 'Memory on "
-            "PostgreSQL'). Indexes, caches and stats.db stay in <home> on each machine."),
+            "database with pgvector shared by several machines or a team (extra 'postgres'; docs: 'PostgreSQL and "
+            "teams'). Indexes, caches and stats.db stay in <home> on each machine."),
     Setting("feed_retention_days", 30.0, float,
             "PostgreSQL store: change-feed rows every home has applied are pruned, and rows older than this many "
             "days whatever the homes say; a home off for longer rebuilds its derived copies from the database "
-            "(full resync) when it comes back. README 'Memory on PostgreSQL'.", range=(0.0, 36500)),
+            "(full resync) when it comes back. docs: 'PostgreSQL and teams'.", range=(0.0, 36500)),
     Setting("autostart_service", True, bool,
             "When no service runs, `plur recall`/`section`, `plur mcp` and `plur hook` start one in the background "
             "(like Gradle's daemon) and answer the current call with keyword (BM25) recall; off = they work in-process."),
@@ -158,9 +158,12 @@ MAX_CONFIG_BYTES = 64 * 1024
 
 
 def settings_markdown() -> str:
-    """The README's settings table (name, default, meaning), generated from :data:`SETTINGS`."""
-    rows = ["| name | default | range | meaning |", "|---|---|---|---|"]
-    rows += [f"| `{s.name}` | `{s.default!r}` | {_range_text(s)} | {s.help} |" for s in SETTINGS]
+    """The settings reference table of the docs (name, environment variable, default, range, meaning), from
+    :data:`SETTINGS`; ``scripts/docs_hooks.py`` puts it in ``docs/reference/settings.md`` at every build."""
+    rows = ["| name | environment | default | range | meaning |", "|---|---|---|---|---|"]
+    pipe = "\\|"  # a | inside a cell
+    rows += [f"| `{s.name}` | `PLUR_{s.name.upper()}` | `{s.default!r}` | {_range_text(s)} | {s.help.replace('|', pipe)} |"
+             for s in SETTINGS]
     return "\n".join(rows)
 
 

@@ -1,4 +1,4 @@
-"""The README's Python examples run as written, each in a fresh interpreter on a temp home.
+"""The Python examples of the README and the docs site run as written, each in a fresh interpreter on a temp home.
 
 The only change made to an example is the model string of a pydantic-ai ``Agent``: ``"openai:gpt-4o"``
 becomes ``"test"`` (pydantic-ai's own TestModel), so no network or API key is needed. The example must
@@ -18,12 +18,18 @@ import pytest
 
 from conftest import PACKAGED_MODEL
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCKS = re.findall(r"^```python\n(.*?)^```$", README.read_text(encoding="utf-8"), flags=re.S | re.M)
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+#: Markdown pages whose ```python blocks run: the README and every page of the docs site.
+PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+EXAMPLES = [(p.relative_to(ROOT).as_posix(), code) for p in PAGES
+            for code in re.findall(r"^```python(?: runnable)?\n(.*?)^```$", p.read_text(encoding="utf-8"), flags=re.S | re.M)]
+BLOCKS = [code for _, code in EXAMPLES]
 
 
 def test_the_readme_has_python_examples() -> None:
-    assert len(BLOCKS) >= 2, "the README's Python examples were not found (```python blocks)"
+    assert len(BLOCKS) >= 6, "the Python examples were not found (```python blocks in README.md and docs/)"
+    assert any(page == "README.md" for page, _ in EXAMPLES), "the README lost its Python example"
 
 
 #: Per framework: the model as the README writes it -> that framework's own fake model (issue 26), and the
@@ -72,10 +78,10 @@ def runnable(code: str) -> str:
 
 def test_every_framework_host_has_a_readme_example() -> None:
     for written, _, _ in FAKES:
-        assert any(written in b for b in BLOCKS), f"no README example builds a model with {written!r}"
+        assert any(written in b for b in BLOCKS), f"no README or docs example builds a model with {written!r}"
 
 
-@pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i + 1}" for i in range(len(BLOCKS))])
+@pytest.mark.parametrize("code", BLOCKS, ids=[f"{page}:{i + 1}" for i, (page, _) in enumerate(EXAMPLES)])
 def test_readme_python_example_runs(code: str, plur_home: Path) -> None:
     env = {**os.environ, "PLUR_HOME": str(plur_home), "PLUR_MODEL": PACKAGED_MODEL, "HF_HUB_OFFLINE": "1"}
     out = subprocess.run([sys.executable, "-c", runnable(code)], capture_output=True, text=True, env=env, timeout=300)

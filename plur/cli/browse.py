@@ -11,9 +11,9 @@ from .output import echo, emit_json, engram_line
 
 @click.command("list")
 @click.option("--scope", default=None, help="Only this exact scope.")
-@click.option("--type", "type_", type=click.Choice(TYPES), default=None)
-@click.option("--tag", default=None)
-@click.option("--status", type=click.Choice(STATUSES), default=None)
+@click.option("--type", "type_", type=click.Choice(TYPES), default=None, help="Only engrams of this type.")
+@click.option("--tag", default=None, help="Only engrams carrying this tag.")
+@click.option("--status", type=click.Choice(STATUSES), default=None, help="Only engrams of this status (default: every status).")
 @click.option("--text", default=None, help="Case-insensitive substring of the statement.")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="Show at most this many (newest first).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of engrams.")

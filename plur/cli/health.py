@@ -21,7 +21,7 @@ def init(app: App) -> None:
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.option("--no-model", is_flag=True, help="Skip resolving the embedding model (fast).")
 @click.option("--restore", "restore", default=None, metavar="NAME",
               help="Move a quarantined file you fixed back into the store (its name as listed, or the engram id); "

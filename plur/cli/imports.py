@@ -45,7 +45,7 @@ def preview_lines(engrams: Sequence[Any]) -> list[str]:
                    "ChatGPT saved memories, Markdown/text notes).")
 @click.option("--scope", default=None, help="Scope for entries that carry none (any format); default global.")
 @click.option("--dry-run", is_flag=True, help="Write nothing: print what would be imported (counts, first notes per type).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_obj
 def import_(app: App, sources: tuple[Path, ...], fmt: str | None, scope: str | None, dry_run: bool,
             as_json: bool) -> None:

@@ -15,7 +15,7 @@ from .output import echo, emit_json
 @click.command()
 @click.argument("statement")
 @click.option("--scope", default="global", show_default=True, help="global, project:<name> or agent:<name>.")
-@click.option("--type", "type_", type=click.Choice(TYPES), default="fact", show_default=True)
+@click.option("--type", "type_", type=click.Choice(TYPES), default="fact", show_default=True, help="What kind of memory this is.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeat for more).")
 @click.option("--domain", default=None, help="Dotted domain, e.g. dev.testing.")
 @click.option("--rationale", default=None, help="Why this is worth remembering.")

@@ -12,7 +12,7 @@ from .output import echo, emit_json
 @click.option("--from", "source", default=None, metavar="HOME|URI",
               help="Where the engrams are: a plur home folder or postgresql://...; default this home's store.")
 @click.option("--to", "target", required=True, metavar="HOME|URI", help="Where they go: a home folder or postgresql://...")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_obj
 def migrate(app: App, source: str | None, target: str, as_json: bool) -> None:
     """Copy every engram, exactly (ids, unknown keys, provenance), between a folder and PostgreSQL.

@@ -16,7 +16,7 @@ MODES = ("hybrid", "bm25", "dense")
 @click.argument("query")
 @click.option("-k", "k", type=click.IntRange(min=0), default=10, show_default=True, help="Top-k hits.")
 @click.option("--scope", default=None, help="Recall within this scope (plus global).")
-@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True, help="hybrid (BM25 + dense, fused), bm25 or dense alone.")
 @click.option("--type", "types", type=click.Choice(TYPES), multiple=True, help="Only this type (repeat for more).")
 @click.option("--tag", "tags", multiple=True, help="Only engrams with this tag (repeat: any of them).")
 @click.option("--min-score", "min_score", type=click.FloatRange(0.0, 1.0), default=None,
@@ -25,7 +25,7 @@ MODES = ("hybrid", "bm25", "dense")
 @click.option("--agent", default=None, help="Who is asking (recorded in stats.db).")
 @click.option("--explain", is_flag=True,
               help="Show the fused score, each leg's rank and score, and the hits the relevance floor keeps out.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_obj
 def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tuple[str, ...],
            tags: tuple[str, ...], min_score: float | None, include_expired: bool, agent: str | None,

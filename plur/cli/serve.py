@@ -58,7 +58,7 @@ def mcp(app: App, scope: str | None, transport: str, host: str, port: int) -> No
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_obj
 def hook(app: App, host: str, args: tuple[str, ...]) -> None:
-    """Answer a host's prompt hook (its JSON on stdin), e.g. Claude Code's: see the README."""
+    """Answer a host's prompt hook (its JSON on stdin), e.g. Claude Code's: see docs/hosts/claude-code.md."""
     import sys
 
     from ..hooks.claude_code import main as hook_main

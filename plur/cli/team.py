@@ -32,7 +32,7 @@ def _database(app: App) -> Iterator[Any]:
     uri = load_settings(app.home).store
     if not uri:
         raise ValidationError("plur team needs a PostgreSQL store: set store = \"postgresql://...\" in config.toml "
-                              "or PLUR_STORE (see the README's 'Team' section)")
+                              "or PLUR_STORE (see docs/guide/postgres.md, 'Team')")
     conn = connect(uri)
     try:
         yield conn
@@ -72,7 +72,7 @@ def team() -> None:
 @click.argument("name")
 @_READ
 @_WRITE
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_obj
 def add(app: App, name: str, read: tuple[str, ...], write: tuple[str, ...], as_json: bool) -> None:
     """Add a member and print its token (shown once: only a hash is kept)."""
@@ -95,7 +95,7 @@ def add(app: App, name: str, read: tuple[str, ...], write: tuple[str, ...], as_j
 
 
 @team.command("list")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_obj
 def list_(app: App, as_json: bool) -> None:
     """Every member and its grants (never a token)."""

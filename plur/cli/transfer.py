@@ -16,7 +16,8 @@ from .output import echo
 @click.option("--format", "fmt", type=click.Choice(("jsonl", "plur-yaml", "claude-dir")), default=None,
               help="Default: from the path (no suffix or folder = claude-dir, .jsonl, .yaml).")
 @click.option("--scope", default=None, help="Only this exact scope.")
-@click.option("--status", type=click.Choice(STATUSES), default=None)
+@click.option("--status", type=click.Choice(STATUSES), default=None,
+              help="Export only engrams of this status (default: every status).")
 @click.option("--force", is_flag=True, help="Replace a previous plur export at TARGET (never a file plur did not write).")
 @click.pass_obj
 def export(app: App, target: Path, fmt: str | None, scope: str | None, status: str | None, force: bool) -> None:

@@ -233,7 +233,9 @@ class RecallWorker:
         """Submit and wait (once, e.g. at session start) until that recall has finished.
 
         Args:
-            agent_id, text, scope: as for :meth:`submit`.
+            agent_id: as for :meth:`submit`.
+            text: as for :meth:`submit`.
+            scope: as for :meth:`submit`.
             timeout_s: longest wait in seconds. Default: the worker's warm-up (opening the indexes,
                 loading the model) however long it takes, then the recall deadline.
 

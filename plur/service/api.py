@@ -378,8 +378,8 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
         if code == 405:
             err: PlurError = ValidationError(f"{request.method} is not allowed at {request.url.path}")
             return reply(error_body(err), 405)
-        err = NotFoundError(f"no API route {request.url.path!r}; see GET {PREFIX}/status and the README's "
-                            "'Local service' table")
+        err = NotFoundError(f"no API route {request.url.path!r}; see GET {PREFIX}/status and "
+                            "docs/reference/http-api.md")
         return reply(error_body(err), 404 if code == 404 else code)
 
     app = Starlette(routes=routes, exception_handlers={404: http_error, 405: http_error})

@@ -73,7 +73,7 @@ def service() -> None:
 
 
 @service.command()
-@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (a non-loopback one prints a warning).")
 @click.option("--port", type=click.IntRange(0, 65535), default=7777, show_default=True, help="0: any free port.")
 @click.option("--allow-host", "allow_hosts", multiple=True, help="Another Host name the pages answer to.")
 @click.pass_context
@@ -105,7 +105,7 @@ def url(ctx: click.Context, open_browser: bool) -> None:
 
 
 @service.command()
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """Say whether it runs (exit 0) or not (exit 7), with pid, addresses, engrams, model."""
