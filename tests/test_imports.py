@@ -186,7 +186,7 @@ def test_a_whole_claude_code_projects_folder_lands_each_project_in_its_scope(run
     out = json.loads(r.stdout)
     assert len(out["files"]) == 4 and len(out["added"]) == 4 * one
     scopes = Counter(e.scope for e in engrams(plur_home))
-    assert scopes == {project_scope(app): 2 * one, "project:billing": 2 * one}
+    assert scopes == {project_scope(app, plur_home): 2 * one, "project:billing": 2 * one}
     assert json.loads(run("ingest", str(projects), "--json").stdout)["added"] == []
     # one project's folder, every session of it
     r = run("ingest", str(next(projects.iterdir())), "--json")

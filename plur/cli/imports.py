@@ -17,7 +17,7 @@ from ..service.session import Session as App
 from .output import echo, emit_json, one_line
 
 IMPORT_CHOICES = ("jsonl", "plur-yaml", "claude-dir", "claude-memory", "chatgpt-memory", "notes")
-INGEST_CHOICES = ("messages", "claude-code", "chatgpt", "longmemeval", "locomo")
+INGEST_CHOICES = ("messages", "claude-code", "chatgpt", "longmemeval", "locomo", "dsh")
 PREVIEW_PER_TYPE = 3
 
 
@@ -119,23 +119,19 @@ def ingest(app: App, sources: tuple[Path, ...], fmt: str | None, session: str | 
     results = []
     scopes: dict[Path, str] = {}
     for src in files:
-        where = scope or (project_scope(src.project) if src.project is not None else "global")
+        where = scope or (project_scope(src.project, app.memory.home) if src.project is not None else "global")
         scopes[src.path] = where
         results.append(app.memory.ingest(src.path, format=fmt, session=session, date=date, scope=where,
                                          roles=roles, tags=tags, source={"file": src.path.name}, dry_run=dry_run))
     _report_ingest(files, results, scopes, as_json, dry_run)
 
 
-def project_scope(folder: Path) -> str:
-    """The scope of a Claude Code project's folder: the one call site of the project identity for imports.
+def project_scope(folder: Path, home: Path) -> str:
+    """The scope of the folder a session ran in (a Claude Code project, a DSH workspace): the project identity
+    every door uses (:func:`plur.project.resolve`: its git root's scope, a bound folder's, never ``global``)."""
+    from ..project import resolve
 
-    Until plur's project resolver (issue 42 A) lands here: ``project:<folder name>`` (letters, digits,
-    ``. _ - @`` kept).
-    """
-    import re
-
-    name = re.sub(r"[^\w.@-]+", "-", folder.name).strip("-")[:128] or "root"
-    return f"project:{name}"
+    return resolve(folder, home).scope
 
 
 def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Path, str], as_json: bool,

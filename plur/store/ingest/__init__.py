@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ValidationError
-from . import chatgpt, claude_code, locomo, longmemeval, messages
+from . import chatgpt, claude_code, dsh, locomo, longmemeval, messages
 from ..transfer import read_text_file
 from .turns import FORMATS, KEY_FIELDS, ROLES, SKIPPED_LINE, IngestResult, Turn, fork_derived, source_key
 
-_PARSERS = {m.NAME: m for m in (messages, claude_code, chatgpt, longmemeval, locomo)}
+_PARSERS = {m.NAME: m for m in (messages, claude_code, chatgpt, longmemeval, locomo, dsh)}
 #: Detection order: the most specific shapes first (a message list is the loosest).
-_DETECT = (claude_code, chatgpt, longmemeval, locomo, messages)
+_DETECT = (dsh, claude_code, chatgpt, longmemeval, locomo, messages)
 
 
 def detect_format(data: Any, where: str = "input") -> str:
@@ -70,7 +70,7 @@ def parse(data: Any, fmt: str | None = None, *, where: str = "input", session: s
     name = fmt or detect_format(data, where)
     if isinstance(data, list) and name != claude_code.NAME:
         data = [d for d in data if d is not SKIPPED_LINE]
-    if problems is not None and name in (chatgpt.NAME, claude_code.NAME):
+    if problems is not None and name in (chatgpt.NAME, claude_code.NAME, dsh.NAME):
         return _PARSERS[name].parse(data, where=where, session=session, date=date, problems=problems)
     return _PARSERS[name].parse(data, where=where, session=session, date=date)
 
@@ -114,8 +114,8 @@ def load(path: str | os.PathLike[str], problems: list[tuple[str, str]] | None = 
     p = Path(path).expanduser()
     if p.suffix.lower() == ".zip":
         return _zip_conversations(p)
-    text = read_text_file(p, "utf-8-sig")
-    if p.suffix.lower() not in (".jsonl", ".ndjson"):
+    text = dsh.decompress(p) if p.name.lower().endswith(".jsonl.zstd") else read_text_file(p, "utf-8-sig")
+    if p.suffix.lower() not in (".jsonl", ".ndjson", ".zstd"):
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ValidationError
+from . import dsh
 
 #: Conversation files a folder is read for.
-CHAT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".zip")
+CHAT_SUFFIXES = (".jsonl", ".ndjson", ".json", ".zip", ".zstd")
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ def _encoded(name: str) -> bool:
 def ingest_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Source]:
     """The conversation files ``paths`` name.
 
-    A file is itself. A folder holding ``*.jsonl`` is one Claude Code project (its sessions, in name order);
+    A file is itself (a DSH session log with the workspace its header names). A DeepSeek Harness home, its
+    ``sessions`` folder, one workspace's or one session's folder gives those DSH sessions, each with its
+    workspace (:func:`plur.store.ingest.dsh.sessions`). A folder holding ``*.jsonl`` is one Claude Code project (its sessions, in name order);
     a folder whose subfolders hold them is Claude Code's ``projects`` folder (each project's sessions);
     any other folder gives its conversation files (:data:`CHAT_SUFFIXES`), recursively.
 
@@ -58,7 +61,14 @@ def ingest_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Source]:
         if not p.exists():
             raise ValidationError(f"no file or folder {str(p)!r}; check the path")
         if p.is_file():
-            out.append(_source(p) if _encoded(p.parent.name) else Source(p))
+            head = dsh.header(p) if p.name in dsh.FILE_NAMES else None
+            cwd = head.get("cwd") if head is not None else None
+            out.append(Source(p, Path(cwd)) if isinstance(cwd, str) and cwd else
+                       _source(p) if _encoded(p.parent.name) else Source(p))
+            continue
+        found_dsh = dsh.sessions(p)  # a DSH home, its sessions folder, a workspace's or a session's folder
+        if found_dsh:
+            out += [Source(f, Path(cwd) if cwd else None) for f, cwd in found_dsh]
             continue
         sessions = sorted(p.glob("*.jsonl"))
         if sessions:

@@ -1,0 +1,85 @@
+"""``plur ingest`` of DeepSeek Harness sessions (real rc.8 session logs, tests/data/ingest/dsh): a DSH home, its
+sessions folder, one workspace's folder or one session file; each session's user turns under its workspace's
+project; DSH's own user-role messages (runtime context) left out; idempotent."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from plur.cli import cli
+from plur.memory import Memory
+from plur.project import resolve
+from plur.store import ingest as conv
+from plur.store.ingest import dsh
+
+SESSIONS = Path(__file__).resolve().parent / "data" / "ingest" / "dsh" / "sessions"
+LENA = "My sister Lena moved to Vienna last spring."
+BILLING = "Our billing service deploys every Thursday at noon."
+
+
+@pytest.fixture
+def run(plur_home: Path):
+    def invoke(*args: str) -> Any:
+        return CliRunner().invoke(cli, ["--home", str(plur_home), *args], env={"PLUR_MODEL": "none"},
+                                  catch_exceptions=False)
+    return invoke
+
+
+def _stored(home: Path) -> list[Any]:
+    with Memory(home, model="none") as m:
+        return m.list()
+
+
+def test_a_session_log_gives_the_typed_turns_with_provenance_compressed_or_raw() -> None:
+    files = dsh.sessions(SESSIONS)
+    assert sorted(f.name for f, _ in files) == ["session.jsonl", "session.jsonl.zstd"]
+    by_cwd = {cwd: f for f, cwd in files}
+    assert set(by_cwd) == {"/home/dev/我的项目", "/home/dev/billing app"}
+    for cwd, text in (("/home/dev/我的项目", LENA), ("/home/dev/billing app", BILLING)):
+        data = conv.load(by_cwd[cwd])
+        assert conv.detect_format(data) == "dsh"
+        turns = conv.parse(data)
+        assert [(t.role, t.text) for t in turns] == [("user", text), ("assistant", "ok")], \
+            "the runtime-context snapshot (a plugin's user-role message) is not a turn"
+        assert turns[0].session == data[0]["id"] and turns[0].extra["cwd"] == cwd
+        assert turns[0].created is not None and turns[0].created.year >= 2026
+
+
+def test_plur_ingest_of_a_dsh_home_files_each_session_under_its_workspace_project_once(
+        run, plur_home: Path, tmp_path: Path) -> None:
+    home = tmp_path / "dsh-home"
+    shutil.copytree(SESSIONS, home / "sessions")
+    r = run("ingest", str(home), "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert len(out["added"]) == 2 and out["format"] in ("dsh", ["dsh"])
+    stored = _stored(plur_home)
+    assert sorted(e.statement for e in stored) == sorted([LENA, BILLING])
+    scopes = Counter(e.scope for e in stored)
+    assert scopes == {resolve("/home/dev/我的项目", plur_home).scope: 1,
+                      resolve("/home/dev/billing app", plur_home).scope: 1}
+    assert "project:我的项目" in scopes, "the CJK workspace is its own project, not global"
+    lena = next(e for e in stored if e.statement == LENA)
+    assert lena.type == "user" and lena.source["format"] == "dsh" and lena.source["role"] == "user"
+    # idempotent: the home again, its sessions folder, one workspace, one file: nothing new
+    for again in (home, home / "sessions", next((home / "sessions").iterdir()),
+                  next((home / "sessions").rglob("session.jsonl*"))):
+        r = run("ingest", str(again), "--json")
+        assert r.exit_code == 0 and json.loads(r.stdout)["added"] == [], (again, r.output)
+    assert len(_stored(plur_home)) == 2
+
+
+def test_a_damaged_compressed_log_is_one_clear_error(run, tmp_path: Path) -> None:
+    bad = tmp_path / "--home-dev-x--" / "session-1" / "session.jsonl.zstd"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"not zstandard at all")
+    r = run("ingest", str(bad))
+    assert r.exit_code == 2
+    assert "not a Zstandard file" in r.output
