@@ -128,10 +128,14 @@ def ingest(app: App, sources: tuple[Path, ...], fmt: str | None, session: str | 
 
 def project_scope(folder: Path, home: Path) -> str:
     """The scope of the folder a session ran in (a Claude Code project, a DSH workspace): the project identity
-    every door uses (:func:`plur.project.resolve`: its git root's scope, a bound folder's, never ``global``)."""
+    every door uses (:func:`plur.project.resolve`: its git root's scope, a bound folder's, never ``global``).
+
+    A folder that exists here is resolved (and its root registered); one from another machine is only named
+    (``project:<its name>``), so the registry does not fill with paths that are not on this machine.
+    """
     from ..project import resolve
 
-    return resolve(folder, home).scope
+    return resolve(folder, home, register_new=folder.is_dir()).scope
 
 
 def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Path, str], as_json: bool,

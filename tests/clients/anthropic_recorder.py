@@ -1,7 +1,8 @@
 """A local HTTP server speaking enough of the Anthropic Messages API for ``claude -p``; it records each request.
 
-``POST /v1/messages`` (streaming or not) is answered with one short text reply; every request
-body is appended to ``requests`` (and to ``log_path`` as JSON lines when given). Used by
+``POST /v1/messages`` (streaming or not) is answered with one short text reply, or with the content
+blocks ``script(body)`` returns (a ``tool_use`` block makes the client run that tool and ask again); every
+request body is appended to ``requests`` (and to ``log_path`` as JSON lines when given). Used by
 tests/test_clients.py and bench/bench_doors.py to see what the real Claude Code CLI sends.
 """
 
@@ -11,9 +12,12 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 REPLY = "Noted."
+#: ``script(request body) -> content blocks`` (``None``: the plain text reply).
+Script = Callable[[dict[str, Any]], "list[dict[str, Any]] | None"]
 
 
 def _sse(event: str, data: dict[str, Any]) -> bytes:
@@ -28,9 +32,10 @@ def _message(model: str) -> dict[str, Any]:
 class Recorder:
     """Serve on ``127.0.0.1:<port>`` in a thread; ``url`` for ``ANTHROPIC_BASE_URL``, ``requests`` as recorded."""
 
-    def __init__(self, log_path: Path | None = None) -> None:
+    def __init__(self, log_path: Path | None = None, script: Script | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
         self.log_path = log_path
+        self.script = script
         rec = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -49,20 +54,28 @@ class Recorder:
                     self._json({"input_tokens": 10})
                     return
                 model = body.get("model", "claude")
+                blocks = (rec.script(body) if rec.script is not None else None) or [{"type": "text", "text": REPLY}]
+                stop = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
                 if not body.get("stream"):
                     msg = _message(model)
-                    msg.update(content=[{"type": "text", "text": REPLY}], stop_reason="end_turn")
+                    msg.update(content=blocks, stop_reason=stop)
                     self._json(msg)
                     return
-                parts = [_sse("message_start", {"type": "message_start", "message": _message(model)}),
-                         _sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                                      "content_block": {"type": "text", "text": ""}}),
-                         _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                      "delta": {"type": "text_delta", "text": REPLY}}),
-                         _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
-                         _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
-                                                "stop_sequence": None}, "usage": {"output_tokens": 1}}),
-                         _sse("message_stop", {"type": "message_stop"})]
+                parts = [_sse("message_start", {"type": "message_start", "message": _message(model)})]
+                for i, block in enumerate(blocks):
+                    if block.get("type") == "tool_use":
+                        start = {**block, "input": {}}
+                        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+                    else:
+                        start = {"type": "text", "text": ""}
+                        delta = {"type": "text_delta", "text": block["text"]}
+                    parts += [_sse("content_block_start", {"type": "content_block_start", "index": i,
+                                                           "content_block": start}),
+                              _sse("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}),
+                              _sse("content_block_stop", {"type": "content_block_stop", "index": i})]
+                parts += [_sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop,
+                                                 "stop_sequence": None}, "usage": {"output_tokens": 1}}),
+                          _sse("message_stop", {"type": "message_stop"})]
                 data = b"".join(parts)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
