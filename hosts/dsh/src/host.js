@@ -64,5 +64,5 @@ export async function importFromHost (specifier, options = {}) {
       tried.push(`the plugin's own folder (${error.code ?? error.message})`)
     }
   }
-  throw new Error(`cannot import ${specifier}: not found from ${tried.join('; ')}; run the plugin inside DeepSeek Harness 0.1.0-rc.8 (\`dsh plugin --profile <name> add ...\`)`)
+  throw new Error(`cannot import ${specifier}: not found from ${tried.join('; ')}; run the plugin inside a DeepSeek Harness host (\`dsh plugin --profile <name> add ...\`; tested with 0.1.0-rc.8)`)
 }

@@ -284,3 +284,28 @@ test('client: the unix socket is preferred, the loopback URL is the fallback, a 
   const none = new PlurClient({ home: join(home, 'no-such-home'), timeoutMs: 1000 })
   await assert.rejects(none.request('GET', '/status'), (error) => error.code === 'NO_SERVICE' && /plur serve/.test(error.message))
 })
+
+test('versions: peers accept the 0.1.x line (release candidates included); the hmr row is re-enabled only for a 0.1.0 launcher, and kept off in a later headless profile', async () => {
+  const manifest = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
+  const { createRequire } = await import('node:module')
+  const semver = createRequire(import.meta.url)('semver')
+  for (const [name, range] of Object.entries(manifest.peerDependencies).filter(([n]) => n.startsWith('@deepseek-ai/dsh-'))) {
+    for (const ok of ['0.1.0-rc.8', '0.1.1-rc.2', '0.1.5-rc.2', '0.1.5', '0.1.9']) assert.ok(semver.satisfies(ok, range), `${name} accepts ${ok}`)
+    for (const no of ['0.1.0-rc.6', '0.0.1-rc.1', '0.2.0-rc.2']) assert.ok(!semver.satisfies(no, range), `${name} refuses ${no}`)
+  }
+  const patch = await readFile(new URL('../cordis.patch.yml', import.meta.url), 'utf8')
+  const body = /- id: hmr\n {2}disabled: !!js \|-\n((?: {4}.*\n?)+)/.exec(patch)[1].replace(/^ {4}/gm, '')
+  const work = join(home, 'launchers')
+  const disabledFor = async (version, args) => {
+    const bin = join(work, version, 'node_modules', '@deepseek-ai', 'dsh', 'lib', 'bin.js')
+    await mkdir(join(bin, '..'), { recursive: true })
+    await writeFile(bin, '')
+    await writeFile(join(bin, '..', '..', 'package.json'), JSON.stringify({ name: '@deepseek-ai/dsh', version }))
+    const saved = process.argv
+    process.argv = [saved[0], bin, ...args]
+    try { return (0, eval)(body) } finally { process.argv = saved }
+  }
+  assert.equal(await disabledFor('0.1.0-rc.8', ['--profile', 'headless', 'q']), false, 'rc.8 needs it: on')
+  assert.equal(await disabledFor('0.1.5-rc.2', ['--profile', 'headless', 'q']), true, 'a later headless profile: left off')
+  assert.equal(await disabledFor('0.1.5-rc.2', ['web']), false, 'a later web profile: on, as its bundle has it')
+})

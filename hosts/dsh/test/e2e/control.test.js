@@ -1,0 +1,194 @@
+// What a DSH user controls, in the real `dsh` CLI (0.1.0-rc.8, installed as the README says) against a
+// recording fake model and real plur processes: the model's plur_update / plur_show / plur_list (another
+// project's id refused at each), a service started by the plugin when none runs, memory that says it is
+// off (and why) when it cannot start one, DSH's settings document switching memory off and on, and
+// `plur ingest` of the DSH session folder these very runs wrote.
+//
+// `npm run e2e` in hosts/dsh (runs this file after dsh.test.js). $PLUR_E2E_OUT: requests-control.jsonl.
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, test } from 'node:test'
+import { PlurClient } from '../../src/client.js'
+import { PYTHON, startPlur, warm } from '../support/plur.js'
+import { ensureInstalled, PKG, run } from './install.js'
+import { contentText, startModel, systemOf, turnOf } from './model.js'
+
+const Q = {
+  update: 'Change the tabs note to 2 spaces.',
+  show: 'Show me the tabs note in full.',
+  list: 'List what you remember about kappa.',
+  other: 'Change the omega note, show it, and forget it.',
+  dog: 'What is my dog called?',
+  sister: 'My sister Lena moved to Vienna last spring.',
+  where: 'Where does my sister live now?',
+}
+let work, install, service, model, clone, projectDir, tabsId, omegaId
+const log = []
+const say = (line) => { log.push(line); console.log(line) }
+// Tool calls the model makes, per question: each call is answered, then the next one is made.
+const calls = () => ({
+  [Q.update]: [{ name: 'plur_update', arguments: { id: tabsId, statement: 'KAPPA-tabs: kappa indents with 2 spaces.', tags: ['style'] } }],
+  [Q.show]: [{ name: 'plur_show', arguments: { id: tabsId } }],
+  [Q.list]: [{ name: 'plur_list', arguments: { text: 'kappa', limit: 10 } }],
+  [Q.other]: [
+    { name: 'plur_update', arguments: { id: omegaId, statement: 'hijacked' } },
+    { name: 'plur_show', arguments: { id: omegaId } },
+    { name: 'plur_forget', arguments: { id: omegaId } },
+  ],
+})
+const script = (body) => {
+  if (!(body.tools?.length > 0)) return { text: 'Session title' }
+  const { question, toolResults } = turnOf(body, Object.values(Q))
+  const planned = calls()[question] ?? []
+  if (toolResults < planned.length) return { toolCall: planned[toolResults] }
+  return { text: question === undefined ? 'ok' : `Answer to: ${question}` }
+}
+
+before(async () => {
+  work = await mkdtemp(join(tmpdir(), 'plur-e2e-control-'))
+  install = await ensureInstalled(say)
+  const { out: packed } = await run('npm', ['pack', '--json', '--pack-destination', work], { cwd: PKG })
+  clone = join(work, 'clone')
+  for (const { path } of JSON.parse(packed)[0].files) await cp(join(PKG, path), join(clone, 'hosts', 'dsh', path), { recursive: true })
+  const home = join(work, 'plur')
+  await mkdir(home)
+  service = await startPlur(home)
+  tabsId = (await service.api.request('POST', '/learn', { statement: 'KAPPA-tabs: kappa indents with tabs.', scope: 'project:kappa' })).engram.id
+  omegaId = (await service.api.request('POST', '/learn', { statement: 'OMEGA-db: omega stores orders in DynamoDB.', scope: 'project:omega' })).engram.id
+  await service.api.request('POST', '/learn', { statement: 'DOG-name: Lin\'s dog is called Biscuit, a beagle.', scope: 'global' })
+  await warm(service.api)
+  model = await startModel({ script })
+  projectDir = join(work, 'projects', 'kappa')
+  await mkdir(projectDir, { recursive: true })
+})
+
+after(async () => {
+  if (process.env.PLUR_E2E_OUT) await writeFile(join(process.env.PLUR_E2E_OUT, 'transcript-control.txt'), log.join('\n') + '\n')
+  await model?.close()
+  await service?.stop()
+  if (work !== undefined) await rm(work, { recursive: true, force: true })
+})
+
+/** A DSH home with the plugin added to the headless profile, and its environment; `config` is the plugin row's. */
+async function profile (name, { plurHome = service.home, config } = {}) {
+  const root = join(work, name)
+  await mkdir(join(root, 'home'), { recursive: true })
+  const env = {
+    ...install.env, HOME: join(root, 'home'), DSH_HOME: join(root, 'dsh'), PLUR_HOME: plurHome, HF_HUB_OFFLINE: '1',
+    DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'sk-e2e-not-a-key', DSH_TELEMETRY_DISABLED: '1',
+  }
+  assert.equal((await dsh(['plugin', '--profile', 'headless', 'add', './hosts/dsh'], { cwd: clone, env })).code, 0)
+  if (config !== undefined) await writeFile(join(env.DSH_HOME, 'profiles', 'headless', 'cordis.patch.yml'), `- id: plur\n  config: ${JSON.stringify(config)}\n`)
+  return env
+}
+
+async function dsh (args, { cwd, env }) {
+  const result = await run(install.dsh, args, { cwd, env, timeoutMs: 10 * 60000 }).catch((error) => error)
+  say(`$ dsh ${args.map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(' ')}   (exit ${result.code}, ${(result.ms / 1000).toFixed(1)} s)`)
+  return result
+}
+
+/** One headless task; the agent's model requests (title requests left out). */
+async function ask (question, env) {
+  const before = model.requests.length
+  const result = await dsh(['--profile', 'headless', question], { cwd: projectDir, env })
+  assert.equal(result.code, 0, `dsh exited ${result.code}:\n${result.err}`)
+  const agent = model.requests.slice(before).filter((body) => body.tools?.length > 0)
+  for (const body of agent) say(`  request: block ${JSON.stringify((/<plur-memory>[\s\S]*<\/plur-memory>/.exec(systemOf(body))?.[0] ?? '').slice(0, 160))}, ${body.tools.filter((t) => t.function?.name.startsWith('plur_')).length} plur tools`)
+  return { result, agent, first: agent[0], toolResults: (agent.at(-1)?.messages ?? []).filter((m) => m.role === 'tool').map(contentText) }
+}
+
+const blockOf = (body) => /<plur-memory>[\s\S]*<\/plur-memory>/.exec(systemOf(body))?.[0] ?? ''
+
+let env
+test('the model calls plur_update, plur_show and plur_list through the real dsh; the store shows the change', async () => {
+  env = await profile('tools')
+  const update = await ask(Q.update, env)
+  assert.match(update.toolResults[0], new RegExp(`^Updated \\[${tabsId}\\] \\(fact, project:kappa tags=style\\) KAPPA-tabs: kappa indents with 2 spaces\\.`))
+  const stored = (await service.api.request('GET', `/engrams/${tabsId}`)).engram
+  assert.equal(stored.statement, 'KAPPA-tabs: kappa indents with 2 spaces.')
+  assert.deepEqual(stored.tags, ['style'])
+  const show = await ask(Q.show, env)
+  assert.match(show.toolResults[0], new RegExp(`^\\[${tabsId}\\] KAPPA-tabs: kappa indents with 2 spaces\\.\\ntype: fact\\nscope: project:kappa`))
+  const list = await ask(Q.list, env)
+  assert.match(list.toolResults[0], /KAPPA-tabs/)
+  assert.doesNotMatch(list.toolResults[0], /OMEGA/)
+})
+
+test('another project\'s id is refused at plur_update, plur_show and plur_forget; the note is untouched', async () => {
+  const other = await ask(Q.other, env)
+  assert.equal(other.toolResults.length, 3)
+  for (const text of other.toolResults) assert.match(text, /no engram .* in this agent's scope project:kappa \(or global\)/)
+  const omega = (await service.api.request('GET', `/engrams/${omegaId}`)).engram
+  assert.equal(omega.statement, 'OMEGA-db: omega stores orders in DynamoDB.')
+})
+
+test('DSH\'s settings document switches memory off (no block, no plur tools) and on again', async () => {
+  const settings = join(env.DSH_HOME, 'settings.yaml')
+  await writeFile(settings, 'plur:\n  enabled: false\n')
+  const off = await ask(Q.dog, env)
+  assert.equal(blockOf(off.first), '', 'no block')
+  assert.deepEqual(off.first.tools.map((t) => t.function?.name).filter((n) => n.startsWith('plur_')), [], 'no plur tools')
+  await writeFile(settings, 'plur:\n  enabled: true\n')
+  const on = await ask(Q.dog, env)
+  assert.match(blockOf(on.first), /Biscuit/)
+  assert.equal(on.first.tools.filter((t) => t.function?.name.startsWith('plur_')).length, 8)
+})
+
+test('no service running: the first headless run starts one (plurCommand), the next run\'s first request carries the block', async () => {
+  const home = join(work, 'plur-cold')
+  await mkdir(home)
+  execFileSync(PYTHON, ['-m', 'plur', '--home', home, 'learn', 'DOG-name: Lin\'s dog is called Biscuit, a beagle.'], { env: { ...process.env, HF_HUB_OFFLINE: '1', PLUR_AUTOSTART_SERVICE: '0' } })
+  const cold = await profile('cold', { plurHome: home, config: { plurCommand: [PYTHON, '-m', 'plur'], waitMs: 20000 } })
+  try {
+    const first = await ask(Q.dog, cold)
+    assert.match(blockOf(first.first), /^<plur-memory>\nplur memory is starting: the plur service was not running, so this session started it \(.*\); memory shows from the next turn\n<\/plur-memory>$/)
+    const api = new PlurClient({ home, timeoutMs: 60000 })
+    const deadline = Date.now() + 240000
+    for (;;) {
+      try { await api.request('GET', '/status'); break } catch (error) {
+        if (Date.now() > deadline) throw new Error(`the service the plugin started never answered: ${error.message}`)
+        await new Promise((resolve) => setTimeout(resolve, 250))
+      }
+    }
+    await warm(api)
+    const next = await ask(Q.dog, cold)
+    assert.match(blockOf(next.first), /DOG-name: Lin's dog is called Biscuit/)
+  } finally {
+    try { execFileSync(PYTHON, ['-m', 'plur', '--home', home, 'service', 'stop'], { env: { ...process.env, HF_HUB_OFFLINE: '1' } }) } catch {}
+  }
+})
+
+test('plurCommand pointing nowhere: the first request\'s block says memory is off and why; dsh logs it as an error', async () => {
+  const home = join(work, 'plur-none')
+  await mkdir(home)
+  const none = await profile('none', { plurHome: home, config: { plurCommand: '/nowhere/bin/plur' } })
+  const { first, result } = await ask(Q.dog, none)
+  assert.match(blockOf(first), /^<plur-memory>\nplur memory is off: the plur service is not running and could not be started with \/nowhere\/bin\/plur .* \(cannot run "\/nowhere\/bin\/plur" \(ENOENT: not found\)\); set the plugin's plurCommand to the plur program, or run `plur service start`\n<\/plur-memory>$/)
+  say(`  dsh stderr: ${JSON.stringify(result.err.split('\n').filter((l) => /plur/.test(l)).slice(0, 3))}`)
+})
+
+test('`plur ingest` of the DSH home these runs wrote: a user turn is recalled in a new session\'s first block', async () => {
+  await ask(Q.sister, env)
+  const home = join(work, 'plur-ingest')
+  await mkdir(home)
+  const ingest = (dir) => JSON.parse(execFileSync(PYTHON, ['-m', 'plur', '--home', home, 'ingest', dir, '--json'], { env: { ...process.env, HF_HUB_OFFLINE: '1', PLUR_AUTOSTART_SERVICE: '0' }, encoding: 'utf8' }))
+  const first = ingest(env.DSH_HOME)
+  say(`  plur ingest ${env.DSH_HOME}: ${first.added.length} turns added from ${first.files?.length ?? '?'} files`)
+  assert.ok(first.added.length >= 6, 'every user turn of the sessions above')
+  assert.deepEqual(ingest(env.DSH_HOME).added, [], 'idempotent')
+  const ingested = await startPlur(home)
+  try {
+    await warm(ingested.api)
+    const recall = await ingested.api.request('POST', '/list', { text: 'Lena', limit: 5 })
+    assert.deepEqual(recall.engrams.map((e) => [e.statement, e.scope, e.source.format]), [[Q.sister, 'project:kappa', 'dsh']])
+    const fresh = await profile('after-ingest', { plurHome: home })
+    const where = await ask(Q.where, fresh)
+    assert.match(blockOf(where.first), /My sister Lena moved to Vienna last spring\./)
+  } finally {
+    await ingested.stop()
+  }
+})
