@@ -6,14 +6,16 @@
 //
 // `npm run e2e` in hosts/dsh (runs this file after dsh.test.js). $PLUR_E2E_OUT: requests-control.jsonl.
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { PlurClient } from '../../src/client.js'
 import { PYTHON, startPlur, warm } from '../support/plur.js'
-import { ensureInstalled, PKG, run } from './install.js'
+import { CACHE, ensureInstalled, PKG, run } from './install.js'
 import { contentText, startModel, systemOf, turnOf } from './model.js'
 
 const Q = {
@@ -24,6 +26,7 @@ const Q = {
   dog: 'What is my dog called?',
   sister: 'My sister Lena moved to Vienna last spring.',
   where: 'Where does my sister live now?',
+  dogAgain: 'And my dog, what is it called?',
 }
 let work, install, service, model, clone, projectDir, tabsId, omegaId
 const log = []
@@ -162,13 +165,13 @@ test('no service running: the first headless run starts one (plurCommand), the n
   }
 })
 
-test('plurCommand pointing nowhere: the first request\'s block says memory is off and why; dsh logs it as an error', async () => {
+test('plurCommand pointing nowhere: the first request\'s block says memory is off and why', async () => {
   const home = join(work, 'plur-none')
   await mkdir(home)
   const none = await profile('none', { plurHome: home, config: { plurCommand: '/nowhere/bin/plur' } })
   const { first, result } = await ask(Q.dog, none)
   assert.match(blockOf(first), /^<plur-memory>\nplur memory is off: the plur service is not running and could not be started with \/nowhere\/bin\/plur .* \(cannot run "\/nowhere\/bin\/plur" \(ENOENT: not found\)\); set the plugin's plurCommand to the plur program, or run `plur service start`\n<\/plur-memory>$/)
-  say(`  dsh stderr: ${JSON.stringify(result.err.split('\n').filter((l) => /plur/.test(l)).slice(0, 3))}`)
+  say(`  dsh stderr lines naming plur: ${JSON.stringify(result.err.split('\n').filter((l) => /plur/.test(l)).slice(0, 3))} (rc.8 headless prints no plugin log lines)`)
 })
 
 test('`plur ingest` of the DSH home these runs wrote: a user turn is recalled in a new session\'s first block', async () => {
@@ -190,5 +193,90 @@ test('`plur ingest` of the DSH home these runs wrote: a user turn is recalled in
     assert.match(blockOf(where.first), /My sister Lena moved to Vienna last spring\./)
   } finally {
     await ingested.stop()
+  }
+})
+
+const CHROMIUM = process.env.PLUR_CHROMIUM ?? '/usr/bin/chromium'
+const browserMissing = !existsSync(CHROMIUM) && process.env.PLUR_REQUIRE_BROWSER !== '1'
+test('`dsh web` in a real browser: the plur settings switch memory off (next request: no block, no plur tools) and on again; /plur list, /plur url, /plur projects answer', { skip: browserMissing && `no chromium at ${CHROMIUM}` }, async () => {
+  const web = await profile('web')
+  const probe = join(work, 'probe-web.jsonl')
+  web.PLUR_E2E_PROBE = probe
+  assert.equal((await dsh(['plugin', '--profile', 'web', 'add', './hosts/dsh'], { cwd: clone, env: web })).code, 0)
+  assert.equal((await dsh(['plugin', '--profile', 'web', 'add', join(PKG, 'test', 'e2e', 'probe')], { cwd: clone, env: web })).code, 0)
+  await writeFile(join(web.DSH_HOME, 'profiles', 'web', 'cordis.patch.yml'), '- id: plur\n  config:\n    waitMs: 20000\n    turnWaitMs: 20000\n    timeoutMs: 20000\n')
+  await mkdir(join(web.HOME, 'kappa'))
+  const settingsEvents = async () => (await readFile(probe, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.event === 'settings')
+  const { chromium } = createRequire(join(CACHE, 'tools', 'package.json'))('playwright-core')
+  const server = spawn(install.dsh, ['web', '--no-open', '--host', '127.0.0.1', '--port', '0'], { cwd: clone, env: web, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  server.stderr.on('data', (d) => { out += d })
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`dsh web printed no URL within 180 s:\n${out}`)), 180000)
+    server.stdout.on('data', (d) => {
+      out += d
+      const found = /dsh web: (http:\/\/\S+)/.exec(out)
+      if (found) { clearTimeout(timer); resolve(found[1]) }
+    })
+    server.once('exit', (code) => { clearTimeout(timer); reject(new Error(`dsh web exited ${code}:\n${out}`)) })
+  })
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] })
+  try {
+    const page = await browser.newPage()
+    page.setDefaultTimeout(120000)
+    await page.goto(url, { waitUntil: 'networkidle' })
+    await page.getByRole('button', { name: 'Continue' }).click()
+    await page.getByRole('button', { name: 'Choose workspace' }).click()
+    await page.getByText('kappa', { exact: true }).click()
+    await page.getByRole('button', { name: 'Open' }).click()
+    const send = async (text) => {
+      await page.locator('textarea').fill(text)
+      await page.getByRole('button', { name: 'Send message' }).click()
+    }
+    const turn = async (question) => {
+      const before = model.requests.length
+      await send(question)
+      await page.getByText(`Answer to: ${question}`, { exact: true }).last().waitFor()
+      return model.requests.slice(before).find((body) => body.tools?.length > 0 && turnOf(body, [question]).question === question)
+    }
+    const plurTools = (body) => body.tools.map((t) => t.function?.name).filter((n) => n.startsWith('plur_'))
+    const on = await turn(Q.dog)
+    assert.match(blockOf(on), /Biscuit/)
+    assert.equal(plurTools(on).length, 8)
+    // the plur namespace of DSH's settings document (what a settings surface writes), edited while dsh web runs
+    const settings = join(web.DSH_HOME, 'settings.yaml')
+    const switchTo = async (enabled) => {
+      const seen = (await settingsEvents()).length
+      await writeFile(settings, `plur:\n  enabled: ${enabled}\n`)
+      const deadline = Date.now() + 60000
+      while (!(await settingsEvents()).slice(seen).some((e) => e.enabled === enabled)) {
+        if (Date.now() > deadline) throw new Error(`dsh web did not publish plur.enabled=${enabled} within 60 s`)
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    }
+    await switchTo(false)
+    const off = await turn(Q.show)
+    assert.equal(blockOf(off), '', 'memory off: no block')
+    assert.deepEqual(plurTools(off), [], 'memory off: no plur tools')
+    await switchTo(true)
+    const back = await turn(Q.dogAgain)
+    assert.match(blockOf(back), /Biscuit/, 'on again: the block')
+    assert.equal(plurTools(back).length, 8, 'on again: the tools')
+    for (const [line, answer] of [
+      ['/plur projects', /project:kappa: \d+ engrams? \(this session\)/],
+      ['/plur list', /KAPPA-tabs/],
+      ['/plur url', /plur's pages \(this link logs your browser in; keep it to yourself\): http:\/\/127\.0\.0\.1:\d+\/\?token=/],
+    ]) {
+      await send(line)
+      await page.getByText(answer).last().waitFor()
+      say(`  web ${line}: ${JSON.stringify((await page.getByText(answer).last().innerText()).slice(0, 120))}`)
+    }
+  } finally {
+    await browser.close()
+    const exited = new Promise((resolve) => server.once('exit', resolve))
+    server.kill('SIGTERM')
+    const timer = setTimeout(() => server.kill('SIGKILL'), 15000)
+    await exited
+    clearTimeout(timer)
   }
 })
