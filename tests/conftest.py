@@ -112,12 +112,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def web_login(client):
-    """Log a Starlette ``TestClient`` in to the pages as the owner does: open the ``?token=`` URL.
+    """Log a Starlette ``TestClient`` in to the pages as the owner does: open a one-time login URL.
 
-    Returns the client (its cookie jar now holds the ``plur_auth_<port>`` cookie).
+    Returns the client, its cookie jar now holding the ``plur_auth_<port>`` cookie and its ``base_url``
+    the pages' secret prefix (``/w/<random>/``), so ``client.get("/stats")`` reaches the page.
     """
-    r = client.get("/?token=" + client.app.state.login_token, follow_redirects=False)
+    from urllib.parse import urlsplit
+
+    from plur.logincode import login_url
+
+    origin = str(client.base_url.copy_with(raw_path=b"/"))
+    url = login_url(origin, client.app.state.login_token)
+    r = client.get(url, follow_redirects=False)
     assert r.status_code == 303 and "plur_auth_" in r.headers.get("set-cookie", ""), (r.status_code, r.text)
+    client.base_url = client.base_url.copy_with(raw_path=urlsplit(url).path.encode("ascii"))
     return client
 
 

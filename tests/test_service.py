@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from plur.errors import NotFoundError, ValidationError
+from plur.logincode import login_url, page_prefix
 from plur.service.client import Client
 from plur.service.files import pid_alive
 
@@ -123,16 +124,25 @@ def test_browser_pages_keep_their_own_guards(service: tuple[Path, dict]) -> None
     conn.close()
     home = service[0]
     got = plur("service", "url", home=home)
-    assert got.returncode == 0 and got.stdout.strip() == f"{info['url']}/?token={info['login']}", got.stderr
+    prefix = page_prefix(info["login"])
+    assert got.returncode == 0 and got.stdout.strip().startswith(f"{info['url']}{prefix}/?login="), got.stderr
+    assert info["login"] not in got.stdout                         # a one-time code, not the secret
+    login = urlsplit(got.stdout.strip()).path + "?" + urlsplit(got.stdout.strip()).query
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-    conn.request("GET", urlsplit(got.stdout.strip()).path + "?" + urlsplit(got.stdout.strip()).query)
+    conn.request("GET", login)
     resp = conn.getresponse()                                      # the login URL: a cookie, then the page
     cookie = resp.getheader("set-cookie") or ""
-    assert resp.status == 303 and resp.getheader("location") == "/", resp.read()
+    assert resp.status == 303 and resp.getheader("location") == prefix + "/", resp.read()
     assert cookie.startswith(f"plur_auth_{u.port}=") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert f"Path={prefix}/;" in cookie
     conn.close()
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-    conn.request("GET", "/?format=json", headers={"Cookie": cookie.split(";")[0]})
+    conn.request("GET", login)                                     # the same URL again (history, a log): no
+    resp = conn.getresponse()
+    assert resp.status == 401 and b"used already" in resp.read() and not resp.getheader("set-cookie")
+    conn.close()
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    conn.request("GET", prefix + "/?format=json", headers={"Cookie": cookie.split(";")[0]})
     resp = conn.getresponse()
     assert resp.status == 200 and "plur_session=" in (resp.getheader("set-cookie") or "")
     assert len(json.loads(resp.read())["rows"]) >= 3
@@ -381,8 +391,8 @@ def test_daemon_start_status_stop_and_one_service_per_home() -> None:
                        env={**env, "BROWSER": f"{sys.executable} {browser} %s"})
         assert started.returncode == 0 and "started" in started.stderr, started.stderr
         info = json.loads((home / "service.json").read_text())
-        assert opened.read_text() == f"{info['url']}/?token={info['login']}"          # opened logged in
-        assert plur("service", "url", home=home).stdout.strip() == opened.read_text()
+        assert opened.read_text().startswith(f"file://{home}/open/login-")            # a file, not a token URL
+        assert plur("service", "url", home=home).stdout.strip().startswith(f"{info['url']}{page_prefix(info['login'])}/?login=")
         again = plur("service", "start", "--port", "0", home=home, env=env)
         assert again.returncode == 0 and "already running" in again.stderr
         st = plur("service", "status", "--json", home=home)
@@ -467,14 +477,15 @@ def test_wildcard_bind_answers_on_the_addresses_it_prints() -> None:
         assert resp.status == 401 and b"plur service url" in resp.read()   # anyone on the LAN: no
         conn.close()
         login = json.loads((home / "service.json").read_text())["login"]
+        url = urlsplit(login_url(f"http://{lan[0]}:{port}", login))
         conn = http.client.HTTPConnection(lan[0], int(port), timeout=30)
-        conn.request("GET", "/?token=" + login)
+        conn.request("GET", url.path + "?" + url.query)
         resp = conn.getresponse()
         cookie = resp.getheader("set-cookie").split(";")[0]
         assert resp.status == 303
         conn.close()
         conn = http.client.HTTPConnection(lan[0], int(port), timeout=30)
-        conn.request("GET", "/", headers={"Cookie": cookie})
+        conn.request("GET", url.path, headers={"Cookie": cookie})
         assert conn.getresponse().status == 200
         conn.close()
     finally:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -19,6 +20,7 @@ import starlette  # noqa: F401  (the web extra)
 from starlette.testclient import TestClient  # noqa: E402
 
 from conftest import web_login  # noqa: E402
+from plur.logincode import login_url, page_prefix  # noqa: E402
 from plur.memory import Memory  # noqa: E402
 from plur.web import charts, security  # noqa: E402
 from plur.web.server import create_app  # noqa: E402
@@ -31,6 +33,11 @@ XSS = "<script>alert(1)</script> remember the <b>bold</b> & brave"
 def client(memory: Memory):
     with TestClient(create_app(memory), base_url=ORIGIN) as c:
         yield web_login(c)
+
+
+def at(client: TestClient, path: str) -> str:
+    """``path`` under the pages' secret prefix (``/w/<random>``), as the server's links and redirects write it."""
+    return client.base_url.raw_path.decode("ascii").rstrip("/") + path
 
 
 def token_of(client: TestClient, path: str = "/") -> str:
@@ -265,7 +272,7 @@ def test_pin_retire_edit_forget_through_forms(client: TestClient, memory: Memory
     path = memory.store.path_for(eid)
     tok = token_of(client)
     r = post(client, f"/engrams/{eid}/pin", tok)
-    assert r.status_code == 303 and r.headers["location"] == f"/engrams/{eid}"
+    assert r.status_code == 303 and r.headers["location"] == at(client, f"/engrams/{eid}")
     assert "pinned: true" in path.read_text() and memory.get(eid).pinned
     assert post(client, f"/engrams/{eid}/unpin", tok).status_code == 303 and not memory.get(eid).pinned
     assert post(client, f"/engrams/{eid}/retire", tok).status_code == 303
@@ -275,9 +282,9 @@ def test_pin_retire_edit_forget_through_forms(client: TestClient, memory: Memory
     assert r.status_code == 303 and memory.get(eid).statement == "The user prefers spaces now.\nTwo of them."
     assert "The user prefers spaces now." in path.read_text()
     r = post(client, f"/engrams/{eid}/forget", tok)
-    assert r.status_code == 303 and r.headers["location"] == f"/?forgotten={eid}"
+    assert r.status_code == 303 and r.headers["location"] == at(client, f"/?forgotten={eid}")
     assert not path.exists()
-    assert f"Forgot {eid}." in client.get(r.headers["location"]).text
+    assert f"Forgot {eid}." in client.get(ORIGIN + r.headers["location"]).text
     assert post(client, f"/engrams/{eid}/pin", tok).status_code == 404
 
 
@@ -356,8 +363,9 @@ def test_mutations_need_a_same_origin_origin(client: TestClient, memory: Memory,
 def test_foreign_host_header_is_refused(memory: Memory, host: str, allowed: bool) -> None:
     app = create_app(memory)
     with TestClient(app, base_url=ORIGIN) as c:
-        c.get("/?token=" + app.state.login_token, headers={"Host": host})  # logged in under that name
-        r = c.get("/", headers={"Host": host})
+        login = login_url(ORIGIN, app.state.login_token)
+        c.get(login, headers={"Host": host})  # logged in under that name
+        r = c.get(urlsplit(login).path, headers={"Host": host})
         assert (r.status_code == 200) is allowed, (host, r.status_code, r.text[:200])
         if not allowed:
             assert r.status_code == 400 and "Host" in r.text
@@ -434,8 +442,13 @@ def test_every_page_and_json_twin_needs_the_owner_login(memory: Memory) -> None:
         r = stranger.post(f"/engrams/{ids['dog']}/forget", data={}, headers={"Origin": ORIGIN})
         assert r.status_code == 401 and memory.get(ids["dog"]).status == "active"
         assert stranger.get("/static/style.css").status_code == 200             # no data in it
+        prefix = page_prefix(app.state.login_token)
+        for url in pages:                                                        # even knowing the prefix
+            assert stranger.get(prefix + url, follow_redirects=False).status_code == 401
         for bad in ("wrong", app.state.login_token[:-1], ""):                    # a guessed token
             r = stranger.get("/?token=" + bad, follow_redirects=False)
+            assert r.status_code == 401 and "plur service url" in r.text and "set-cookie" not in r.headers
+            r = stranger.get(prefix + "/?login=" + bad, follow_redirects=False)
             assert r.status_code == 401 and "plur service url" in r.text and "set-cookie" not in r.headers
         stranger.cookies.set("plur_auth_7777", "x" * 32 + "." + "0" * 64)       # a forged cookie
         assert stranger.get("/", follow_redirects=False).status_code == 401
@@ -452,13 +465,38 @@ def test_the_login_url_sets_a_strict_httponly_cookie_and_drops_the_token(memory:
     ids = seed(memory)
     app = create_app(memory, login_token="t" * 43)
     assert app.state.login_token == "t" * 43
+    prefix = page_prefix("t" * 43)
     with TestClient(app, base_url=ORIGIN) as c:
-        r = c.get(f"/engrams/{ids['dog']}?format=json&token=" + "t" * 43, follow_redirects=False)
-        assert r.status_code == 303 and r.headers["location"] == f"/engrams/{ids['dog']}?format=json"
+        url = login_url(ORIGIN, "t" * 43, f"/engrams/{ids['dog']}").replace("?", "?format=json&")
+        r = c.get(url, follow_redirects=False)
+        assert r.status_code == 303 and r.headers["location"] == f"{prefix}/engrams/{ids['dog']}?format=json"
         cookie = r.headers["set-cookie"]
         assert cookie.startswith("plur_auth_7777=") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert f"Path={prefix}/;" in cookie                          # never sent outside the secret prefix
         assert c.get(r.headers["location"]).json()["engram"]["id"] == ids["dog"]
-        assert c.get("/stats").status_code == 200
+        assert c.get(prefix + "/stats").status_code == 200
+        assert c.get(prefix).status_code == 200                      # -> prefix + '/', where the cookie goes
+        again = c.get(url, follow_redirects=False)                    # reopened while logged in: fine
+        assert again.status_code == 303 and "set-cookie" not in again.headers
+    with TestClient(app, base_url=ORIGIN) as stranger:
+        r = stranger.get(url, follow_redirects=False)                 # a used link (history, a log): no
+        assert r.status_code == 401 and "used already" in r.text and "set-cookie" not in r.headers
+
+
+def test_a_login_link_works_once_and_briefly(memory: Memory) -> None:
+    from plur.logincode import CODE_TTL_S, CodeBook, mint_code
+
+    book = CodeBook("s" * 43)
+    code = mint_code("s" * 43, now=1000)
+    assert book.redeem(code, now=1000 + CODE_TTL_S - 1) == CodeBook.OK
+    assert book.redeem(code, now=1001) == CodeBook.USED
+    assert book.redeem(mint_code("s" * 43, now=1000), now=1001 + CODE_TTL_S) == CodeBook.EXPIRED
+    assert book.redeem(mint_code("other", now=1000), now=1000) == CodeBook.BAD
+    assert book.redeem(code[:-1] + ("0" if code[-1] != "0" else "1"), now=1000) == CodeBook.BAD
+    app = create_app(memory)
+    with TestClient(app, base_url=ORIGIN) as c:
+        old = f"{page_prefix(app.state.login_token)}/?token={app.state.login_token}"   # the old long-lived form
+        assert c.get(old, follow_redirects=False).status_code == 401
 
 
 def test_security_headers_and_cookie(client: TestClient) -> None:

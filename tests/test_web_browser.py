@@ -34,8 +34,10 @@ pytestmark = [
 def served(memory: Memory):
     """Serve ``create_app(memory)`` with uvicorn in a thread on a free loopback port.
 
-    Yields ``(base_url, login_url)``: the login URL is what ``plur service url`` prints for a service.
+    Yields ``(base_url, login_url)``: ``base_url`` is the pages' root (under their secret prefix, ``/w/<random>``);
+    the login URL is what ``plur service url`` prints for a service (one-time).
     """
+    from plur.logincode import page_prefix
     from plur.web.login import login_url
 
     import uvicorn
@@ -56,7 +58,7 @@ def served(memory: Memory):
         time.sleep(0.05)
     assert server.started, "uvicorn did not start"
     base = f"http://127.0.0.1:{port}"
-    yield base, login_url(base, app.state.login_token)
+    yield base + page_prefix(app.state.login_token), login_url(base, app.state.login_token)
     server.should_exit = True
     thread.join(timeout=15)
     sock.close()

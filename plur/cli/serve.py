@@ -12,7 +12,8 @@ from ..service.session import Session as App
 @click.option("--port", type=click.IntRange(0, 65535), default=7777, show_default=True, help="0: any free port.")
 @click.option("--allow-host", "allow_hosts", multiple=True, help="Another Host name the pages answer to.")
 @click.option("--open", "open_browser", is_flag=True,
-              help="Open the page in the default browser, logged in (the URL carries a login token).")
+              help="Open the page in the default browser, logged in (a one-time login URL, handed over in an "
+                   "owner-only file, never on a command line).")
 @click.option("--daemon", is_flag=True, help="Run in the background (same as `plur service start`).")
 @click.option("--idle-exit-s", "idle_exit_s", type=click.FloatRange(min=0), default=0.0,
               help="Stop after this many seconds without a request (0: never; auto-started services use it).")

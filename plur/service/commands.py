@@ -62,9 +62,12 @@ def page_login_url(home: Path) -> str:
 
 
 def _open(home: Path) -> None:
-    import webbrowser
+    """Open a fresh login URL through an owner-only redirect file, never on a command line (plur.browser)."""
+    from ..browser import no_browser_line, open_login
 
-    webbrowser.open(page_login_url(home))
+    opened, path = open_login(home, page_login_url(home))
+    if not opened:
+        click.echo(no_browser_line(path), err=True)
 
 
 @click.group()
@@ -94,10 +97,11 @@ def stop(ctx: click.Context) -> None:
 
 
 @service.command()
-@click.option("--open", "open_browser", is_flag=True, help="Also open it in the default browser.")
+@click.option("--open", "open_browser", is_flag=True,
+              help="Also open a login URL in the default browser (through an owner-only file, not its command line).")
 @click.pass_context
 def url(ctx: click.Context, open_browser: bool) -> None:
-    """Print the URL that logs your browser in to the pages (owner only: it carries a login token)."""
+    """Print a URL that logs your browser in to the pages (owner only; it works once, for 5 minutes)."""
     home = _home(ctx)
     click.echo(page_login_url(home))
     if open_browser:

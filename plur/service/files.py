@@ -7,7 +7,8 @@
      "started": "2026-01-01T00:00:00Z", "idle_exit_s": 10800.0,
      "settings": {"config": [size, crc32] or null, "env": {...}, "names": [...]}}
 
-``token`` is the JSON API's bearer token; ``login`` the pages' login token (:func:`login_url`).
+``token`` is the JSON API's bearer token; ``login`` the pages' login secret, which signs one-time login
+codes (:func:`login_url`).
 ``idle_exit_s`` > 0 marks an auto-started service; ``settings`` is what its settings came from
 (:mod:`plur.service.stamp`).
 
@@ -95,14 +96,14 @@ def open_log(home: Path) -> Any:
 
 
 def login_url(info: dict[str, Any]) -> str:
-    """The URL that logs a browser in to the pages: ``<url>/?token=<login>`` (see ``plur.web.login``).
+    """A fresh one-time login URL for the pages: ``<url>/w/<prefix>/?login=<code>`` (:mod:`plur.logincode`).
 
     Raises:
         KeyError: ``info`` (a ``service.json``) has no ``url`` or ``login``.
     """
-    from urllib.parse import urlencode
+    from ..logincode import login_url as make
 
-    return str(info["url"]).rstrip("/") + "/?" + urlencode({"token": info["login"]})
+    return make(str(info["url"]), str(info["login"]))
 
 
 def no_service(home: Path) -> str:

@@ -6,7 +6,8 @@ Start-up order, so a failure is one clear line and nothing half-started is left 
 2. bind the TCP port and ``<home>/plur.sock`` (port in use, foreign address -> exit 7, nothing printed);
 3. write ``service.pid``; open the indexes, load the model and trace its query path (:meth:`Memory.prepare_serving`);
    start the thread that runs the store's periodic full scan between requests (:class:`_Freshener`);
-4. write ``service.json`` (0600, with a fresh API token and page login token), print where it listens, serve with uvicorn.
+4. write ``service.json`` (0600, with a fresh API token and page login secret), print where it listens and a one-time
+   login URL, serve with uvicorn.
 
 SIGTERM or Ctrl-C stop it cleanly: uvicorn drains requests, the recall worker stops, indexes are
 saved, and ``service.json``, the socket and the pid file are removed.
@@ -20,9 +21,9 @@ import signal
 import socket
 import sys
 import threading
-import webbrowser
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from ..errors import ServiceError, require
@@ -130,7 +131,8 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
              "to stop)")
         _say(f"  page + API   {'  '.join(urls)}")
         if web is not None:
-            _say("  page login   `plur service url` prints the URL that logs a browser in (owner only)")
+            _say(f"  page login   {files.login_url(info)} (works once, for 5 minutes; `plur service url` prints "
+                 "a new one)")
         if sock_path is not None:
             _say(f"  API socket   {sock_path} (mode 0600)")
         _say(f"  API token    in {home_path / files.SERVICE_FILE} (mode 0600)")
@@ -139,7 +141,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         if ready is not None:
             ready(info)
         if open_browser:
-            threading.Timer(0.8, webbrowser.open, args=(files.login_url(info),)).start()
+            threading.Thread(target=_open_page, args=(home_path, info), daemon=True).start()
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False,
                                                timeout_graceful_shutdown=3, lifespan="off"))
         started = True
@@ -211,6 +213,15 @@ def _member_doors(memory: Any, make_worker: Callable[[Any], Any]) -> Any:
 
     directory = TeamDirectory(memory.store.uri)
     return MemberDoors(memory, directory.member, make_worker, directory.close_connection)
+
+
+def _open_page(home: Path, info: dict[str, Any]) -> None:
+    """``--open``: a one-time login URL through an owner-only redirect file (:mod:`plur.browser`)."""
+    from ..browser import no_browser_line, open_login
+
+    opened, path = open_login(home, files.login_url(info))
+    if not opened:
+        _say(no_browser_line(path))
 
 
 def _bind_warning(host: str) -> str | None:

@@ -215,7 +215,7 @@ class SessionCookie:
 
     Sets ``scope["state"]["session_id"]`` and ``scope["state"]["csrf_token"]``; when the
     request had no valid cookie, the response sets one (``HttpOnly; SameSite=Strict;
-    Path=/``). Every response also carries the token in an ``X-CSRF-Token`` header, so a
+    Path=<root_path>/``: the pages' secret prefix, so no other port's server receives it). Every response also carries the token in an ``X-CSRF-Token`` header, so a
     script using the JSON twins can send it back (only a same-origin reader can see it).
     Mutating requests are checked in :func:`check_mutation`, not here.
 
@@ -230,9 +230,10 @@ class SessionCookie:
 
     async def __call__(self, scope: Scope, receive: Callable[[], Awaitable[Message]],
                        send: Callable[[Message], Awaitable[None]]) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope.get("path", "").startswith("/static/"):  # no data, no session
             await self.app(scope, receive, send)
             return
+        path = scope.get("root_path", "") + "/"   # the pages' secret prefix (plur.web.login)
         sid = _cookie(scope, COOKIE_NAME)
         fresh = not valid_session_id(sid)
         if fresh:
@@ -247,7 +248,7 @@ class SessionCookie:
                 headers = list(message.get("headers", []))
                 headers.append((HEADER_NAME.encode(), state["csrf_token"].encode()))
                 if fresh:
-                    cookie = f"{COOKIE_NAME}={sid}; Path=/; HttpOnly; SameSite=Strict"
+                    cookie = f"{COOKIE_NAME}={sid}; Path={path}; HttpOnly; SameSite=Strict"
                     headers.append((b"set-cookie", cookie.encode()))
                 message["headers"] = headers
             await send(message)

@@ -1,6 +1,7 @@
 """The ASGI app behind ``plur serve``: routes, HTML/JSON rendering, guards, and the uvicorn runner.
 
-Routes (each page has a JSON twin at the same URL with ``?format=json``)::
+Routes, under the per-start prefix ``/w/<random>`` (:mod:`plur.web.login`; each page has a JSON twin at the
+same URL with ``?format=json``)::
 
     GET  /                          engrams table   (views.engrams_page)
     GET  /engrams/<id>              engram detail   (views.engram_page)
@@ -11,7 +12,8 @@ Routes (each page has a JSON twin at the same URL with ``?format=json``)::
 
 Guards, outermost first: :class:`~plur.web.security.HostGuard` (foreign ``Host`` -> 400),
 security headers (CSP without inline script or style, no framing, ``no-store``),
-:class:`~plur.web.login.LoginGuard` (the owner's ``?token=`` login and its cookie, else 401),
+:class:`~plur.web.login.LoginGuard` (the pages under their secret prefix ``/w/<random>``; a one-time
+``?login=`` code and the cookie it sets, else 401),
 :class:`~plur.web.security.SessionCookie` (session id cookie + CSRF token), and on the
 POST route :func:`~plur.web.security.check_mutation` (same-origin ``Origin`` + token -> else 403).
 
@@ -24,7 +26,6 @@ import json
 import secrets
 import sys
 import threading
-import webbrowser
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -209,7 +210,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
             return _json_response(page.data, page.status)
         params = dict(request.query_params)
         params["format"] = "json"
-        context = {**page.data, "d": page.data, "nav": nav, "home": home,
+        context = {**page.data, "d": page.data, "nav": nav, "home": home, "base": request.scope.get("root_path", ""),
                    "csrf_token": request.state.csrf_token,
                    "json_url": request.url.path + "?" + urlencode(params)}
         html = env.get_template(page.template).render(context)
@@ -228,6 +229,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
     def render_error(request: Request, message: str, code: int) -> Response:
         html = env.get_template("error.html").render(
             message=message, status=code, nav="", home=home, csrf_token=request.state.csrf_token,
+            base=request.scope.get("root_path", ""),
             json_url=request.url.path + "?format=json")
         return HTMLResponse(html, status_code=code)
 
@@ -304,9 +306,10 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
             return error(request, exc)
         if as_json:
             return _json_response({"ok": True, "action": name, "engram": changed.to_dict()})
+        base = request.scope.get("root_path", "")
         if name == "forget":
-            return RedirectResponse("/?" + urlencode({"forgotten": changed.id}), status_code=303)
-        return RedirectResponse(f"/engrams/{changed.id}", status_code=303)
+            return RedirectResponse(base + "/?" + urlencode({"forgotten": changed.id}), status_code=303)
+        return RedirectResponse(f"{base}/engrams/{changed.id}", status_code=303)
 
     routes = [
         Route("/", engrams, methods=["GET", "HEAD"], name="engrams"),
@@ -377,9 +380,17 @@ def serve(home: str | Path | None = None, host: str = "127.0.0.1", port: int = 7
         shown = urls(host, port, names)
         entry = login.login_url(shown[0], app.state.login_token)
         print(f"plur: serving {n} engrams from {memory.settings.home} at {'  '.join(shown)} (Ctrl-C to stop); "
-              f"Host names accepted: {', '.join(names)}; log in at {entry}", file=sys.stderr, flush=True)
+              f"Host names accepted: {', '.join(names)}; log in at {entry} (works once, for 5 minutes)",
+              file=sys.stderr, flush=True)
         if open_browser:
-            threading.Timer(0.8, webbrowser.open, args=(entry,)).start()
+            from ..browser import no_browser_line, open_login
+
+            def launch() -> None:
+                opened, path = open_login(memory.settings.home, login.login_url(shown[0], app.state.login_token))
+                if not opened:
+                    print(no_browser_line(path), file=sys.stderr, flush=True)
+
+            threading.Thread(target=launch, daemon=True).start()
         try:
             uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False)).run(sockets=[sock])
         except KeyboardInterrupt:
