@@ -8,6 +8,7 @@
  *
  * @module @plur-ai/dsh/client
  */
+import { createHmac, randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
 import { homedir } from 'node:os'
@@ -18,6 +19,25 @@ import { crc32 } from 'node:zlib'
 export const API_VERSION = 1
 /** Largest reply body read, bytes; a bigger reply is refused rather than buffered. */
 export const MAX_REPLY_BYTES = 8 * 1024 * 1024
+
+/** How long a login code works, seconds (plur/logincode.py CODE_TTL_S); it works once. */
+export const LOGIN_CODE_TTL_S = 300
+
+/**
+ * A one-time login URL for plur's pages, the twin of `plur.logincode.login_url`: the per-start page prefix
+ * `/w/<base64url(HMAC-SHA256(secret, "plur-page-prefix"))[:16 bytes]>` and a code
+ * `<expiry>.<nonce>.<hex HMAC-SHA256(secret, "plur-login-code:" + expiry.nonce)>`.
+ * @param {string} baseUrl - the service's URL (`http://127.0.0.1:7777`).
+ * @param {string} secret - `service.json`'s `login`.
+ * @param {number} [nowS] - the time, Unix seconds (default now).
+ * @returns {string} the URL.
+ */
+export function loginUrl (baseUrl, secret, nowS = Date.now() / 1000) {
+  const prefix = '/w/' + createHmac('sha256', secret).update('plur-page-prefix').digest().subarray(0, 16).toString('base64url')
+  const body = `${Math.floor(nowS) + LOGIN_CODE_TTL_S}.${randomBytes(16).toString('base64url')}`
+  const code = `${body}.${createHmac('sha256', secret).update('plur-login-code:' + body).digest('hex')}`
+  return `${baseUrl.replace(/\/+$/, '')}${prefix}/?${new URLSearchParams({ login: code })}`
+}
 
 /** A request to the plur service failed; `code` says how (see the constants below). */
 export class PlurServiceError extends Error {
@@ -122,7 +142,9 @@ export class PlurClient {
   }
 
   /**
-   * The URL that logs the owner's browser in to plur's pages (`plur service url`): `<url>/?token=<login>`.
+   * A fresh one-time URL that logs the owner's browser in to plur's pages, as `plur service url` makes it
+   * (`plur/logincode.py`): `<url>/w/<prefix>/?login=<expiry>.<nonce>.<HMAC>`, valid once for
+   * {@link LOGIN_CODE_TTL_S} seconds, signed with the login secret in `service.json` (owner-only).
    * @returns {Promise<string>} the URL.
    * @throws {PlurServiceError} `NO_SERVICE` when no service runs or it has no pages.
    */
@@ -130,8 +152,8 @@ export class PlurClient {
     this.found = undefined
     this.found = discover(this.home)
     const where = await this.found
-    if (where.login === null) throw new PlurServiceError(`the plur service for ${this.home} serves no pages (no login token in service.json); restart it with \`plur service start\``, { code: 'NO_SERVICE' })
-    return `${where.url.replace(/\/+$/, '')}/?${new URLSearchParams({ token: where.login })}`
+    if (where.login === null) throw new PlurServiceError(`the plur service for ${this.home} serves no pages (no login secret in service.json); restart it with \`plur service start\``, { code: 'NO_SERVICE' })
+    return loginUrl(where.url, where.login)
   }
 
   /**

@@ -3,12 +3,13 @@
 // command's list, show, url, projects, forget (scope named, another project's refused) and capture.
 import './support/es2024.js'
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import plur from '../src/index.js'
 import { bootHost } from './support/host.js'
-import { removeHome, startPlur, tempHome, warm } from './support/plur.js'
+import { PYTHON, removeHome, startPlur, tempHome, warm } from './support/plur.js'
 
 let home, service, host, delta, tabs, omegaId, sharedId
 
@@ -97,9 +98,12 @@ test('/plur list, show, projects and url answer; /plur forget names the scope an
   assert.match(projects.text, /^project:omega: 1 engram$/m)
   const url = await command('/plur url')
   const info = JSON.parse(await readFile(join(home, 'service.json'), 'utf8'))
-  assert.ok(url.text.endsWith(`${info.url.replace(/\/+$/, '')}/?token=${info.login}`), url.text)
-  const page = await fetch(url.text.split(' ').at(-1), { redirect: 'manual' })
-  assert.ok(page.status < 400, `the link logs in (HTTP ${page.status})`)
+  const prefix = execFileSync(PYTHON, ['-c', 'import sys; from plur.logincode import page_prefix; print(page_prefix(sys.argv[1]))', info.login], { encoding: 'utf8' }).trim()
+  const link = url.text.split(' ').at(-1)
+  assert.ok(link.startsWith(`${info.url.replace(/\/+$/, '')}${prefix}/?login=`), `${link}: plur's own page prefix (${prefix}) and a login code`)
+  const page = await fetch(link, { redirect: 'manual' })
+  assert.ok(page.status < 400 && /plur/i.test(page.headers.get('set-cookie') ?? ''), `the link logs in (HTTP ${page.status}, cookie ${page.headers.get('set-cookie')})`)
+  assert.ok((await fetch(link, { redirect: 'manual' })).status >= 400, 'and works once')
   const refused = await command(`/plur forget ${omegaId}`)
   assert.equal(refused.kind, 'error')
   assert.match(refused.text, new RegExp(`Not forgotten: ${omegaId} is in project:omega, another project than this session's project:delta.*--any-scope`))

@@ -265,7 +265,7 @@ test('`dsh web` in a real browser: the plur settings switch memory off (next req
     for (const [line, answer] of [
       ['/plur projects', /project:kappa: \d+ engrams? \(this session\)/],
       ['/plur list', /KAPPA-tabs/],
-      ['/plur url', /plur's pages \(this link logs your browser in; keep it to yourself\): http:\/\/127\.0\.0\.1:\d+\/\?token=/],
+      ['/plur url', /plur's pages \(this link logs your browser in; keep it to yourself\): http:\/\/127\.0\.0\.1:\d+\/w\/[\w-]+\/\?login=\d+\./],
     ]) {
       await send(line)
       await page.getByText(answer).last().waitFor()
