@@ -32,7 +32,8 @@ import { registerCommand } from './command.js'
 export { latestUserText, MAX_QUERY_CHARS, scopeFor, SCOPE_RE, userText } from './scope.js'
 import { CAPTURE_MODES, LIVE_DEFAULTS, LiveSettings, settingsMount } from './settings.js'
 import { SKILL } from './skill.js'
-import { SCOPE_RE, scopeFor, userText } from './scope.js'
+import { SCOPE_RE, scopeFor, typedText, userText } from './scope.js'
+import { Capturer } from './capture.js'
 import { commandOf, noteBlock, Starter } from './start.js'
 import { registerTools } from './tools.js'
 
@@ -122,6 +123,7 @@ export function apply (ctx, config) {
   const client = new PlurClient({ home: settings.home, timeoutMs: settings.timeoutMs })
   const tools = new PlurClient({ home: settings.home, timeoutMs: settings.toolTimeoutMs })
   const cache = new BlockCache()
+  const capturer = new Capturer({ client: new PlurClient({ home: settings.home, timeoutMs: settings.toolTimeoutMs }), logger })
   const starter = new Starter({ home: settings.home, command: commandOf(settings.plurCommand) })
   let live = true
   let lastProblem = ''
@@ -202,9 +204,13 @@ export function apply (ctx, config) {
   // The loop claims a step's messages, then assembles its prompt: a user message starts a refresh.
   ctx.on('agent/inbox/claimed', ({ agent, message }) => {
     try {
-      if (!live_.get().enabled) return
+      const current = live_.get()
+      if (!current.enabled) return
       const query = userText(message)
-      if (query !== '' && agent?.id !== undefined) refresh(agent, query)
+      if (query === '' || agent?.id === undefined) return
+      refresh(agent, query)
+      // capture: the typed text whole, off the turn path (fire and forget)
+      if (current.capture !== 'off') capturer.capture({ agent, text: typedText(message), messageId: message?.id, scope: scopeFor(agent, current.scope) })
     } catch (error) {
       logger.warn('plur refresh not started: %o', error)
     }

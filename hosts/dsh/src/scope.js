@@ -35,9 +35,17 @@ export function scopeFor (agent, setting) {
  * @returns {string} the joined text blocks, trimmed, at most {@link MAX_QUERY_CHARS} characters.
  */
 export function userText (message) {
+  return typedText(message).slice(0, MAX_QUERY_CHARS)
+}
+
+/**
+ * {@link userText} whole (what capture stores).
+ * @param {Parameters<typeof userText>[0]} message
+ * @returns {string} the joined text blocks, trimmed; `''` when the user did not type the message.
+ */
+export function typedText (message) {
   if (message?.source?.kind !== 'user') return ''
-  const text = (message.content ?? []).filter((b) => b.type === 'text' && typeof b.text === 'string').map((b) => b.text).join('\n').trim()
-  return text.slice(0, MAX_QUERY_CHARS)
+  return (message.content ?? []).filter((b) => b.type === 'text' && typeof b.text === 'string').map((b) => b.text).join('\n').trim()
 }
 
 /**
