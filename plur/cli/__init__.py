@@ -10,6 +10,7 @@ One module per command group, each imported only when one of its commands runs
 :mod:`.forget`       forget
 :mod:`.transfer`     export
 :mod:`.imports`      import, ingest
+:mod:`.link`         link claude-code, link list, link remove
 :mod:`.migrate`      migrate (folder <-> PostgreSQL)
 :mod:`.team`         team add, list, grant, revoke, remove, rotate (members of a PostgreSQL store)
 :mod:`.recall`       recall, section
@@ -56,6 +57,7 @@ COMMANDS = {
     "import": "plur.cli.imports.import_",
     "export": "plur.cli.transfer.export",
     "ingest": "plur.cli.imports.ingest",
+    "link": "plur.cli.link.link",
     "migrate": "plur.cli.migrate.migrate",
     "team": "plur.cli.team.team",
     "recall": "plur.cli.recall.recall",

@@ -5,7 +5,8 @@ Start-up order, so a failure is one clear line and nothing half-started is left 
 1. take ``<home>/service.lock`` (a second service for the same home is refused, exit 7);
 2. bind the TCP port and ``<home>/plur.sock`` (port in use, foreign address -> exit 7, nothing printed);
 3. write ``service.pid``; open the indexes, load the model and trace its query path (:meth:`Memory.prepare_serving`);
-   start the thread that runs the store's periodic full scan between requests (:class:`_Freshener`);
+   start the thread that runs the store's periodic full scan between requests (:class:`_Freshener`) and the one
+   that keeps linked Claude Code memory folders in step (:class:`plur.hosts.claude_link.watch.LinkWatcher`);
 4. write ``service.json`` (0600, with a fresh API token and page login secret), print where it listens and a one-time
    login URL, serve with uvicorn.
 
@@ -79,7 +80,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
                            f"serves {home_path}; see `plur service status`, stop it with `plur service stop`")
     previous = signal.signal(signal.SIGTERM, _raise_exit)  # SIGTERM before uvicorn runs: still a clean stop
     sockets: list[socket.socket] = []
-    memory = worker = web = freshener = members = None
+    memory = worker = web = freshener = members = links = None
     started = False
     try:
         files.remove_files(home_path)  # leftovers of a service that died without cleaning up
@@ -106,6 +107,9 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         memory.prepare_serving()  # open the indexes, load the model and trace its query path before answering
         worker = RecallWorker(memory)
         freshener = _Freshener(memory)
+        from ..hosts.claude_link.watch import LinkWatcher
+
+        links = LinkWatcher(memory)  # linked Claude Code memory folders (plur link), kept in step
         lock = threading.Lock()
         token = secrets.token_urlsafe(32)
         login = secrets.token_urlsafe(32)  # the pages' login token (plur.web.login), not the API's
@@ -155,6 +159,8 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         for s in sockets:
             s.close()
         files.remove_files(home_path, pid=os.getpid())
+        if links is not None:
+            links.stop()
         if freshener is not None:
             freshener.stop()
         if members is not None:

@@ -42,11 +42,18 @@ def _split_frontmatter(text: str, p: Path) -> tuple[dict[str, Any], str]:
     meta = load_yaml(front, what=f"{p}: frontmatter", max_bytes=1 << 20) or {}
     if not isinstance(meta, dict):
         raise ValidationError(f"{p}: frontmatter must be a mapping (name, description, type)")
-    for key, value in list(meta.items()):  # a date keeps the spelling it was written in (YAML would re-spell it)
-        if isinstance(value, (date, datetime)) and isinstance(key, str):
-            raw = re.search(rf"^{re.escape(key)}:[ \t]*['\"]?([^'\"\n]*?)['\"]?[ \t]*$", front, re.M)
-            meta[key] = raw[1] if raw else value.isoformat()
+    _keep_date_spelling(meta, front)
     return meta, text[start + m.end():]
+
+
+def _keep_date_spelling(meta: dict[Any, Any], front: str) -> None:
+    """Dates (at any depth) as the text they were written as: YAML would read them as times and re-spell them."""
+    for key, value in list(meta.items()):
+        if isinstance(value, dict):
+            _keep_date_spelling(value, front)
+        elif isinstance(value, (date, datetime)) and isinstance(key, str):
+            raw = re.search(rf"^[ \t]*{re.escape(key)}:[ \t]*['\"]?([^'\"\n]*?)['\"]?[ \t]*$", front, re.M)
+            meta[key] = raw[1] if raw else value.isoformat()
 
 
 def split_frontmatter(text: str, where: str = "memory file") -> tuple[dict[str, Any], str]:
@@ -107,8 +114,10 @@ def _claude_engram(meta: dict[str, Any], body: str, title: str, hook: str, scope
         extra["name"] = str(name)
     if description:
         extra["description"] = str(description)
+    nested = meta.get("metadata")
+    modified = meta.get("modified") or (nested.get("modified") if isinstance(nested, Mapping) else None)
     return Engram.create(statement, scope=scope, type=memory_type(meta) or "reference",
-                         created=_when(meta.get("modified")), extra=extra)
+                         created=_when(modified), extra=extra)
 
 
 def _when(value: Any) -> datetime | None:
@@ -167,12 +176,14 @@ def claude_file(e: Engram) -> tuple[str, str, str, str]:
         meta["type"] = ctype
     for k, v in e.extra.items():
         meta.setdefault(k, v)
-    if isinstance(meta.get("modified"), str) and e.updated is not None \
-            and (_when(meta["modified"]) or e.updated) < e.updated:
-        meta["modified"] = respell(meta["modified"], e.updated)  # changed since: the new date, same spelling
+    for m in (meta, meta.get("metadata")):  # changed since: the new date, in the same spelling
+        if isinstance(m, dict) and isinstance(m.get("modified"), str) and e.updated is not None \
+                and (_when(m["modified"]) or e.updated) < e.updated:
+            m["modified"] = respell(m["modified"], e.updated)
     meta["plur"] = native
     front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=1 << 30)
-    for k, v in meta.items():  # a date read unquoted is written unquoted, as it came
-        if k != "plur" and isinstance(v, str) and _when(v) is not None:
-            front = front.replace(f"\n{k}: '{v}'\n", f"\n{k}: {v}\n")
+    for m in (meta, meta.get("metadata")):  # a date read unquoted is written unquoted, as it came
+        for k, v in (m.items() if isinstance(m, dict) else ()):
+            if k != "plur" and isinstance(v, str) and _when(v) is not None:
+                front = re.sub(rf"(\n[ ]*{re.escape(k)}: )'({re.escape(v)})'\n", r"\1\2\n", front)
     return f"{_slug(title)}_{e.id[-6:]}.md", title, hook, f"---\n{front}---\n\n{e.statement}\n"

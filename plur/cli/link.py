@@ -1,0 +1,89 @@
+"""``plur link``: keep a Claude Code memory folder and plur in step, both ways, while the service runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from ..service.session import Session as App
+from .output import echo, emit_json
+
+
+@click.group()
+def link() -> None:
+    """Link a Claude Code memory folder to a scope: files and engrams stay in step while the service runs."""
+
+
+@link.command("claude-code")
+@click.argument("project_dir", required=False, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--memory-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="The memory folder; default Claude Code's for PROJECT_DIR (~/.claude/projects/<path>/memory).")
+@click.option("--scope", default=None, help="The scope its memories live in; default PROJECT_DIR's project scope.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def claude_code(app: App, project_dir: Path | None, memory_dir: Path | None, scope: str | None,
+                as_json: bool) -> None:
+    """Link PROJECT_DIR's Claude Code memory folder (default: the current folder's) to its project scope.
+
+    Syncs once now; then the service (`plur service start`) keeps them in step: a memory file Claude Code
+    writes, edits or deletes becomes, updates or forgets its engram within seconds, and an engram learned,
+    changed or forgotten in the scope appears in, changes or leaves the folder and its MEMORY.md. Two edits
+    that cross keep both texts, the conflict named.
+    """
+    from ..hosts.claude_link import Link, claude_memory_folder, reconcile, save_link
+    from ..project import resolve
+    from ..service import files
+    from ..store.scope import check_scope
+
+    project = Path(os.path.realpath(project_dir or Path.cwd()))
+    folder = Path(os.path.realpath(memory_dir)) if memory_dir is not None else claude_memory_folder(project)
+    mem = app.memory
+    scope = check_scope(scope) if scope else resolve(project, mem.home).scope
+    new = Link("claude-code", str(folder), scope, str(project))
+    save_link(Path(mem.home), new)
+    report = reconcile(mem, new)
+    running = files.service_alive(Path(mem.home))
+    if as_json:
+        emit_json({**new.to_dict(), "to_engrams": report.to_engrams, "to_files": report.to_files,
+                   "conflicts": report.conflicts, "problems": report.problems, "service_running": running})
+        return
+    echo(f"linked {folder} <-> {scope}: {len(report.to_engrams)} memory file(s) -> engrams, "
+         f"{len(report.to_files)} engram(s) -> files")
+    for problem in report.problems:
+        echo(f"plur: {problem}", err=True)
+    echo("the running service keeps them in step" if running else
+         "start the service to keep them in step as they change: plur service start")
+
+
+@link.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_obj
+def list_(app: App, as_json: bool) -> None:
+    """The linked folders and their scopes."""
+    from ..hosts.claude_link import load_links
+
+    links = load_links(Path(app.memory.home))
+    if as_json:
+        emit_json([x.to_dict() for x in links])
+        return
+    for x in links:
+        echo(f"{x.kind}  {x.folder}  <->  {x.scope}")
+    if not links:
+        echo("no linked folders (plur link claude-code [PROJECT_DIR])")
+
+
+@link.command("remove")
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.pass_obj
+def remove(app: App, folder: Path) -> None:
+    """Stop syncing FOLDER (a memory folder, or a project folder whose memory folder is linked); nothing is deleted."""
+    from ..hosts.claude_link import claude_memory_folder, load_links, remove_link
+
+    home = Path(app.memory.home)
+    real = os.path.realpath(folder)
+    linked = {x.folder for x in load_links(home)}
+    target = real if real in linked else str(claude_memory_folder(real))
+    gone = remove_link(home, target if target in linked else real)
+    echo(f"unlinked {gone.folder} (its files and engrams are kept)")

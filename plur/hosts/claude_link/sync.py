@@ -1,0 +1,199 @@
+"""Keep one Claude Code memory folder and the engrams of one scope in step, both ways (:func:`reconcile`).
+
+Each run compares the folder's memory files and the scope's engrams with what they were when they last
+agreed (:class:`~.records.LinkState`):
+
+* a file that is new or changed becomes or updates its engram; an engram that is new or changed becomes
+  or rewrites its file (``<type>_<slug>.md``) and gets a line in ``MEMORY.md``;
+* a file deleted forgets its engram, an engram forgotten (or retired) deletes its file and its
+  ``MEMORY.md`` line -- unless the other side changed meanwhile: then the change wins and is restored;
+* both changed at once (two edits that cross): no text is lost. The file's text comes first, then a line
+  naming the conflict, then plur's text; both sides get that text and the engram the tag ``conflict``.
+
+Conversation turns of the scope (ingest, capture) are not memory files. A run writes nothing when
+nothing changed, and holds a lock per link (``<home>/links/<key>.lock``), so the service's watcher and a
+``plur link`` in another process never sync one folder at once.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ...errors import PlurError
+from . import memfile
+from .records import Link, LinkState
+
+SOURCE_KIND = "claude-code-memory"
+
+
+@dataclass
+class SyncReport:
+    """What one :func:`reconcile` did (file names and engram ids)."""
+
+    to_engrams: list[str] = field(default_factory=list)
+    to_files: list[str] = field(default_factory=list)
+    deleted_files: list[str] = field(default_factory=list)
+    forgotten: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.to_engrams or self.to_files or self.deleted_files or self.forgotten or self.conflicts)
+
+
+def _write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".plur-", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+def memory_files(folder: Path) -> dict[str, str]:
+    """name -> text of each memory file in ``folder`` (``*.md`` but ``MEMORY.md``; hidden and temporary files skipped)."""
+    out = {}
+    for p in sorted(folder.glob("*.md")):
+        if p.name == memfile.INDEX or p.name.startswith(".") or not p.is_file():
+            continue
+        try:
+            out[p.name] = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # being written, or not text: the next run reads it
+    return out
+
+
+def _is_memory(e: Any) -> bool:
+    return (e.source or {}).get("kind") != "conversation"
+
+
+def reconcile(memory: Any, link: Link) -> SyncReport:
+    """One sync of ``link``'s folder and scope (see the module doc); under the link's lock."""
+    from filelock import FileLock
+
+    home = Path(memory.home)
+    lock_path = home / "links" / f"{link.key}.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(lock_path), timeout=60):
+        return _reconcile(memory, link, LinkState.load(home, link))
+
+
+def _reconcile(memory: Any, link: Link, state: LinkState) -> SyncReport:
+    folder = Path(link.folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    report = SyncReport()
+    files = memory_files(folder)
+    engrams = {e.id: e for e in memory.list(scope=link.scope, status="active") if _is_memory(e)}
+    new_state: dict[str, dict[str, str]] = {}
+    mapped: dict[str, Any] = {}  # file name -> engram, for MEMORY.md
+    gone: set[str] = set()
+    if any(was["id"] not in engrams for was in state.files.values()):
+        memory._scan(force=True)  # an engram looks gone: make sure it is, not only unseen yet by this process
+        engrams = {e.id: e for e in memory.list(scope=link.scope, status="active") if _is_memory(e)}
+    for name, was in state.files.items():
+        e, text = engrams.get(was["id"]), files.get(name)
+        file_changed = text is not None and memfile.sha(text) != was["file"]
+        engram_changed = e is not None and memfile.engram_hash(e) != was["engram"]
+        try:
+            if text is None and e is None:
+                gone.add(name)
+            elif text is None:
+                if engram_changed:  # deleted here, edited there: the edit is kept
+                    new_state[name] = _to_file(folder, name, e, report)
+                    mapped[name] = e
+                else:
+                    memory.forget(e.id)
+                    report.forgotten.append(e.id)
+                    gone.add(name)
+            elif e is None:
+                if file_changed:  # forgotten there, edited here: the edit is kept
+                    e, new_state[name] = _to_engram(memory, link, name, text, None, report)
+                    mapped[name] = e
+                else:
+                    (folder / name).unlink(missing_ok=True)
+                    report.deleted_files.append(name)
+                    gone.add(name)
+            elif file_changed and engram_changed:
+                e, new_state[name] = _conflict(memory, link, folder, name, text, e, report)
+                mapped[name] = e
+            elif file_changed:
+                e, new_state[name] = _to_engram(memory, link, name, text, e, report)
+                mapped[name] = e
+            elif engram_changed:
+                new_state[name] = _to_file(folder, name, e, report)
+                mapped[name] = e
+            else:
+                new_state[name], mapped[name] = was, e
+        except PlurError as exc:
+            report.problems.append(f"{name}: {exc}")
+            new_state[name] = was
+    known_ids = {v["id"] for v in new_state.values()} | set(report.forgotten)
+    for name, text in files.items():
+        if name in new_state or name in state.files:
+            continue
+        try:
+            e, entry = _to_engram(memory, link, name, text, None, report)
+        except PlurError as exc:
+            report.problems.append(f"{name}: {exc}")
+            continue
+        new_state[name], mapped[name] = entry, e
+        known_ids.add(e.id)
+    for e in engrams.values():
+        if e.id in known_ids:
+            continue
+        name = memfile.file_name(e, set(files) | set(new_state))
+        new_state[name], mapped[name] = _to_file(folder, name, e, report), e
+    index = folder / memfile.INDEX
+    current = index.read_text(encoding="utf-8") if index.is_file() else ""
+    text = memfile.index_text(current, mapped, gone)
+    if text != current and (mapped or current):
+        _write(index, text)
+    if new_state != state.files:
+        state.files = new_state
+        state.save()
+    return report
+
+
+def _to_file(folder: Path, name: str, e: Any, report: SyncReport) -> dict[str, str]:
+    text = memfile.render(e)
+    _write(folder / name, text)
+    report.to_files.append(name)
+    return {"id": e.id, "file": memfile.sha(text), "engram": memfile.engram_hash(e)}
+
+
+def _to_engram(memory: Any, link: Link, name: str, text: str, e: Any, report: SyncReport,
+               tags: tuple[str, ...] = ()) -> tuple[Any, dict[str, str]]:
+    body, kind, fields = memfile.parse(text, str(Path(link.folder) / name))
+    if not body:
+        raise PlurError("the memory file has no text; it is left until it has some")
+    if e is None:
+        e, _ = memory.learn_outcome(body, scope=link.scope, type=kind or "reference", tags=tags,
+                                    source={"kind": SOURCE_KIND, "file": name}, created=memfile.dated(fields))
+        extra = {**dict(e.extra), **fields}
+        e = memory.update(e.id, extra=extra)
+    else:
+        extra = {**{k: v for k, v in e.extra.items() if k in memfile.NOT_FRONTMATTER}, **fields}
+        e = memory.update(e.id, statement=body, type=kind or e.type, extra=extra,
+                          tags=tuple(dict.fromkeys((*e.tags, *tags))))
+    report.to_engrams.append(name)
+    return e, {"id": e.id, "file": memfile.sha(text), "engram": memfile.engram_hash(e)}
+
+
+def _conflict(memory: Any, link: Link, folder: Path, name: str, text: str, e: Any,
+              report: SyncReport) -> tuple[Any, dict[str, str]]:
+    body, _, _ = memfile.parse(text, str(folder / name))
+    if body == e.statement:
+        return e, {"id": e.id, "file": memfile.sha(text), "engram": memfile.engram_hash(e)}
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    merged = (f"{body}\n\n[conflict {when}: Claude Code's file (above) and plur (below) were edited at the same "
+              f"time; both kept]\n\n{e.statement}")
+    e = memory.update(e.id, statement=merged, tags=tuple(dict.fromkeys((*e.tags, memfile.CONFLICT_TAG))))
+    report.conflicts.append(name)
+    return e, _to_file(folder, name, e, report)
