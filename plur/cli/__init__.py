@@ -16,6 +16,7 @@ One module per command group, each imported only when one of its commands runs
 :mod:`.recall`       recall, section
 :mod:`.health`       init, doctor, reindex
 :mod:`.serve`        serve, mcp
+:mod:`.project`      project which, list, bind, unbind (:mod:`plur.project`)
 ``service``          :mod:`plur.service.commands` (start, stop, status)
 ===================  =====================================================================
 
@@ -68,6 +69,7 @@ COMMANDS = {
     "serve": "plur.cli.serve.serve",
     "mcp": "plur.cli.serve.mcp",
     "hook": "plur.cli.serve.hook",
+    "project": "plur.cli.project.project",
     "service": "plur.service.commands.service",
 }
 

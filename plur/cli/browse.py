@@ -7,10 +7,11 @@ import click
 from ..service.session import Session as App
 from ..store.engram import STATUSES, TYPES
 from .output import echo, emit_json, engram_line
+from .scopes import HERE_HELP, scope_value
 
 
 @click.command("list")
-@click.option("--scope", default=None, help="Only this exact scope.")
+@click.option("--scope", default=None, callback=scope_value, help="Only this exact scope; " + HERE_HELP)
 @click.option("--type", "type_", type=click.Choice(TYPES), default=None, help="Only engrams of this type.")
 @click.option("--tag", default=None, help="Only engrams carrying this tag.")
 @click.option("--status", type=click.Choice(STATUSES), default=None, help="Only engrams of this status (default: every status).")

@@ -13,6 +13,7 @@ click CLI, which then gives the usual help, value errors and in-process work:
 * a value click would check and might refuse (``-k`` not a plain number, ``--min-score`` outside
   ``[0, 1]``, an unknown ``--mode`` or ``--type``, an empty value, a blank recall query, an argument that is
   not UTF-8);
+* ``--scope here`` or a scope with non-ASCII characters (the click command resolves and normalises it);
 * no service for the home, or one that does not accept a connection (nothing was sent);
 * stdout or stderr not UTF-8 (click's echo re-wraps such a stream; ``print`` would fail on ``…``).
 
@@ -215,6 +216,9 @@ def run(argv: list[str]) -> int | None:
     values = _recall_values(opts) if command == "recall" else opts
     if values is None or (command == "section" and "agent" not in values):
         return None
+    scope = values.get("scope")
+    if scope is not None and (scope == "here" or not scope.isascii()):
+        return None  # `here` (the current folder's project) and NFC normalising: the click command does them
     from pathlib import Path
 
     app = Session(Path(home) if home is not None else None, verbose)

@@ -15,6 +15,7 @@ import click
 from ..errors import ValidationError
 from ..service.session import Session as App
 from .output import echo, emit_json, one_line
+from .scopes import HERE_HELP, scope_value
 
 IMPORT_CHOICES = ("jsonl", "plur-yaml", "claude-dir", "claude-memory", "chatgpt-memory", "notes")
 INGEST_CHOICES = ("messages", "claude-code", "chatgpt", "longmemeval", "locomo", "dsh")
@@ -43,7 +44,8 @@ def preview_lines(engrams: Sequence[Any]) -> list[str]:
 @click.option("--format", "fmt", type=click.Choice(IMPORT_CHOICES), default=None,
               help="Default: from the path and content (Claude memory folder, .jsonl, .yaml, claude.ai memory text, "
                    "ChatGPT saved memories, Markdown/text notes).")
-@click.option("--scope", default=None, help="Scope for entries that carry none (any format); default global.")
+@click.option("--scope", default=None, callback=scope_value,
+              help="Scope for entries that carry none (any format); default global; " + HERE_HELP)
 @click.option("--dry-run", is_flag=True, help="Write nothing: print what would be imported (counts, first notes per type).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_obj
@@ -95,8 +97,9 @@ def import_(app: App, sources: tuple[Path, ...], fmt: str | None, scope: str | N
               help="Default: detected from the content.")
 @click.option("--session", default=None, help="Session id for conversations that carry none.")
 @click.option("--date", default=None, help="Time for turns with none of their own (ISO-8601).")
-@click.option("--scope", default=None,
-              help="Scope of the new engrams; default global, and for Claude Code sessions their project's scope.")
+@click.option("--scope", default=None, callback=scope_value,
+              help="Scope of the new engrams; default global, and for Claude Code sessions their project's scope; "
+                   + HERE_HELP)
 @click.option("--assistant", "with_assistant", is_flag=True,
               help="Also learn assistant turns (type reference); default user turns only.")
 @click.option("--tag", "tags", multiple=True, help="Tag every new engram (repeat for more).")
@@ -119,23 +122,25 @@ def ingest(app: App, sources: tuple[Path, ...], fmt: str | None, session: str | 
     results = []
     scopes: dict[Path, str] = {}
     for src in files:
-        where = scope or (project_scope(src.project, app.memory.home) if src.project is not None else "global")
+        where = scope or (project_scope(src.project, app.memory.home, register=not dry_run)
+                          if src.project is not None else "global")
         scopes[src.path] = where
         results.append(app.memory.ingest(src.path, format=fmt, session=session, date=date, scope=where,
                                          roles=roles, tags=tags, source={"file": src.path.name}, dry_run=dry_run))
     _report_ingest(files, results, scopes, as_json, dry_run)
 
 
-def project_scope(folder: Path, home: Path) -> str:
+def project_scope(folder: Path, home: Path, register: bool = True) -> str:
     """The scope of the folder a session ran in (a Claude Code project, a DSH workspace): the project identity
     every door uses (:func:`plur.project.resolve`: its git root's scope, a bound folder's, never ``global``).
 
     A folder that exists here is resolved (and its root registered); one from another machine is only named
-    (``project:<its name>``), so the registry does not fill with paths that are not on this machine.
+    (``project:<its name>``), so the registry does not fill with paths that are not on this machine; nor is one
+    registered when ``register`` is false (a dry run writes nothing).
     """
     from ..project import resolve
 
-    return resolve(folder, home, register_new=folder.is_dir()).scope
+    return resolve(folder, home, register_new=register and folder.is_dir()).scope
 
 
 def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Path, str], as_json: bool,

@@ -10,11 +10,13 @@ from ..errors import ValidationError
 from ..service.session import Session as App
 from ..store.engram import TYPES, Engram
 from .output import echo, emit_json
+from .scopes import HERE_HELP, scope_value
 
 
 @click.command()
 @click.argument("statement")
-@click.option("--scope", default="global", show_default=True, help="global, project:<name> or agent:<name>.")
+@click.option("--scope", default="global", show_default=True, callback=scope_value,
+              help="global, project:<name> or agent:<name>; " + HERE_HELP)
 @click.option("--type", "type_", type=click.Choice(TYPES), default="fact", show_default=True, help="What kind of memory this is.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeat for more).")
 @click.option("--domain", default=None, help="Dotted domain, e.g. dev.testing.")

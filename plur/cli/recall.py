@@ -8,6 +8,7 @@ from ..service.session import Session as App
 from ..store.engram import TYPES, Engram, _check_scope
 from .fast import BELOW_FLOOR, BELOW_FLOOR_HINT, EMPTY_SECTION
 from .output import echo, emit_json, fmt_number, summary
+from .scopes import HERE_HELP, scope_value
 
 MODES = ("hybrid", "bm25", "dense")
 
@@ -15,7 +16,7 @@ MODES = ("hybrid", "bm25", "dense")
 @click.command()
 @click.argument("query")
 @click.option("-k", "k", type=click.IntRange(min=0), default=10, show_default=True, help="Top-k hits.")
-@click.option("--scope", default=None, help="Recall within this scope (plus global).")
+@click.option("--scope", default=None, callback=scope_value, help="Recall within this scope (plus global); " + HERE_HELP)
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True, help="hybrid (BM25 + dense, fused), bm25 or dense alone.")
 @click.option("--type", "types", type=click.Choice(TYPES), multiple=True, help="Only this type (repeat for more).")
 @click.option("--tag", "tags", multiple=True, help="Only engrams with this tag (repeat: any of them).")
@@ -85,7 +86,7 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
 @click.command()
 @click.argument("message")
 @click.option("--agent", required=True, help="The agent the block is for.")
-@click.option("--scope", default=None, help="Recall within this scope (plus global).")
+@click.option("--scope", default=None, callback=scope_value, help="Recall within this scope (plus global); " + HERE_HELP)
 @click.pass_obj
 def section(app: App, message: str, agent: str, scope: str | None) -> None:
     """Print the memory block that would be injected for MESSAGE."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..service.session import Session as App
+from .scopes import HERE_HELP, scope_value
 
 
 @click.command()
@@ -34,8 +35,10 @@ def serve(app: App, host: str, port: int, allow_hosts: tuple[str, ...], open_bro
 
 
 @click.command()
-@click.option("--scope", default=None,
-              help="Pin the server to this scope (authorisation): tools read it plus global and write only it.")
+@click.option("--scope", default=None, callback=scope_value,
+              help="Pin the server to this scope (authorisation): tools read it plus global and write only it; "
+                   + HERE_HELP + " Without it, tools default to the client's project (its MCP roots, else the "
+                   "server's current folder) and may name any scope.")
 @click.option("--transport", type=click.Choice(("stdio", "streamable-http")), default="stdio", show_default=True,
               help="streamable-http: every request needs 'Authorization: Bearer <token in HOME/mcp.token>'.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="streamable-http only; loopback only.")

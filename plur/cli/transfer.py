@@ -9,13 +9,14 @@ import click
 from ..service.session import Session as App
 from ..store.engram import STATUSES
 from .output import echo
+from .scopes import HERE_HELP, scope_value
 
 
 @click.command()
 @click.argument("target", type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(("jsonl", "plur-yaml", "claude-dir")), default=None,
               help="Default: from the path (no suffix or folder = claude-dir, .jsonl, .yaml).")
-@click.option("--scope", default=None, help="Only this exact scope.")
+@click.option("--scope", default=None, callback=scope_value, help="Only this exact scope; " + HERE_HELP)
 @click.option("--status", type=click.Choice(STATUSES), default=None,
               help="Export only engrams of this status (default: every status).")
 @click.option("--force", is_flag=True, help="Replace a previous plur export at TARGET (never a file plur did not write).")

@@ -9,6 +9,9 @@ Unlike a section host, whose block is replaced every turn, Claude Code keeps eac
 in the conversation. So the command injects only engrams this session has not been shown, at
 most ``--max-engrams`` per prompt within ``--budget-tokens`` (:mod:`plur.prompt.increment`), and
 remembers per ``session_id`` what it showed in ``<home>/hooks/claude-code/<session>.json``.
+It recalls in the project of the event's ``cwd`` (its git root, a bound folder, the home's registry:
+:mod:`plur.project`, the same scope the DSH plugin and ``plur project which`` give that folder) plus
+``global``; ``--scope`` overrides it.
 ``SessionStart`` with ``source`` ``clear`` or ``compact`` (the conversation was emptied or
 summarised) forgets that list, so memory can be shown again.
 
@@ -40,8 +43,8 @@ BUDGET_TOKENS = 400
 STATE_DIR = ("hooks", "claude-code")
 #: Largest hook input read from stdin, bytes (a prompt can be long; the state stays small).
 MAX_INPUT_BYTES = 8 * 1024 * 1024
-USAGE = ("usage: plur hook claude-code [--home DIR] [--scope SCOPE] [--max-engrams N] [--budget-tokens N] "
-         "[--timeout-s S]  (reads the hook's JSON on stdin)")
+USAGE = ("usage: plur hook claude-code [--home DIR] [--scope SCOPE|here] [--max-engrams N] [--budget-tokens N] "
+         "[--timeout-s S]  (reads the hook's JSON on stdin; the scope defaults to the project of its cwd)")
 
 
 class HookError(Exception):
@@ -227,6 +230,29 @@ def _in_process(home: str, body: dict[str, Any], keyword: bool) -> dict[str, Any
     return {"text": block.text, "engram_ids": list(block.engram_ids), "mode": mode}
 
 
+def project_scope(event: dict[str, Any], scope: str | None, home: str) -> str:
+    """The scope this prompt recalls in: ``--scope`` when given (``here``: the event's folder), else the
+    project of the event's ``cwd`` (the hook process's own folder when the input has none), as every door
+    resolves it (:mod:`plur.project`). Never ``None`` (every scope) and never ``global`` by accident."""
+    from ..project import HERE, resolve
+
+    if scope is not None and scope != HERE:
+        from ..store.engram import check_scope
+
+        try:
+            return check_scope(scope)
+        except ValueError as exc:
+            raise HookError(f"--scope: {exc}") from None
+    from ..errors import PlurError
+
+    cwd = event.get("cwd")
+    folder = cwd if isinstance(cwd, str) and cwd and os.path.isabs(cwd) else os.getcwd()
+    try:
+        return resolve(folder, home).scope
+    except PlurError as exc:  # an unreadable projects.json: say which, the prompt goes on
+        raise HookError(str(exc)) from None
+
+
 def answer(event: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any] | None:
     """What to print for ``event`` (``None``: nothing new), after recording what it shows."""
     home = _home(opts["home"])
@@ -239,7 +265,8 @@ def answer(event: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any] | None
     query = event.get("prompt") if name == "UserPromptSubmit" else ""
     if not isinstance(query, str):
         raise HookError("the UserPromptSubmit input has no prompt text")
-    body = {"query": query, "scope": opts["scope"], "agent_id": "claude-code", "exclude": shown,
+    body = {"query": query, "scope": project_scope(event, opts["scope"], home), "agent_id": "claude-code",
+            "exclude": shown,
             "max_engrams": opts["max_engrams"], "budget_tokens": opts["budget_tokens"], "include_pinned": True}
     note = None
     info = _service_info(home)

@@ -7,6 +7,8 @@ POST     /api/v1/list                    ``{engrams: [...]}`` newest first (scop
 POST     /api/v1/update                  ``{engram}`` (id + statement, tags, status, type, pinned)
 POST     /api/v1/inject                  ``{text, engram_ids, tokens}``: engrams not in ``exclude`` only
                                          (:func:`plur.prompt.increment.inject_block`, recorded as an injection)
+POST     /api/v1/project                 ``{folder, root, scope, how, registered}``: the project of an absolute
+                                         ``folder`` (:func:`plur.project.resolve`; a new root is registered)
 =======  ==============================  ==========================================================
 """
 
@@ -57,8 +59,20 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
                              max_engrams=max_engrams, budget_tokens=budget_tokens, include_pinned=include_pinned)
         return {"text": block.text, "engram_ids": list(block.engram_ids), "tokens": block.tokens, "mode": "hybrid"}
 
+    def project(c: Any, folder: str) -> dict[str, Any]:
+        import os
+
+        from ..project import resolve
+
+        if not folder or "\x00" in folder or not os.path.isabs(folder):
+            raise ValidationError(f"field 'folder' {folder!r:.200} must be an absolute folder path")
+        got = resolve(folder, memory.home)
+        return {"folder": got.folder, "root": got.root, "scope": got.scope, "how": got.how,
+                "registered": got.registered}
+
     R = required
     return [
+        Route(PREFIX + "/project", endpoint("project", project, {"folder": ((str,), R)}), methods=["POST"]),
         Route(PREFIX + "/list", endpoint("list", list_, {
             "scope": (text_or_none, None), "type": (text_or_none, None), "tag": (text_or_none, None),
             "status": (text_or_none, None), "text": (text_or_none, None), "limit": ((int,), 50)}), methods=["POST"]),

@@ -40,7 +40,7 @@ export function registerCommand (ctx, client, state) {
       const [verb = 'status', ...rest] = input.split(/\s+/).filter((word) => word !== '')
       const arg = input.slice(verb.length).trim()
       const now = state.now()
-      const scope = scopeFor(agent, now.scope)
+      const scope = scopeFor(agent, now.scope, state.starter.home)
       const call = (method, path, body) => client.request(method, path, body, { signal })
       try {
         switch (verb) {

@@ -29,8 +29,10 @@
 import { BlockCache } from './cache.js'
 import { PlurClient, resolveHome } from './client.js'
 import { registerCommand } from './command.js'
+import { canonical } from './project.js'
 export { latestUserText, MAX_QUERY_CHARS, scopeFor, SCOPE_RE, userText } from './scope.js'
 import { CAPTURE_MODES, LIVE_DEFAULTS, LiveSettings, settingsMount } from './settings.js'
+export { findProject, resolveProject } from './project.js'
 import { SKILL } from './skill.js'
 import { SCOPE_RE, scopeFor, typedText, userText } from './scope.js'
 import { Capturer } from './capture.js'
@@ -70,8 +72,8 @@ export function validScope (value) {
  * Validate the plugin config; unknown keys and bad values fail at load, naming the value and the fix.
  * @param {Record<string, unknown> | undefined} config - `{home?, scope?, timeoutMs?, toolTimeoutMs?,
  *   waitMs?, turnWaitMs?}`: `home` the plur home (default `$PLUR_HOME`, else `~/.plur`); `scope`
- *   `'cwd'` (default: each agent gets `project:<basename of its session cwd>`, `global` without a
- *   cwd) or one fixed plur scope (`global`, `project:<name>`, `agent:<name>`); `timeoutMs` the block
+ *   `'cwd'` (default: each agent gets the project of its session's workspace, as plur resolves it:
+ *   git root, bound folders, the home's registry; `global` only without a workspace) or one fixed plur scope (`global`, `project:<name>`, `agent:<name>`); `timeoutMs` the block
  *   refresh timeout (ms, default 5000); `toolTimeoutMs` the tool/command request timeout (ms,
  *   default 15000); `waitMs` the longest wait for the block at an agent's first assembly (ms,
  *   default 1500, 0 = never wait); `turnWaitMs` the same at the first assembly of each later turn
@@ -89,6 +91,7 @@ export function resolveConfig (config = {}) {
   const unknown = Object.keys(config).filter((key) => !(key in DEFAULTS))
   if (unknown.length > 0) throw new Error(`@plur-ai/dsh config has unknown key(s) ${unknown.join(', ')}; the keys are ${Object.keys(DEFAULTS).join(', ')}`)
   const settings = { ...DEFAULTS, ...Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined)) }
+  if (typeof settings.scope === 'string') settings.scope = settings.scope.normalize('NFC')
   if (settings.home !== undefined && typeof settings.home !== 'string') throw new TypeError(`@plur-ai/dsh config.home must be a path string, got ${JSON.stringify(settings.home)}`)
   if (!validScope(settings.scope)) {
     throw new Error(`@plur-ai/dsh config.scope ${JSON.stringify(settings.scope)} is invalid: use 'cwd' (or 'project'), 'global', 'project:<name>' or 'agent:<name>'`)
@@ -172,10 +175,21 @@ export function apply (ctx, config) {
     return `plur memory is starting: the plur service was not running, so this session started it (${starter.commandLine}); memory shows from the next turn`
   }
 
+  // A workspace's project root is registered in the home by plur itself (under its lock), once per
+  // folder and plugin; until then scopeFor computes the scope registering gives.
+  const registered = new Set()
+  const registerProject = (agent) => {
+    const cwd = agent.session?.header?.cwd
+    if (!['cwd', 'project'].includes(now().scope) || typeof cwd !== 'string' || cwd === '' || registered.has(cwd)) return
+    registered.add(cwd)
+    client.request('POST', '/project', { folder: canonical(cwd) }).catch(() => { registered.delete(cwd) })
+  }
+
   const refresh = (agent, query) => {
     const t0 = performance.now()
     const ticket = cache.begin(agent.id)
-    const scope = scopeFor(agent, now().scope)
+    const scope = scopeFor(agent, now().scope, settings.home)
+    registerProject(agent)
     client.request('POST', '/block', { agent_id: agent.id, query, scope, inject: true }, { signal: ticket.controller.signal })
       .then((reply) => {
         if (typeof reply?.text !== 'string' || typeof reply?.hash !== 'string') throw new Error(`plur /block answered without text/hash: ${JSON.stringify(reply).slice(0, 200)}`)
@@ -258,7 +272,7 @@ export function apply (ctx, config) {
     const turn = async (on) => {
       if (!on) { unregister?.(); unregister = undefined; return 'off' }
       if (unregister !== undefined) return 'on'
-      const done = await registerTools(scoped, tools, { get scope () { return now().scope } })
+      const done = await registerTools(scoped, tools, { get scope () { return now().scope }, home: settings.home })
       unregister = done.unregister
       return done.from
     }

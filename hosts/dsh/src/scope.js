@@ -4,25 +4,32 @@
  * @module @plur-ai/dsh/scope
  */
 
-/** plur's scope syntax (plur.store.engram.SCOPE_RE). */
-export const SCOPE_RE = /^(global|(project|agent):[\w.@/-]{1,128})$/
+import { resolveHome } from './client.js'
+import { resolveProject } from './project.js'
+import { SCHEMA } from './schema.js'
+
+/** plur's scope syntax (plur.store.engram.SCOPE_RE): names of letters and digits of any script. */
+export const SCOPE_RE = new RegExp(SCHEMA.scope_pattern, 'u')
 /** Longest query sent for a block, characters (the tail of a long message is dropped). */
 export const MAX_QUERY_CHARS = 4000
 
 /**
  * The plur scope an agent's memories live in. Always a concrete scope, never `null`: plur reads a
  * `null` scope as "every scope", which would show one project's memories to another.
+ *
+ * With `setting` `'cwd'` it is the project of the session's workspace (`session.header.cwd`), as
+ * plur's own doors resolve it ({@link resolveProject}: git root, bound folders, the home's registry
+ * of roots), e.g. `project:我的项目`; `global` only for a session without a workspace.
  * @param {{session?: {header?: {cwd?: string}}}} agent - the DSH agent (its session header's `cwd`).
  * @param {string} setting - the config's `scope`.
+ * @param {string} [home] - the plur home whose `projects.json` names the roots (default `$PLUR_HOME` / `~/.plur`).
  * @returns {string} `global`, `project:<name>` or `agent:<name>`.
  */
-export function scopeFor (agent, setting) {
-  if (setting !== 'cwd') return setting
+export function scopeFor (agent, setting, home) {
+  if (setting !== 'cwd' && setting !== 'project') return setting
   const cwd = agent.session?.header?.cwd
   if (typeof cwd !== 'string' || cwd === '') return 'global'
-  const base = cwd.replace(/[\\/]+$/, '').split(/[\\/]/).pop() ?? ''
-  const name = base.replace(/[^\w.@-]/g, '-').slice(0, 128)
-  return name === '' || /^[.-]*$/.test(name) ? 'global' : `project:${name}`
+  return resolveProject(cwd, resolveHome(home)).scope
 }
 
 /**

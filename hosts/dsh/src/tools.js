@@ -42,7 +42,7 @@ export async function registerTools (ctx, client, settings) {
   const { module: { defineTool }, from } = await importFromHost('@deepseek-ai/dsh-tools', { own: () => import('@deepseek-ai/dsh-tools') })
   const disposers = []
   const register = (tool) => { disposers.push(ctx.tools.register(tool)) }
-  const scopeOf = (exec) => (exec.agent === undefined ? (settings.scope === 'cwd' ? 'global' : settings.scope) : scopeFor(exec.agent, settings.scope))
+  const scopeOf = (exec) => (exec.agent === undefined ? (settings.scope === 'cwd' ? 'global' : settings.scope) : scopeFor(exec.agent, settings.scope, settings.home))
   const call = (method, path, body, exec) => client.request(method, path, body, { signal: exec.signal })
   /**
    * The engram `id` if this agent's model may touch it, as `plur mcp --scope` rules: it sees its scope and

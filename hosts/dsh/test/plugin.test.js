@@ -173,9 +173,9 @@ test('trap 9 (a scope filter is visibility, not authorization): an agent without
   const refresh = await refreshed
   assert.equal(refresh.scope, 'global')
   assert.equal(memorySection(await host.assembleFor(nowhere)), '', 'no project engram reaches an agent with no project')
-  assert.equal(scopeFor({ session: { header: {} } }, 'cwd'), 'global')
-  assert.equal(scopeFor({ session: { header: { cwd: '/home/lin/My Repo/' } } }, 'cwd'), 'project:My-Repo')
-  assert.equal(scopeFor({ session: { header: { cwd: '/' } } }, 'cwd'), 'global')
+  assert.equal(scopeFor({ session: { header: {} } }, 'cwd', home), 'global')
+  assert.equal(scopeFor({ session: { header: { cwd: '/nowhere-such/lin/My Repo/' } } }, 'cwd', home), 'project:My-Repo')
+  assert.match(scopeFor({ session: { header: { cwd: '/' } } }, 'cwd', home), /^project:folder-[0-9a-f]{8}$/, 'a workspace is never global')
   assert.equal(scopeFor({ session: { header: { cwd: '/x/y' } } }, 'agent:lin'), 'agent:lin')
 })
 

@@ -1,0 +1,115 @@
+"""Every door resolves a folder's project the same way: `plur project`, `--scope here`, the Claude Code hook's cwd."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import learn_id
+from test_cli import SCOPED
+
+
+@pytest.fixture
+def folders(tmp_path: Path) -> dict[str, Path]:
+    """A CJK-named repository, a nested package folder of a monorepo, two clones named app, a back end folder."""
+    out = {"cjk": tmp_path / "我的项目", "nested": tmp_path / "mono" / "packages" / "web",
+           "one": tmp_path / "one" / "app", "two": tmp_path / "two" / "app", "api": tmp_path / "api"}
+    for repo in (out["cjk"], tmp_path / "mono", out["one"], out["two"]):
+        (repo / ".git").mkdir(parents=True)
+    out["nested"].mkdir(parents=True)
+    out["api"].mkdir()
+    return out
+
+
+def test_project_which_list_bind_unbind(run, home: Path, folders: dict[str, Path],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run("project", "which", str(folders["nested"])).stdout.strip() == "project:mono"
+    assert not home.exists(), "a pure read never creates the home"
+    learn_id(run, "The build uses Bazel.")                                      # creates the home
+    assert run("project", "which", str(folders["cjk"])).stdout.strip() == "project:我的项目"
+    assert run("project", "which", str(folders["two"])).stdout.strip() == "project:app"
+    assert run("project", "which", str(folders["one"])).stdout.strip() == "project:app-2"  # first come keeps app
+    monkeypatch.chdir(folders["one"])
+    got = json.loads(run("project", "which", "--json").stdout)
+    assert (got["scope"], got["how"], got["registered"]) == ("project:app-2", "git", True)
+    r = run("project", "bind", str(folders["api"]), "--to", "project:我的项目")
+    assert r.exit_code == 0, r.output
+    assert run("project", "which", str(folders["api"])).stdout.strip() == "project:我的项目"
+    learn_id(run, "Old notes filed under the basename.", "--scope", "project:web")
+    listed = {row["scope"]: row for row in json.loads(run("project", "list", "--json").stdout)}
+    assert listed["project:我的项目"]["bound"] == [str(folders["api"].resolve())]
+    assert listed["project:app-2"]["roots"] == [str(folders["one"].resolve())]
+    assert listed["project:web"] == {"scope": "project:web", "roots": [], "bound": [], "engrams": 1}
+    text = run("project", "list").stdout
+    assert "bound: " + str(folders["api"].resolve()) in text and "(no folder)" in text
+    assert run("project", "unbind", str(folders["api"])).exit_code == 0
+    assert run("project", "which", str(folders["api"])).stdout.strip() == "project:api"
+    r = run("project", "unbind", str(folders["api"]))
+    assert r.exit_code == 2 and "is not bound to a project" in r.stderr
+    r = run("project", "bind", str(folders["api"]), "--to", "project:🚀")
+    assert r.exit_code == 2 and "'🚀' (U+1F680, ROCKET) is not allowed" in r.stderr
+
+
+@pytest.mark.parametrize("command", sorted(set(SCOPED) - {"mcp"}))
+def test_every_scope_option_takes_here(run, home: Path, tmp_path: Path, folders: dict[str, Path],
+                                       monkeypatch: pytest.MonkeyPatch, command: str) -> None:
+    """`--scope here` is the current folder's project at every command that takes --scope."""
+    learn_id(run, "The 我的项目 build uses Bazel.", "--scope", "project:我的项目")
+    learn_id(run, "The mono build uses Gradle.", "--scope", "project:mono")
+    (tmp_path / "in.jsonl").write_text('{"statement": "The 我的项目 build uses Bazel."}\n', encoding="utf-8")
+    monkeypatch.chdir(folders["cjk"])
+    args = [a.replace("{tmp}", str(tmp_path)) for a in SCOPED[command]]
+    if command in ("recall", "section"):
+        args[1] = "which build tool?"
+    if command == "ingest":
+        chat = tmp_path / "chat.json"
+        chat.write_text(json.dumps([{"role": "user", "content": "We build this project with Bazel 7."},
+                                    {"role": "assistant", "content": "Noted."}]), encoding="utf-8")
+        args = ["ingest", str(chat)]
+    r = run(*args, "--scope", "here", *(["--json"] if command in ("list", "recall") else []))
+    assert r.exit_code == 0, r.output
+    if command == "list":
+        assert [e["scope"] for e in json.loads(r.stdout)] == ["project:我的项目"]
+    elif command in ("recall", "section"):
+        assert "Bazel" in r.stdout and "Gradle" not in r.stdout
+    elif command == "export":
+        rows = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+        assert {x["scope"] for x in rows} == {"project:我的项目"}
+    else:  # learn, import, ingest wrote into the project
+        scopes = {e["scope"] for e in json.loads(run("list", "--json").stdout)}
+        assert scopes <= {"project:我的项目", "project:mono"}, scopes
+
+
+def _hook(home: Path, cwd: Path | None, prompt: str, *args: str) -> dict:
+    event = {"session_id": f"s-{abs(hash((str(cwd), prompt, args)))}", "hook_event_name": "UserPromptSubmit",
+             "prompt": prompt, **({"cwd": str(cwd)} if cwd is not None else {})}
+    env = {**os.environ, "PLUR_HOME": str(home), "PLUR_MODEL": "none", "PLUR_AUTOSTART_SERVICE": "0"}
+    proc = subprocess.run([sys.executable, "-m", "plur", "hook", "claude-code", *args], input=json.dumps(event),
+                          capture_output=True, text=True, env=env, timeout=120, cwd=cwd or home)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout) if proc.stdout.strip() else {}
+
+
+def test_the_hook_recalls_in_the_project_of_its_cwd(home: Path, folders: dict[str, Path]) -> None:
+    """No --scope: the cwd in the hook's input picks the project (the README's first snippet leaked
+    billing's note into web's prompt); --scope still wins."""
+    from plur.memory import Memory
+    from plur.project import resolve
+
+    home.mkdir()
+    scopes = {k: resolve(folders[k], home).scope for k in ("cjk", "nested", "one", "two")}
+    assert scopes == {"cjk": "project:我的项目", "nested": "project:mono", "one": "project:app",
+                      "two": "project:app-2"}
+    with Memory(home, model="none") as mem:
+        ids = {k: mem.learn(f"The {k} cache server runs on host cache-{k}.", scope=s).id for k, s in scopes.items()}
+    for k in scopes:
+        text = _hook(home, folders[k], "which host runs the cache server?")["hookSpecificOutput"]["additionalContext"]
+        assert ids[k] in text, (k, text)
+        assert not [o for o in ids if o != k and ids[o] in text], (k, text)
+    forced = _hook(home, folders["cjk"], "which host runs the cache server?", "--scope", "project:mono")
+    assert ids["nested"] in forced["hookSpecificOutput"]["additionalContext"]
