@@ -119,7 +119,9 @@ def test_mcp_with_a_warm_service_forwards_every_call_and_loads_no_model(warm: tu
             assert pinned["pinned"] is True
             status = _data(await c.call_tool("status", {}))
             assert status["service"]["pid"] != status["process"]["pid"]
-            assert status["by_scope"]["global"] == len(FACTS) + 2
+            # an unpinned server learns into the client's project (the folder it was started in: plur.project)
+            assert new["engram"]["scope"] == status["project"] and status["project"].startswith("project:")
+            assert status["by_scope"]["global"] == len(FACTS) + 1 and status["by_scope"][status["project"]] == 1
             assert status["process"]["torch_loaded"] is False
             maps = Path(f"/proc/{status['process']['pid']}/maps").read_text()
             assert "libtorch" not in maps and "onnxruntime" not in maps

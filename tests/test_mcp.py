@@ -38,11 +38,25 @@ def _env(home: Path, model: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def client(home: Path, *args: str, model: str = "none") -> AsyncIterator[Any]:
+async def client(home: Path, *args: str, model: str = "none", cwd: Path | None = None,
+                 roots: list[Path] | None = None) -> AsyncIterator[Any]:
+    """A client of ``plur mcp ARGS`` started in ``cwd`` (default: a folder named ``web`` beside the home, so an
+    unpinned server's project is ``project:web``); ``roots``: the folders the client offers as MCP roots."""
     from mcp import Client, StdioServerParameters
+    from mcp import types
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "plur", "mcp", *args], env=_env(home, model))
-    async with Client(params, read_timeout_seconds=60) as c:
+    if cwd is None:
+        cwd = home.parent / "web"
+        cwd.mkdir(parents=True, exist_ok=True)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "plur", "mcp", *args], env=_env(home, model),
+                                   cwd=str(cwd))
+    extra: dict[str, Any] = {}
+    if roots is not None:
+        async def list_roots(context: Any) -> Any:
+            return types.ListRootsResult(roots=[types.Root(uri=r.resolve().as_uri(), name=r.name) for r in roots])
+        extra["list_roots_callback"] = list_roots
+        extra["mode"] = "legacy"  # the handshake protocol (what clients speak today): roots/list needs its back-channel
+    async with Client(params, read_timeout_seconds=60, **extra) as c:
         yield c
 
 

@@ -113,3 +113,34 @@ def test_the_hook_recalls_in_the_project_of_its_cwd(home: Path, folders: dict[st
         assert not [o for o in ids if o != k and ids[o] in text], (k, text)
     forced = _hook(home, folders["cjk"], "which host runs the cache server?", "--scope", "project:mono")
     assert ids["nested"] in forced["hookSpecificOutput"]["additionalContext"]
+
+
+def test_plur_mcp_files_under_the_clients_roots_else_its_folder(plur_home: Path, folders: dict[str, Path]) -> None:
+    """An unpinned `plur mcp`: a call without a scope uses the project of the client's first MCP root, else of
+    the folder the client started it in; a call may still name any scope; `--scope here` pins the folder's."""
+    pytest.importorskip("mcp")
+    import asyncio
+
+    from test_mcp import _data, client
+
+    from plur.memory import Memory
+
+    with Memory(plur_home, model="none") as mem:
+        other = mem.learn("The cache server of mono runs on host cache-mono.", scope="project:mono").id
+
+    async def main() -> None:
+        async with client(plur_home, roots=[folders["cjk"]], cwd=folders["nested"]) as c:
+            got = _data(await c.call_tool("learn", {"statement": "The cache server of 我的项目 runs on cache-cjk."}))
+            assert got["engram"]["scope"] == "project:我的项目"
+            hits = _data(await c.call_tool("recall", {"query": "cache server host", "k": 5}))["hits"]
+            assert [h["engram"]["id"] for h in hits] == [got["engram"]["id"]]
+            assert _data(await c.call_tool("status", {}))["project"] == "project:我的项目"
+            named = _data(await c.call_tool("recall", {"query": "cache server host", "scope": "project:mono"}))
+            assert other in [h["engram"]["id"] for h in named["hits"]]
+        async with client(plur_home, cwd=folders["nested"]) as c:   # no roots: the server's folder
+            hits = _data(await c.call_tool("recall", {"query": "cache server host", "k": 5}))["hits"]
+            assert [h["engram"]["id"] for h in hits] == [other]
+        async with client(plur_home, "--scope", "here", cwd=folders["two"]) as c:
+            assert _data(await c.call_tool("status", {}))["scope"] == "project:app"
+
+    asyncio.run(main())

@@ -39,12 +39,13 @@ class ScopePin:
                           f"{self.scope!r}" + (" and 'global'" if what == "read" and self.scope != "global" else "")
                           + "; restart `plur mcp` with another --scope to use it")
 
-    def read(self, asked: str | None) -> str | None:
-        """The scope to recall/list in for a call that asked for ``asked`` (``None`` = the pin's default)."""
+    def read(self, asked: str | None, default: str | None = None) -> str | None:
+        """The scope to recall/list in for a call that asked for ``asked`` (``None`` = the pin's scope, or on an
+        unpinned server ``default``: the client's project, :mod:`plur.mcp.project`)."""
         if asked is not None and not SCOPE_RE.match(asked):
             raise ValidationError(f"invalid scope {asked!r}: use 'global', 'project:<name>' or 'agent:<name>'")
         if self.scope is None:
-            return asked
+            return asked if asked is not None else default
         if asked is None or asked == self.scope:
             return self.scope
         if asked == "global":
@@ -55,12 +56,13 @@ class ScopePin:
         """Whether an engram in ``engram_scope`` may be read."""
         return self.scope is None or engram_scope in (self.scope, "global")
 
-    def write(self, asked: str | None) -> str:
-        """The scope to write into for a call that asked for ``asked`` (``None`` = the pin, else global)."""
+    def write(self, asked: str | None, default: str | None = None) -> str:
+        """The scope to write into for a call that asked for ``asked`` (``None`` = the pin, else ``default``,
+        else global)."""
         if asked is not None and not SCOPE_RE.match(asked):
             raise ValidationError(f"invalid scope {asked!r}: use 'global', 'project:<name>' or 'agent:<name>'")
         if self.scope is None:
-            return asked or "global"
+            return asked or default or "global"
         if asked is None or asked == self.scope:
             return self.scope
         raise self._refuse(asked, "write")

@@ -23,7 +23,13 @@ from typing import Annotated, Any, Literal, TypeVar
 from ..errors import InvalidIdError, NotFoundError, PlurError, ValidationError, require
 from ..store.engram import STATUSES, TYPES
 from .backend import Backend
+from .project import ClientProject
 from .scope import ScopePin
+
+try:  # a tool's Context parameter is found by its annotation, resolved in this module (the `mcp` extra)
+    from mcp.server.mcpserver import Context
+except ImportError:  # pragma: no cover - build_server says which extra to install
+    Context = Any  # type: ignore[misc,assignment]
 
 log = logging.getLogger("plur.mcp")
 
@@ -65,13 +71,16 @@ def _field(description: str, **kw: Any) -> Any:
     return Field(description=description, **kw)
 
 
-def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mcp") -> Any:
+def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mcp",
+                 project: ClientProject | None = None) -> Any:
     """The ``MCPServer`` with plur's tools, resource and prompt, serving ``backend``.
 
     Args:
         backend: where memory lives (:class:`~plur.mcp.backend.LocalBackend` or a service backend).
         scope: pin the server to this scope (authorisation; see :mod:`plur.mcp.scope`), ``None`` = all.
         agent: the agent name recorded in stats.db for recalls and feedback.
+        project: an unpinned server's default scope, the client's project (its MCP roots, else the server's
+            folder: :mod:`plur.mcp.project`); ``None``: a call without a scope sees every scope, writes global.
 
     Returns:
         An ``mcp.server.mcpserver.MCPServer``; ``.run("stdio")`` or ``.run("streamable-http", ...)``.
@@ -90,6 +99,10 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
 
     quiet_logging()  # before MCPServer: its basicConfig then keeps our one-line handler
     policy = ScopePin(scope)  # not `pin`: the pin tool below takes that name
+
+    def here(ctx: Any = None) -> str | None:
+        """The default scope of an unpinned server's call (the client's project), ``None`` when pinned."""
+        return project.scope(ctx) if project is not None and policy.scope is None else None
     server = MCPServer("plur", instructions=INSTRUCTIONS + (f"\nThis server is pinned to scope {scope!r}."
                                                             if scope else ""), version=_version(),
                        log_level="WARNING")
@@ -142,8 +155,10 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
                types: Annotated[list[Types] | None, _field("Only these engram types.")] = None,
                tags: Annotated[list[str] | None, _field("Only engrams with any of these tags.")] = None,
                mode: Annotated[Literal["hybrid", "bm25", "dense"], _field(
-                   "hybrid (default) fuses keyword (BM25) and semantic search.")] = "hybrid") -> dict[str, Any]:
-        hits = backend.recall(query, k, scope=policy.read(scope), types=types, tags=tags, mode=mode, agent=agent)
+                   "hybrid (default) fuses keyword (BM25) and semantic search.")] = "hybrid",
+               ctx: Context = None) -> dict[str, Any]:
+        hits = backend.recall(query, k, scope=policy.read(scope, here(ctx) if scope is None else None), types=types,
+                              tags=tags, mode=mode, agent=agent)
         out: dict[str, Any] = {"hits": hits}
         note = getattr(backend, "note", lambda: None)()
         if note:  # keyword-only while the service starts: say so, the model may recall again later
@@ -163,9 +178,10 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
               type: Annotated[Types, _field(f"One of {', '.join(TYPES)} ('user': about the user).")] = "fact",
               scope: Annotated[str | None, _field(SCOPE_DOC + " Default: the server's scope, else global.")] = None,
               tags: Annotated[list[str] | None, _field("Short lowercase tags.")] = None,
-              pin: Annotated[bool, _field("Pinned engrams are always shown first in the memory block.")] = False
-              ) -> dict[str, Any]:
-        return backend.learn(statement, type=type, scope=policy.write(scope), tags=tags or [], pinned=pin)
+              pin: Annotated[bool, _field("Pinned engrams are always shown first in the memory block.")] = False,
+              ctx: Context = None) -> dict[str, Any]:
+        return backend.learn(statement, type=type, scope=policy.write(scope, here(ctx) if scope is None else None),
+                             tags=tags or [], pinned=pin)
 
     @server.tool(description="Delete a memory for good, by id (from recall or list). Call it when the user "
                              "asks you to forget something or a memory is wrong and cannot be corrected.")
@@ -214,10 +230,12 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
               type: Annotated[Types | None, _field("Only this type.")] = None,
               tag: Annotated[str | None, _field("Only with this tag.")] = None,
               text: Annotated[str | None, _field("Case-insensitive substring of the statement.")] = None,
-              limit: Annotated[int, _field("Most engrams to return.", ge=1, le=500)] = 50) -> dict[str, Any]:
-        asked = policy.read(scope)
-        if policy.scope is not None and scope is None:   # the pin's view: its scope plus global
-            rows = [e for s in (policy.scope, "global") for e in
+              limit: Annotated[int, _field("Most engrams to return.", ge=1, le=500)] = 50,
+              ctx: Context = None) -> dict[str, Any]:
+        view = policy.scope or (here(ctx) if scope is None else None)
+        asked = policy.read(scope, view)
+        if view is not None and scope is None:   # the pin's (or the client's project's) view: it plus global
+            rows = [e for s in (view, "global") for e in
                     backend.list(scope=s, type=type, tag=tag, text=text, limit=limit)]
             rows.sort(key=lambda e: (e.get("created", ""), e["id"]), reverse=True)
             return {"engrams": rows[:limit]}
@@ -226,12 +244,12 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
     @server.tool(description="How many memories are stored (by scope), where, and which embedding model; "
                              "also this server's scope pin. Call it if memory seems empty or misconfigured.")
     @guarded
-    def status() -> dict[str, Any]:
+    def status(ctx: Context = None) -> dict[str, Any]:
         report = backend.status()
         if policy.scope is not None:
             report["by_scope"] = {k: v for k, v in report["by_scope"].items() if policy.visible(k)}
             report["engrams"] = sum(report["by_scope"].values())
-        return {**report, "scope": policy.scope, "version": _version(), "process": _process()}
+        return {**report, "scope": policy.scope, "project": here(ctx), "version": _version(), "process": _process()}
 
     @server.resource("plur://engram/{engram_id}", name="engram", mime_type="application/json",
                      description="One memory (engram) by id, as JSON.")
@@ -247,7 +265,7 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
                                               "question: pinned memories plus the best recalled ones.")
     @guarded
     def memory_prompt(query: str) -> str:
-        text = backend.block(query, scope=policy.read(None), agent=agent)["text"]
+        text = backend.block(query, scope=policy.read(None, here()), agent=agent)["text"]
         return text or "(no memories recalled for this question)"
 
     return server
@@ -271,9 +289,11 @@ def serve(backend: Backend, *, scope: str | None = None, transport: str = "stdio
         raise ValidationError(f"--host {host!r} is not loopback; the MCP HTTP transport serves 127.0.0.1 or ::1 only")
     if transport not in ("stdio", "streamable-http"):
         raise ValidationError(f"unknown transport {transport!r}; use stdio or streamable-http")
+    from ..service.files import home_of
+
     if transport == "streamable-http" and home is None:
         raise ValidationError("the MCP HTTP transport needs the plur home whose mcp.token guards it")
-    server = build_server(backend, scope=scope)
+    server = build_server(backend, scope=scope, project=ClientProject(home_of(home)) if scope is None else None)
     try:
         if transport == "stdio":
             server.run("stdio")
