@@ -307,10 +307,11 @@ def _serve_http(server: Any, host: str, port: int, home: Path, announce: Callabl
     """``server`` over streamable HTTP behind :class:`~plur.mcp.auth.BearerGuard`, with uvicorn."""
     import uvicorn
 
+    from ..bodylimit import BodyLimit
     from .auth import BearerGuard, ensure_token, token_path
 
     path = token_path(home)
-    app = BearerGuard(server.streamable_http_app(host=host), ensure_token(home), where=str(path))
+    app = BodyLimit(BearerGuard(server.streamable_http_app(host=host), ensure_token(home), where=str(path)))
     if announce is not None:
         announce(f"plur mcp: streamable HTTP at http://{'[::1]' if host == '::1' else host}:{port}/mcp; "
                  f"clients send 'Authorization: Bearer <token>' with the token in {path} (mode 0600)")

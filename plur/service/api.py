@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import (AuthError, ConflictError, DatabaseUnavailableError, ForbiddenError, InvalidIdError,
                       NotFoundError, PlurError, ValidationError)
+from ..bodylimit import MAX_BODY_BYTES, BodyLimit
 from ..store.schema import DEFAULT_TYPE, schema
 from ..values import parse_int
 from .files import API_VERSION
@@ -57,8 +58,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("plur.service")
 PREFIX = "/api/v1"
-#: Largest request body accepted, bytes (a statement is at most ``max_statement_bytes``, 1 MiB by default).
-MAX_BODY_BYTES = 4 * 1024 * 1024
 #: Largest ``k`` a recall may ask for.
 MAX_K = 1000
 #: Answers that carry ``quarantined`` (files of the store that could not be loaded), so a client can warn.
@@ -384,7 +383,8 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
 
     app = Starlette(routes=routes, exception_handlers={404: http_error, 405: http_error})
     app.state.served = served
-    return BearerAuth(app, token, None if members is None else members.member)  # type: ignore[return-value]
+    # bodies bounded as they stream (chunked ones too), before any handler reads them (plur.bodylimit)
+    return BodyLimit(BearerAuth(app, token, None if members is None else members.member))  # type: ignore[return-value]
 
 
 class PathDispatch:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
+from ..bodylimit import BodyLimit
 from ..display import safe_text
 from ..errors import (ConflictError, DatabaseUnavailableError, InvalidIdError, NotFoundError, PlurError,
                       ValidationError, require)
@@ -320,6 +321,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
         Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
     ]
     middleware = [
+        Middleware(BodyLimit),   # every body bounded as it streams, chunked ones too (plur.bodylimit)
         Middleware(security.HostGuard, allowed=security.allowed_hosts(bound_host, allow_hosts)),
         Middleware(_SecurityHeaders),
         Middleware(login.LoginGuard, secret=key, login_token=login_token),
