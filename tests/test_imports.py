@@ -217,3 +217,18 @@ def test_claude_memory_folder_frontmatter_round_trips(run, plur_home: Path, tmp_
     assert r.exit_code == 0
     again = {e.statement: (e.type, e.extra.get("modified")) for e in engrams(other)}
     assert again["This repository uses pnpm; never npm install."] == ("project", "2026-08-03T10:00:00.000Z")
+
+
+def test_an_api_key_inside_an_ingested_turn_is_not_stored(run, plur_home: Path, tmp_path: Path) -> None:
+    key = "ghp_" + "Zx9" * 12
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": f"The deploy bot pushes with the token {key} to blue7."},
+                                {"role": "assistant", "content": "Noted."}]))
+    preview = run("ingest", str(chat), "--dry-run", "--json")
+    assert key not in preview.stdout and json.loads(preview.stdout)["secrets_removed"] == 1
+    r = run("ingest", str(chat))
+    assert r.exit_code == 0 and "removed 1 credential" in r.stderr
+    (turn,) = engrams(plur_home)
+    assert "blue7" in turn.statement and key not in turn.statement
+    assert not [p for p in plur_home.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    assert json.loads(run("ingest", str(chat), "--json").stdout)["added"] == []   # re-ingest: nothing new
