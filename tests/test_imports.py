@@ -232,3 +232,18 @@ def test_an_api_key_inside_an_ingested_turn_is_not_stored(run, plur_home: Path, 
     assert "blue7" in turn.statement and key not in turn.statement
     assert not [p for p in plur_home.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
     assert json.loads(run("ingest", str(chat), "--json").stdout)["added"] == []   # re-ingest: nothing new
+
+
+def test_a_claude_code_memory_folder_imports_into_its_projects_scope(run, plur_home: Path, tmp_path: Path) -> None:
+    from plur.cli.imports import project_scope
+    from plur.store.ingest.sources import encode_project
+
+    app = tmp_path / "src" / "my-app"
+    app.mkdir(parents=True)
+    folder = tmp_path / "claude" / "projects" / encode_project(app) / "memory"
+    folder.mkdir(parents=True)
+    (folder / "feedback_tabs.md").write_text("---\nname: tabs\ndescription: indentation\nmetadata:\n  type: feedback\n"
+                                             "---\n\nIndent with tabs.\n")
+    assert run("import", str(folder)).exit_code == 0
+    (e,) = engrams(plur_home)
+    assert e.scope == project_scope(app, plur_home) and e.type == "feedback"

@@ -63,7 +63,7 @@ def import_(app: App, sources: tuple[Path, ...], fmt: str | None, scope: str | N
     paths = import_sources(sources)
     engrams = []
     for p in paths:
-        got = read_engrams(p, fmt, scope=scope)
+        got = read_engrams(p, fmt, scope=scope or _claude_memory_scope(p, app.memory.home, not dry_run))
         if fmt is not None and not got:
             raise ValidationError(f"{p} read as --format {fmt} holds nothing to import; drop --format to detect "
                                   "the format, or pass another one")
@@ -128,6 +128,15 @@ def ingest(app: App, sources: tuple[Path, ...], fmt: str | None, session: str | 
         results.append(app.memory.ingest(src.path, format=fmt, session=session, date=date, scope=where,
                                          roles=roles, tags=tags, source={"file": src.path.name}, dry_run=dry_run))
     _report_ingest(files, results, scopes, as_json, dry_run)
+
+
+def _claude_memory_scope(path: Path, home: Path, register: bool) -> str | None:
+    """The project scope of a Claude Code memory folder (``~/.claude/projects/<project>/memory``), else ``None``."""
+    if not (path.is_dir() and path.name == "memory" and path.parent.name.startswith("-")):
+        return None
+    from ..store.ingest.sources import project_folder
+
+    return project_scope(project_folder(path.parent.name), home, register)
 
 
 def project_scope(folder: Path, home: Path, register: bool = True) -> str:
