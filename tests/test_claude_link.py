@@ -148,3 +148,14 @@ def test_claude_codes_own_frontmatter_round_trips_with_the_date_in_its_spelling(
 
     assert re.search(r"\n  modified: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\n", text), text
     assert "2026-11-02T09:14:15.764Z" not in text                     # re-dated: the engram changed
+
+
+def test_two_files_with_one_text_share_an_engram_and_deleting_one_keeps_the_other(mem: Any, tmp_path: Path) -> None:
+    link, folder = linked(mem, tmp_path)
+    for name in ("project_a.md", "project_b.md"):
+        (folder / name).write_text("---\nname: x\ndescription: y\ntype: project\n---\n\nThe API listens on 8080.\n")
+    reconcile(mem, link)
+    assert len(scope_texts(mem)) == 1
+    (folder / "project_a.md").unlink()
+    assert reconcile(mem, link).forgotten == []
+    assert (folder / "project_b.md").exists() and "The API listens on 8080." in scope_texts(mem)

@@ -97,12 +97,15 @@ def _reconcile(memory: Any, link: Link, state: LinkState) -> SyncReport:
     if any(was["id"] not in engrams for was in state.files.values()):
         memory._scan(force=True)  # an engram looks gone: make sure it is, not only unseen yet by this process
         engrams = {e.id: e for e in memory.list(scope=link.scope, status="active") if _is_memory(e)}
+    still_filed = {was["id"] for name, was in state.files.items() if name in files}
     for name, was in state.files.items():
         e, text = engrams.get(was["id"]), files.get(name)
         file_changed = text is not None and memfile.sha(text) != was["file"]
         engram_changed = e is not None and memfile.engram_hash(e) != was["engram"]
         try:
             if text is None and e is None:
+                gone.add(name)
+            elif text is None and e.id in still_filed:  # another file holds the same text: its engram stays
                 gone.add(name)
             elif text is None:
                 if engram_changed:  # deleted here, edited there: the edit is kept
