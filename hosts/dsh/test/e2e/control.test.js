@@ -198,7 +198,7 @@ test('`plur ingest` of the DSH home these runs wrote: a user turn is recalled in
 
 const CHROMIUM = process.env.PLUR_CHROMIUM ?? '/usr/bin/chromium'
 const browserMissing = !existsSync(CHROMIUM) && process.env.PLUR_REQUIRE_BROWSER !== '1'
-test('`dsh web` in a real browser: the plur settings switch memory off (next request: no block, no plur tools) and on again; /plur list, /plur url, /plur projects answer', { skip: browserMissing && `no chromium at ${CHROMIUM}` }, async () => {
+test('`dsh web` in a real browser: the plur card in Settings > Plugins switches memory off (next request: no block, no plur tools) and on again; /plur list, /plur url, /plur projects answer', { skip: browserMissing && `no chromium at ${CHROMIUM}` }, async () => {
   const web = await profile('web')
   const probe = join(work, 'probe-web.jsonl')
   web.PLUR_E2E_PROBE = probe
@@ -243,16 +243,24 @@ test('`dsh web` in a real browser: the plur settings switch memory off (next req
     const on = await turn(Q.dog)
     assert.match(blockOf(on), /Biscuit/)
     assert.equal(plurTools(on).length, 8)
-    // the plur namespace of DSH's settings document (what a settings surface writes), edited while dsh web runs
+    // Settings > Plugins > Plugin configuration: the plur card (src/web-card.js), bound to the plur namespace
     const settings = join(web.DSH_HOME, 'settings.yaml')
     const switchTo = async (enabled) => {
       const seen = (await settingsEvents()).length
-      await writeFile(settings, `plur:\n  enabled: ${enabled}\n`)
+      await page.getByRole('button', { name: 'Settings' }).first().click()
+      await page.getByRole('button', { name: 'Plugins' }).first().click()
+      const toggle = page.getByRole('switch', { name: 'plur memory on' })
+      assert.equal(await toggle.isChecked(), !enabled, 'the card shows the current state')
+      await toggle.setChecked(enabled)
       const deadline = Date.now() + 60000
       while (!(await settingsEvents()).slice(seen).some((e) => e.enabled === enabled)) {
-        if (Date.now() > deadline) throw new Error(`dsh web did not publish plur.enabled=${enabled} within 60 s`)
+        if (Date.now() > deadline) throw new Error(`the host never applied plur.enabled=${enabled} within 60 s`)
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
+      assert.match(await readFile(settings, 'utf8'), new RegExp(`plur:\\s+enabled: ${enabled}`), 'kept in the user\'s settings document')
+      say(`  web settings: plur memory ${enabled ? 'on' : 'off'} through the card; settings.yaml ${JSON.stringify(await readFile(settings, 'utf8'))}`)
+      await page.getByRole('button', { name: 'Close', exact: true }).click()
+      await page.getByRole('switch', { name: 'plur memory on' }).waitFor({ state: 'detached' })
     }
     await switchTo(false)
     const off = await turn(Q.show)
