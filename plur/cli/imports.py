@@ -46,7 +46,8 @@ def preview_lines(engrams: Sequence[Any]) -> list[str]:
                    "ChatGPT saved memories, Markdown/text notes).")
 @click.option("--scope", default=None, callback=scope_value,
               help="Scope for entries that carry none (any format); default global; " + HERE_HELP)
-@click.option("--dry-run", is_flag=True, help="Write nothing: print what would be imported (counts, first notes per type).")
+@click.option("--dry-run", is_flag=True,
+              help="Write nothing: print what would be imported (counts, first notes per type).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_obj
 def import_(app: App, sources: tuple[Path, ...], fmt: str | None, scope: str | None, dry_run: bool,

@@ -280,4 +280,5 @@ def write_engrams(engrams: Iterable[Engram], path: str | os.PathLike[str], fmt: 
     return len(items)
 
 
-__all__ = ["FORMATS", "IMPORT_FORMATS", "detect_format", "detect_import_format", "import_sources", "from_plur", "read_engrams", "to_plur", "write_engrams"]
+__all__ = ["FORMATS", "IMPORT_FORMATS", "detect_format", "detect_import_format", "from_plur", "import_sources",
+           "read_engrams", "to_plur", "write_engrams"]

@@ -58,7 +58,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def memory_files(folder: Path) -> dict[str, str]:
-    """name -> text of each memory file in ``folder`` (``*.md`` but ``MEMORY.md``; hidden and temporary files skipped)."""
+    """name -> text of each memory file in ``folder``: ``*.md`` but ``MEMORY.md``, hidden and temporary ones skipped."""
     out = {}
     for p in sorted(folder.glob("*.md")):
         if p.name == memfile.INDEX or p.name.startswith(".") or not p.is_file():

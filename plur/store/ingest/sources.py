@@ -143,5 +143,8 @@ def _joins(chunk: list[str]) -> list[str]:
 
 
 def encode_project(folder: str | os.PathLike[str]) -> str:
-    """The name Claude Code gives a project's folder under ``~/.claude/projects`` (``/home/u/app`` -> ``-home-u-app``)."""
+    """The name Claude Code gives a project's folder under ``~/.claude/projects``.
+
+    ``/home/u/app`` -> ``-home-u-app``: every character but an ASCII letter or digit becomes ``-``.
+    """
     return re.sub(r"[^A-Za-z0-9]", "-", str(Path(folder).expanduser().resolve()))
