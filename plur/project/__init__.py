@@ -26,7 +26,7 @@ punctuation the old rule spelled differently) stay in that scope: bind the folde
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from collections import namedtuple
 from pathlib import Path
 
 from ..errors import StoreError, ValidationError
@@ -37,9 +37,8 @@ from .root import canonical, git_root, plain_name
 HERE = "here"
 
 
-@dataclass(frozen=True)
-class Project:
-    """A folder's project.
+class Project(namedtuple("Project", "folder root scope how registered")):
+    """A folder's project (immutable; a named tuple, not a dataclass, to keep the hook's imports light).
 
     Attributes:
         folder: the folder asked about (canonical: absolute, symlinks resolved).
@@ -49,11 +48,7 @@ class Project:
         registered: whether ``<home>/projects.json`` holds ``root`` (always True for ``bound``).
     """
 
-    folder: str
-    root: str
-    scope: str
-    how: str
-    registered: bool
+    __slots__ = ()
 
 
 def find(folder: str | os.PathLike[str], registry: Registry) -> Project:
@@ -95,7 +90,7 @@ def resolve(folder: str | os.PathLike[str], home: str | os.PathLike[str], regist
     if project.registered or not register_new or not home_path.is_dir():
         return project
     try:
-        return replace(project, scope=register(home_path, project.root), registered=True)
+        return project._replace(scope=register(home_path, project.root), registered=True)
     except StoreError:
         return project
 

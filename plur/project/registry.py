@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import json
 import os
+from collections import namedtuple
 from contextlib import suppress
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import StoreError
 from .root import plain_name, with_suffix
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the hook resolves a project per prompt, importing typing is ~2 ms
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
 
 FILE_NAME = "projects.json"
 VERSION = 1
@@ -35,12 +38,21 @@ MAX_BYTES = 16 * 1024 * 1024
 LOCK_TIMEOUT_S = 5.0
 
 
-@dataclass(frozen=True)
-class Registry:
-    """What ``<home>/projects.json`` holds. ``roots``: canonical root -> scope; ``bound``: folder -> scope."""
+class Registry(namedtuple("Registry", "roots bound")):
+    """What ``<home>/projects.json`` holds (immutable; a change makes a new one).
 
-    roots: dict[str, str] = field(default_factory=dict)
-    bound: dict[str, str] = field(default_factory=dict)
+    A named tuple rather than a dataclass: the Claude Code hook imports this for every prompt, and
+    ``dataclasses`` pulls in ``inspect`` (~10 ms of a cold process).
+
+    Attributes:
+        roots: canonical root folder -> ``project:<name>``.
+        bound: canonical bound folder -> ``project:<name>``.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, roots: dict[str, str] | None = None, bound: dict[str, str] | None = None) -> "Registry":
+        return super().__new__(cls, dict(roots or {}), dict(bound or {}))
 
     def scope_for_new(self, root: str) -> str:
         """The scope ``root`` would get if registered now (its plain name, or the first free suffix)."""

@@ -19,7 +19,6 @@ The DeepSeek Harness plugin carries the same rules in JavaScript (``hosts/dsh/sr
 
 from __future__ import annotations
 
-import hashlib
 import os
 import unicodedata
 
@@ -93,6 +92,8 @@ def plain_name(root: str) -> str:
             out.append("-")
     name = "".join(out).strip("-")[:NAME_MAX_CHARS].rstrip("-")
     if not name or not any(c.isalnum() for c in name):
+        import hashlib
+
         name = "folder-" + hashlib.sha256(unicodedata.normalize("NFC", root).encode("utf-8", "surrogateescape")).hexdigest()[:8]
     return name
 
