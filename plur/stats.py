@@ -18,6 +18,11 @@ enter a memory block. Hits returned below it, and recalls recorded before the fl
 ``above_floor`` NULL), count as "returned below the floor".
     injections(id INTEGER PRIMARY KEY, ts REAL, agent TEXT, block_hash TEXT, tokens INTEGER)
     injection_engrams(injection_id INTEGER, engram_id TEXT, position INTEGER)
+    screened(id INTEGER PRIMARY KEY, ts REAL, kind TEXT, door TEXT)   -- one row per secret redacted
+                                                                       -- (never the secret itself)
+
+Queries pass the secret screen (:mod:`plur.screen`) before they are written: a key typed in a
+prompt is stored as ``[redacted <kind>]`` and counted in ``screened``.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import StoreError
+from .screen import screen
 
 log = logging.getLogger("plur.stats")
 
@@ -58,6 +64,7 @@ CREATE TABLE IF NOT EXISTS feedback(
     id INTEGER PRIMARY KEY, ts REAL NOT NULL, engram_id TEXT NOT NULL, useful INTEGER NOT NULL,
     agent TEXT, query TEXT);
 CREATE INDEX IF NOT EXISTS feedback_engram ON feedback(engram_id);
+CREATE TABLE IF NOT EXISTS screened(id INTEGER PRIMARY KEY, ts REAL NOT NULL, kind TEXT NOT NULL, door TEXT);
 """
 
 
@@ -134,8 +141,11 @@ class StatsDB:
         """Log one recall and its ranked hits (each with whether it cleared the relevance floor); returns the recall id."""
         if not self.writable:
             return 0
+        shown = screen(query)
+        query = shown.text
         try:
             with self._lock, self._db:
+                self._insert_screened(shown.kinds, "recall", ts)
                 cur = self._db.execute(
                     "INSERT INTO recalls(ts, agent, scope, query, mode, latency_ms, n_hits) VALUES(?,?,?,?,?,?,?)",
                     (ts or time.time(), agent, scope, query, mode, float(latency_ms), len(hits)))
@@ -148,6 +158,30 @@ class StatsDB:
             log.warning("recall not recorded in %s (%s)", self.path, exc)
             return 0
         return rid
+
+    def _insert_screened(self, kinds: Sequence[str], door: str, ts: float | None) -> None:
+        if kinds:
+            self._db.executemany("INSERT INTO screened(ts, kind, door) VALUES(?,?,?)",
+                                 [(ts or time.time(), k, door) for k in kinds])
+
+    def record_screened(self, kinds: Sequence[str], door: str, ts: float | None = None) -> None:
+        """Count secrets the screen redacted (one row per kind found; the text itself is never passed).
+
+        Args:
+            kinds: :attr:`plur.screen.Screened.kinds`. door: where they were met (``capture``, ``recall``, ...).
+        """
+        if not self.writable or not kinds:
+            return
+        try:
+            with self._lock, self._db:
+                self._insert_screened(kinds, door, ts)
+        except sqlite3.Error as exc:
+            log.warning("screened secrets not counted in %s (%s)", self.path, exc)
+
+    def screened_counts(self) -> dict[str, int]:
+        """Secrets redacted so far, by kind (``{}`` when none)."""
+        return {r["kind"]: r["n"] for r in self._rows(
+            "SELECT kind, COUNT(*) AS n FROM screened GROUP BY kind ORDER BY n DESC, kind")}
 
     def record_injection(self, *, agent: str, engram_ids: Sequence[str], block_hash: str = "",
                          tokens: int = 0, ts: float | None = None) -> int:
@@ -171,7 +205,11 @@ class StatsDB:
         """Log that ``engram_id`` was (``useful=True``) or was not useful to ``agent`` for ``query``."""
         if not self.writable:
             return 0
+        shown = screen(query) if query else None
+        query = shown.text if shown else query
         with self._lock, self._db:
+            if shown:
+                self._insert_screened(shown.kinds, "feedback", ts)
             cur = self._db.execute("INSERT INTO feedback(ts, engram_id, useful, agent, query) VALUES(?,?,?,?,?)",
                                    (ts or time.time(), engram_id, 1 if useful else 0, agent, query))
         return int(cur.lastrowid or 0)
@@ -312,7 +350,8 @@ class StatsDB:
                 "feedback_useful": int(useful["u"]), "feedback_not_useful": int(useful["n"]) - int(useful["u"]),
                 "latency_ms": {"p50": _percentile(lat, 50), "p90": _percentile(lat, 90),
                                "p99": _percentile(lat, 99)},
-                "per_day": per_day, "most_recalled": most, "by_agent": agents}
+                "per_day": per_day, "most_recalled": most, "by_agent": agents,
+                "secrets_redacted": sum(self.screened_counts().values())}
 
     def close(self) -> None:
         """Close the connection (idempotent)."""

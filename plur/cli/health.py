@@ -94,6 +94,9 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, discard
     echo(f"engrams      {eng['total']}  (status: {counts(eng['by_status'])})")
     echo(f"  by scope   {counts(eng['by_scope'])}")
     echo(f"  by type    {counts(eng['by_type'])}")
+    redacted = report.get("secrets_redacted") or {}
+    echo(f"secrets      {sum(redacted.values())} redacted before storing"
+         + (f" ({counts(redacted)})" if redacted else "") + " (captured turns, the recall log)")
     lock = report["lock"]
     owner = lock.get("owner") or {}
     held = f"held (pid {owner.get('pid', '?')} since {owner.get('since', '?')})" if lock["locked"] else "free"

@@ -12,7 +12,8 @@ def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
         ``{home, home_mode ("0700"), home_private (no group/other access to it or anything in it),
         too_open (["<path> <mode>"] of entries group or others can reach), engrams: {total, by_scope,
         by_type, by_status}, quarantined: [...], lock: {...},
-        model: {requested, name, identity, dims, source, reason, warnings, device} , index: {...}}``.
+        model: {requested, name, identity, dims, source, reason, warnings, device} , index: {...},
+        secrets_redacted: {kind: n} (secrets the screen cut out of captured turns and the recall log)}``.
     """
     mem._scan(force=True)
     engrams = mem.store.all()
@@ -38,7 +39,16 @@ def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
             "engrams": {"total": len(engrams), "by_scope": count("scope"),
                                                 "by_type": count("type"), "by_status": count("status")},
             "quarantined": mem.store.quarantined(), "lock": mem.store.lock_state(), "model": model,
-            "settings": {k: _shown(k, v) for k, v in vars(mem.settings).items()}}
+            "settings": {k: _shown(k, v) for k, v in vars(mem.settings).items()},
+            "secrets_redacted": _screened(mem)}
+
+
+def _screened(mem: Any) -> dict[str, int]:
+    """Secrets redacted so far, by kind (``{}`` when there is no stats database)."""
+    try:
+        return mem.stats.screened_counts()
+    except Exception:  # noqa: BLE001 - a report must not fail on its statistics
+        return {}
 
 
 def _shown(name: str, value: Any) -> Any:

@@ -183,6 +183,7 @@ def stats_page(memory: "Memory", caches: Caches = _NO_CACHE) -> Page:
             "hits_below_floor": summary.get("hits_below_floor", 0),
             "feedback_useful": summary.get("feedback_useful", 0),
             "feedback_not_useful": summary.get("feedback_not_useful", 0),
+            "secrets_redacted": summary.get("secrets_redacted", 0),
         },
         "recalled_active": recalled, "never_recalled_active": len(active) - recalled,
         "below_floor_only_active": below_only, "useful_active": useful,
