@@ -224,7 +224,7 @@ export function apply (ctx, config) {
       if (query === '' || agent?.id === undefined) return
       refresh(agent, query)
       // capture: the typed text whole, off the turn path (fire and forget)
-      if (current.capture !== 'off') capturer.capture({ agent, text: typedText(message), messageId: message?.id, scope: scopeFor(agent, current.scope) })
+      if (current.capture !== 'off') capturer.capture({ agent, text: typedText(message), messageId: message?.id, scope: scopeFor(agent, current.scope, settings.home) })
     } catch (error) {
       logger.warn('plur refresh not started: %o', error)
     }

@@ -21,7 +21,7 @@ before(async () => {
   sharedId = (await service.api.request('POST', '/learn', { statement: 'SHARED: Lin reviews every pull request.', scope: 'global', type: 'user' })).engram.id
   await warm(service.api)
   host = await bootHost()
-  await host.root.plugin(plur, { home, timeoutMs: 15000, waitMs: 15000, turnWaitMs: 15000, autoStart: false })
+  await host.root.plugin(plur, { home, timeoutMs: 15000, waitMs: 15000, turnWaitMs: 15000, autoStart: false, plurCommand: [PYTHON, '-m', 'plur'] })
   const cwd = join(home, 'work', 'delta')
   await mkdir(cwd, { recursive: true })
   delta = (await host.createAgent('agent-delta', cwd)).agent
@@ -121,4 +121,17 @@ test('/plur capture off|on: kept for the process without a settings seam, shown 
   assert.match((await command('/plur capture on')).text, /Capture on/)
   assert.match((await command('/plur status')).text, /capture user\./)
   assert.equal((await command('/plur capture maybe')).kind, 'error')
+})
+
+test('/plur bind <folder>: another folder joins this session\'s project (plur project bind), and its sessions recall there', async () => {
+  const api = join(home, 'work', 'delta-api')
+  await mkdir(api, { recursive: true })
+  const bound = await command(`/plur bind ${api}`)
+  assert.equal(bound.kind, 'success', bound.text)
+  const which = execFileSync(PYTHON, ['-m', 'plur', '--home', home, 'project', 'which', api], { encoding: 'utf8', env: { ...process.env, PLUR_AUTOSTART_SERVICE: '0' } }).trim()
+  assert.equal(which, 'project:delta')
+  const other = (await host.createAgent('agent-delta-api', api)).agent
+  const listed = await host.root.tools.execute({ callId: 'c-bound', name: 'plur_list', arguments: { text: 'TABS' }, agent: other, signal: AbortSignal.timeout(20000) })
+  assert.match(listed.content[0].text, /project:delta.*TABS/, 'the bound folder\'s session sees delta\'s notes')
+  assert.equal((await command('/plur bind')).kind, 'error')
 })

@@ -206,6 +206,8 @@ test('`dsh web` in a real browser: the plur card in Settings > Plugins switches 
   assert.equal((await dsh(['plugin', '--profile', 'web', 'add', join(PKG, 'test', 'e2e', 'probe')], { cwd: clone, env: web })).code, 0)
   await writeFile(join(web.DSH_HOME, 'profiles', 'web', 'cordis.patch.yml'), '- id: plur\n  config:\n    waitMs: 20000\n    turnWaitMs: 20000\n    timeoutMs: 20000\n')
   await mkdir(join(web.HOME, 'kappa'))
+  // a second folder named kappa is its own project (kappa-2) unless bound to the first one's
+  execFileSync(PYTHON, ['-m', 'plur', '--home', service.home, 'project', 'bind', join(web.HOME, 'kappa'), '--to', 'project:kappa'], { env: { ...process.env, PLUR_AUTOSTART_SERVICE: '0' } })
   const settingsEvents = async () => (await readFile(probe, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.event === 'settings')
   const { chromium } = createRequire(join(CACHE, 'tools', 'package.json'))('playwright-core')
   const server = spawn(install.dsh, ['web', '--no-open', '--host', '127.0.0.1', '--port', '0'], { cwd: clone, env: web, stdio: ['ignore', 'pipe', 'pipe'] })

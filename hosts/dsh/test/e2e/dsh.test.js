@@ -8,14 +8,14 @@
 // manifests are unchanged). $PLUR_E2E_OUT: a folder for requests.jsonl and transcript.txt.
 // $PLUR_PYTHON: the Python with plur (default <repo>/.venv/bin/python).
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
-import { startPlur, warm } from '../support/plur.js'
+import { PYTHON, startPlur, warm } from '../support/plur.js'
 import { CACHE, DSH_VERSION, ensureInstalled, PKG, run } from './install.js'
 import { contentText, startModel, systemOf, turnOf } from './model.js'
 
@@ -237,6 +237,9 @@ const browserMissing = !existsSync(CHROMIUM) && process.env.PLUR_REQUIRE_BROWSER
 test(`five user turns in one \`dsh web\` session through a real browser: block from the first request, replaced every turn, prompt bounded`, { skip: browserMissing && `no chromium at ${CHROMIUM} (set PLUR_CHROMIUM; PLUR_REQUIRE_BROWSER=1 makes this a failure)` }, async () => {
   const env = await isolated('web')
   await mkdir(join(env.HOME, 'kappa'))
+  // Another folder named kappa than the headless runs' one: plur gives it its own project (kappa-2) unless
+  // bound to kappa's, as a user with two checkouts of one project would (`plur project bind`).
+  execFileSync(PYTHON, ['-m', 'plur', '--home', service.home, 'project', 'bind', join(env.HOME, 'kappa'), '--to', 'project:kappa'], { env: { ...process.env, PLUR_AUTOSTART_SERVICE: '0' } })
   assert.equal((await dsh(['plugin', '--profile', 'web', 'add', './hosts/dsh'], { cwd: clone, env })).code, 0)
   assert.equal((await dsh(['plugin', '--profile', 'web', 'add', PROBE], { cwd: clone, env })).code, 0)
   // The plugin's config, through the profile's own patch layer (as the README documents): bounds
