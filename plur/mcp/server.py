@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from ..errors import InvalidIdError, NotFoundError, PlurError, ValidationError, require
-from ..store.engram import STATUSES, TYPES
+from ..store.engram import MAX_TAG_CHARS, MAX_TAGS, STATUSES, TYPES
 from .backend import Backend
 from .project import ClientProject
 from .scope import ScopePin
@@ -177,7 +177,8 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
     def learn(statement: Annotated[str, _field("The memory, self-contained (e.g. 'The user prefers tabs').")],
               type: Annotated[Types, _field(f"One of {', '.join(TYPES)} ('user': about the user).")] = "fact",
               scope: Annotated[str | None, _field(SCOPE_DOC + " Default: the server's scope, else global.")] = None,
-              tags: Annotated[list[str] | None, _field("Short lowercase tags.")] = None,
+              tags: Annotated[list[Annotated[str, _field("A tag.", max_length=MAX_TAG_CHARS)]] | None,
+                              _field(f"Short lowercase tags (at most {MAX_TAGS}).", max_length=MAX_TAGS)] = None,
               pin: Annotated[bool, _field("Pinned engrams are always shown first in the memory block.")] = False,
               ctx: Context = None) -> dict[str, Any]:
         return backend.learn(statement, type=type, scope=policy.write(scope, here(ctx) if scope is None else None),
@@ -195,7 +196,8 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
     @guarded
     def update(engram_id: Annotated[str, _field("Engram id.")],
                statement: Annotated[str | None, _field("The corrected statement.")] = None,
-               tags: Annotated[list[str] | None, _field("Replace the tags.")] = None,
+               tags: Annotated[list[Annotated[str, _field("A tag.", max_length=MAX_TAG_CHARS)]] | None,
+                               _field(f"Replace the tags (at most {MAX_TAGS}).", max_length=MAX_TAGS)] = None,
                status: Annotated[Statuses | None, _field("active or retired.")] = None,
                type: Annotated[Types | None, _field("New type.")] = None) -> dict[str, Any]:
         changes = {k: v for k, v in {"statement": statement, "tags": tags, "status": status, "type": type}.items()

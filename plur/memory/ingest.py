@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError
-from ..store.engram import Engram, _check_scope, parse_time
+from ..store.engram import Engram, _check_scope, parse_time, tag_tuple
 
 
 def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = None, scope: str = "global",
@@ -57,6 +57,9 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
     """
     from ..store import ingest as conv
 
+    tags = tag_tuple(tags)
+    if tags:
+        Engram.create("tags check", tags=tags)   # a bad tag refuses the whole ingest, not every turn
     bad = [r for r in roles if r not in conv.ROLES]
     if bad or not roles:
         raise ValidationError(f"roles {tuple(roles)!r}: use one or more of {', '.join(conv.ROLES)}")
@@ -108,7 +111,7 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
         try:
             engrams.append(Engram.create(t.text, max_statement_bytes=mem.settings.max_statement_bytes,
                                          scope=scope, type="user" if t.role == "user" else "reference",
-                                         tags=tuple(tags), source=t.source(**(source or {})),
+                                         tags=tags, source=t.source(**(source or {})),
                                          created=t.created or when))
         except ValidationError as exc:
             problems.append((f"{where}: session {t.session!r} turn {t.turn}", str(exc)))

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
-from ..store.engram import Engram, parse_duration, parse_time, utcnow
+from ..store.engram import Engram, parse_duration, parse_time, tag_tuple, utcnow
 
 
 def learn(mem: Any, statement: str, *, scope: str = "global", type: str = "fact", tags: Sequence[str] = (),
@@ -54,7 +54,7 @@ def learn_outcome(mem: Any, statement: str, **fields: Any) -> tuple[Engram, bool
         ValidationError: as :func:`learn`.
     """
     ttl, valid_until = fields.pop("ttl", None), fields.pop("valid_until", None)
-    tags = tuple(fields.pop("tags", ()) or ())
+    tags = tag_tuple(fields.pop("tags", ()))
     engram = Engram.create(statement, max_statement_bytes=mem.settings.max_statement_bytes, tags=tags,
                            valid_until=_until(valid_until, ttl), **fields)
     with mem._lock:
@@ -75,7 +75,7 @@ def learn_many(mem: Any, items: Iterable[Mapping[str, Any]]) -> list[Engram]:
     for item in items:
         item = dict(item)
         statement = item.pop("statement")
-        item["tags"] = tuple(item.get("tags", ()))
+        item["tags"] = tag_tuple(item.get("tags", ()))
         engrams.append(Engram.create(statement, max_statement_bytes=mem.settings.max_statement_bytes, **item))
     with mem._lock:
         results = mem.store.add_many(engrams)
@@ -106,7 +106,7 @@ def update(mem: Any, engram_id: str, *, expected: str | None = None, **changes: 
     if "statement" in changes:
         Engram.create(changes["statement"], max_statement_bytes=mem.settings.max_statement_bytes)
     if "tags" in changes:
-        changes["tags"] = tuple(changes["tags"])
+        changes["tags"] = tag_tuple(changes["tags"])
     with mem._lock:
         base = mem.store.get(engram_id)
         new = base.replace(**changes)

@@ -32,6 +32,26 @@ ID_RE = re.compile(r"\AENG-\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])-[0-9a-f]{
 TYPES: tuple[str, ...] = ("user", "project", "feedback", "reference", "fact", "procedure")
 STATUSES: tuple[str, ...] = ("active", "retired")
 TAG_RE = re.compile(r"\A[^\s,][^,\n]{0,63}\Z")
+#: Most tags one engram may carry (one engram accepted 100,000: issue 38).
+MAX_TAGS = 64
+#: Longest tag, characters (:data:`TAG_RE`).
+MAX_TAG_CHARS = 64
+
+
+def tag_tuple(tags: Any, what: str = "tags") -> tuple[str, ...]:
+    """``tags`` as a tuple, refusing a bare string (``tags="pets"`` would be the tags p, e, t, s).
+
+    Raises:
+        ValidationError: a string, or not a list/tuple of tags.
+    """
+    if tags is None:
+        return ()
+    if isinstance(tags, (str, bytes)):
+        raise ValidationError(f"{what} must be a list of strings, got the string {tags!r}; "
+                              f"write {what}=[{tags!r}] for one tag")
+    if not isinstance(tags, Iterable) or isinstance(tags, Mapping):
+        raise ValidationError(f"{what} must be a list of strings, got {tags!r}")
+    return tuple(tags)
 
 FIELD_ORDER: tuple[str, ...] = (
     "id", "statement", "type", "scope", "tags", "domain", "rationale", "source",
@@ -170,9 +190,10 @@ class Engram:
             raise ValidationError(f"invalid type {self.type!r}; use one of {', '.join(TYPES)}")
         if self.status not in STATUSES:
             raise ValidationError(f"invalid status {self.status!r}; use one of {', '.join(STATUSES)}")
-        if isinstance(self.tags, str) or not isinstance(self.tags, Iterable):
-            raise ValidationError(f"tags must be a list of strings, got {self.tags!r}")
-        tags = tuple(self.tags)
+        tags = tag_tuple(self.tags)
+        if len(tags) > MAX_TAGS:
+            raise ValidationError(f"{len(tags)} tags is over the limit of {MAX_TAGS} per engram; keep the "
+                                  "few that say what it is about")
         for t in tags:
             if not isinstance(t, str) or not TAG_RE.match(t):
                 raise ValidationError(f"invalid tag {t!r}: 1-64 characters, no comma or newline, not blank")

@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from .engram import STATUSES, TYPES
+from .engram import MAX_TAG_CHARS, MAX_TAGS, STATUSES, TYPES
 
 #: The type an engram gets when none is given (CLI, API, MCP, DSH).
 DEFAULT_TYPE = "fact"
@@ -35,7 +35,8 @@ def schema() -> dict[str, Any]:
 
     Returns:
         ``{"types": [str], "default_type": str, "statuses": [str], "scope_kinds": [str],
-        "scope_pattern": str (ECMAScript, flag u), "scope_name_max_chars": int}``; lists in the
+        "scope_pattern": str (ECMAScript, flag u), "scope_name_max_chars": int, "max_tags": int,
+        "max_tag_chars": int}``; lists in the
         store's order.
     """
     return {
@@ -45,6 +46,8 @@ def schema() -> dict[str, Any]:
         "scope_kinds": list(SCOPE_KINDS),
         "scope_pattern": SCOPE_PATTERN_JS,
         "scope_name_max_chars": SCOPE_NAME_MAX_CHARS,
+        "max_tags": MAX_TAGS,
+        "max_tag_chars": MAX_TAG_CHARS,
     }
 
 

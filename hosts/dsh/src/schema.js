@@ -21,5 +21,7 @@ export const SCHEMA = Object.freeze({
     "agent"
   ],
   "scope_pattern": "^(global|(project|agent):[\\p{L}\\p{N}_.@/-]{1,128})$",
-  "scope_name_max_chars": 128
+  "scope_name_max_chars": 128,
+  "max_tags": 64,
+  "max_tag_chars": 64
 })
