@@ -90,6 +90,20 @@ def error_body(exc: BaseException) -> dict[str, Any]:
     return {"error": {"type": name, "message": " ".join(message.split())}}
 
 
+#: What a team member is told when the database is down: the owner's message names the database's address
+#: and socket path, which the README says members must not have.
+MEMBER_DB_DOWN = ("the team's engram database is unreachable; nothing was half-written, try again later "
+                  "(the service's owner sees why in its log)")
+
+
+def for_member(exc: PlurError) -> PlurError:
+    """``exc`` as a team member may see it: a database outage without the database's address, socket or reason."""
+    if isinstance(exc, DatabaseUnavailableError):
+        log.warning("member request: %s", exc)
+        return DatabaseUnavailableError(MEMBER_DB_DOWN)
+    return exc
+
+
 def fields(body: Any, spec: dict[str, tuple[tuple[type, ...], Any]], where: str) -> dict[str, Any]:
     """Check a JSON body against ``spec`` (name -> (accepted types, default or required)).
 
@@ -135,7 +149,7 @@ class BearerAuth:
 
     def __init__(self, app: Any, token: str, members: Callable[[str], Any] | None = None) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode("latin-1")
+        self._expected = token.encode("latin-1")
         self._members = members
 
     async def _refuse(self, send: Callable[[Any], Awaitable[None]], exc: PlurError) -> None:
@@ -152,15 +166,17 @@ class BearerAuth:
             for key, value in scope.get("headers", ()):
                 if key == b"authorization":
                     got = value
-            if not hmac.compare_digest(got, self._expected):
-                scheme, _, given = got.decode("latin-1").partition(" ")
-                if self._members is not None and scheme == "Bearer" and given.startswith("plur_"):
+            scheme, _, given = got.decode("latin-1").strip().partition(" ")
+            given = given.strip()
+            # the scheme is case-insensitive (RFC 9110 section 11.1): 'bearer <token>' is the same header
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.encode("latin-1"), self._expected):
+                if self._members is not None and scheme.lower() == "bearer" and given.startswith("plur_"):
                     from starlette.concurrency import run_in_threadpool
 
                     try:
                         member = await run_in_threadpool(self._members, given)
-                    except PlurError as exc:  # unknown token (401), database down (503)
-                        await self._refuse(send, exc)
+                    except PlurError as exc:  # unknown token (401), database down (503: no URI, no socket)
+                        await self._refuse(send, for_member(exc))
                         return
                     await self.app({**scope, "plur.member": member}, receive, send)
                     return
@@ -249,6 +265,8 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
                         return out
                 return reply(await run_in_threadpool(locked), status)
             except PlurError as exc:
+                if request.scope.get("plur.member") is not None:
+                    exc = for_member(exc)
                 return reply(error_body(exc), status_of(exc))
             except Exception:  # noqa: BLE001 - one bad request must not take the service down
                 log.exception("API %s failed", name)
