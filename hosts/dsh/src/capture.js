@@ -25,6 +25,24 @@ export function sessionOf (agent) {
   return typeof id === 'string' && id !== '' ? id : undefined
 }
 
+/**
+ * The 0-based position of a typed message among the messages the user typed in its session: the typed
+ * `user/message` events of the session's append-only log (restored history included) before it. The
+ * same message always gets the same number, so a capture repeated after a restart is the same turn.
+ * @param {{session?: {events?: ReadonlyArray<{type: string, data?: any}>}}} agent - the DSH agent.
+ * @param {string | undefined} messageId - the claimed message's id (not counted when already logged).
+ * @returns {number} the turn number.
+ */
+export function typedTurn (agent, messageId) {
+  let n = 0
+  for (const event of agent?.session?.events ?? []) {
+    if (event.type !== 'user/message' || event.data?.source?.kind !== 'user') continue
+    if (messageId !== undefined && event.data?.id === messageId) return n
+    n += 1
+  }
+  return n
+}
+
 /** Sends typed turns to the capture endpoint. */
 export class Capturer {
   /**
@@ -48,16 +66,13 @@ export class Capturer {
    */
   capture ({ agent, text, messageId, scope }) {
     if (!this.available || text === '') return Promise.resolve()
-    const cwd = agent?.session?.header?.cwd
     const body = {
-      agent_id: agent.id,
-      session: sessionOf(agent) ?? agent.id,
-      message_id: typeof messageId === 'string' ? messageId : null,
-      role: 'user',
       text: text.slice(0, MAX_CAPTURE_CHARS),
+      session: sessionOf(agent) ?? agent.id,
+      turn: typedTurn(agent, messageId),
+      role: 'user',
       scope,
-      cwd: typeof cwd === 'string' ? cwd : null,
-      source: 'dsh',
+      agent: agent.id,
     }
     const done = this.client.request('POST', CAPTURE_PATH, body)
       .then(() => {

@@ -135,3 +135,14 @@ test('/plur bind <folder>: another folder joins this session\'s project (plur pr
   assert.match(listed.content[0].text, /project:delta.*TABS/, 'the bound folder\'s session sees delta\'s notes')
   assert.equal((await command('/plur bind')).kind, 'error')
 })
+
+test('capture numbers a typed message by its place among the session\'s typed messages (restored history counted, plugin messages not)', async () => {
+  const { typedTurn, sessionOf } = await import('../src/capture.js')
+  const typed = (id) => ({ type: 'user/message', data: { id, source: { kind: 'user' }, content: [] } })
+  const events = [typed('a'), { type: 'user/message', data: { id: 'ctx', source: { kind: 'plugin' } } }, { type: 'assistant/message', data: {} }, typed('b')]
+  const agent = { id: 'x', session: { header: { id: 'session-1' }, events } }
+  assert.equal(typedTurn(agent, 'a'), 0)
+  assert.equal(typedTurn(agent, 'b'), 1, 'the runtime-context snapshot and the answer are not counted')
+  assert.equal(typedTurn(agent, 'c'), 2, 'a message not logged yet comes next')
+  assert.equal(sessionOf(agent), 'session-1')
+})
