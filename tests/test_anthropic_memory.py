@@ -133,3 +133,12 @@ def test_the_readme_example_runs_create_then_view_against_the_fake_endpoint_and_
     assert recall.returncode == 0, recall.stderr
     hits = json.loads(recall.stdout)
     assert hits and hits[0]["engram"]["statement"] == NOTE and hits[0]["engram"]["scope"] == "project:web"
+
+
+def test_a_key_the_model_writes_is_redacted_and_counted(tool: Any, plur_home: Path) -> None:
+    key = "sk-ant-api03-" + "Wq4" * 30
+    assert call(tool, command="create", path="/memories/keys.md", file_text=f"The deploy key is {key}.")[0]
+    ok, text = call(tool, command="view", path="/memories/keys.md")
+    assert ok and key not in text and "[redacted" in text
+    assert tool.files.memory.stats.screened_counts()
+    assert not [p for p in plur_home.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]

@@ -159,3 +159,14 @@ def test_two_files_with_one_text_share_an_engram_and_deleting_one_keeps_the_othe
     (folder / "project_a.md").unlink()
     assert reconcile(mem, link).forgotten == []
     assert (folder / "project_b.md").exists() and "The API listens on 8080." in scope_texts(mem)
+
+
+def test_a_key_in_a_memory_file_is_not_stored_in_plur(mem: Any, tmp_path: Path) -> None:
+    link, folder = linked(mem, tmp_path)
+    key = "ghp_" + "Kd7" * 12
+    (folder / "reference_token.md").write_text(f"---\nname: t\ndescription: t\ntype: reference\n---\n\nCI uses {key}.\n")
+    reconcile(mem, link)
+    (e,) = mem.list(scope=SCOPE)
+    assert key not in e.statement and "[redacted" in e.statement
+    assert not [p for p in Path(mem.home).rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    assert not reconcile(mem, link).changed                                   # no loop between the two texts

@@ -99,7 +99,9 @@ def test_an_api_key_inside_an_imported_note_is_not_stored(run, plur_home: Path, 
     r = run("import", str(src))
     assert r.exit_code == 0 and "imported 8 new engrams" in r.stdout and "removed 1 credential" in r.stderr
     deploy = next(e for e in engrams(plur_home) if "Deploys the dashboard" in e.statement)
-    assert key not in deploy.statement
+    assert key not in deploy.statement and "[redacted" in deploy.statement
+    with Memory(plur_home, model="none") as m:
+        assert sum(m.stats.screened_counts().values()) == 1                 # counted, as capture's are
     assert not [p for p in plur_home.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
 
 

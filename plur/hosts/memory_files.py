@@ -4,7 +4,8 @@ Each file under ``/memories`` is one engram of the scope: the file's text is the
 its path is kept on the engram (``memory_path``). Folders are implied by the paths. Active engrams of the
 scope written elsewhere (``plur learn``, another host) show as ``/memories/plur/<slug>_<id>.md``, so a
 model that views ``/memories`` sees what plur holds (conversation turns stored by ingest or capture are
-left out of the tree). Every verb checks the path first and answers with the tool's documented errors
+left out of the tree). Text passes the secret screen (:mod:`plur.screen`) before it is stored. Every verb checks the path first and
+answers with the tool's documented errors
 (:class:`MemoryToolError`); the texts follow the Anthropic SDK's local-filesystem backend, so a model
 reads the same words whichever backend answers.
 
@@ -140,6 +141,7 @@ class MemoryFiles:
             raise MemoryToolError(f"The path {path} is a directory")
         if not file_text.strip():
             raise MemoryToolError(f"Cannot create {path}: plur keeps no empty memory file; give file_text")
+        file_text = self._screened(file_text)
         engram, created = self.memory.learn_outcome(file_text, scope=self.scope, type=self.type,
                                                     source={"kind": "memory-tool", "path": path})
         if not created:
@@ -219,7 +221,16 @@ class MemoryFiles:
     def _set_text(self, engram: Any, path: str, text: str) -> None:
         if not text.strip():
             raise MemoryToolError(f"No change made: {path} would be empty; delete it instead")
-        self._write(engram, statement=text, extra={**dict(engram.extra), PATH_KEY: path})
+        self._write(engram, statement=self._screened(text), extra={**dict(engram.extra), PATH_KEY: path})
+
+    def _screened(self, text: str) -> str:
+        """``text`` with credentials redacted (capture's screen, :mod:`plur.screen`); they are counted, never kept."""
+        from ..screen import screen
+
+        shown = screen(text)
+        if shown.kinds:
+            self.memory.stats.record_screened(shown.kinds, "memory-tool")
+        return shown.text
 
 
 def _size(n: int) -> str:

@@ -21,7 +21,7 @@ class ImportResult:
         known: entries the store already holds (same id and text, or the same statement in the scope);
             their new tags are merged (not with ``dry_run``).
         renamed: ``(id in the file, id stored)`` for entries whose id this store uses for other text.
-        secrets: credentials removed from the text before anything was stored (:mod:`plur.store.screen`).
+        secrets: credentials redacted from the text before anything was stored (:mod:`plur.screen`).
         dry_run: nothing was written.
     """
 
@@ -32,18 +32,19 @@ class ImportResult:
     dry_run: bool = False
 
 
-def screen(engrams: Iterable[Engram]) -> tuple[list[Engram], int]:
-    """The engrams with credentials removed from their statements (the import's one secret screen), and the count."""
-    from ..store.screen import screen_text
+def screen(engrams: Iterable[Engram]) -> tuple[list[Engram], list[str]]:
+    """The engrams with credentials redacted from their statements (:func:`plur.screen.screen`, capture's
+    screen), and the kind of each secret found."""
+    from ..screen import screen as screen_text
 
-    out, total = [], 0
+    out, kinds = [], []
     for e in engrams:
-        text, n = screen_text(e.statement)
-        if n:
-            total += n
-            e = e.replace(statement=text)
+        shown = screen_text(e.statement)
+        if shown.kinds:
+            kinds += shown.kinds
+            e = e.replace(statement=shown.text)
         out.append(e)
-    return out, total
+    return out, kinds
 
 
 def import_engrams(mem: Any, engrams: Iterable[Engram], *, dry_run: bool = False) -> ImportResult:
@@ -61,7 +62,8 @@ def import_engrams(mem: Any, engrams: Iterable[Engram], *, dry_run: bool = False
         ValidationError: an engram plur cannot store (over ``max_statement_bytes``...).
         StoreError: the write failed.
     """
-    items, secrets = screen(engrams)
+    items, kinds = screen(engrams)
+    secrets = len(kinds)
     for e in items:
         Engram.create(e.statement, max_statement_bytes=mem.settings.max_statement_bytes)
     with mem._lock:
@@ -82,6 +84,7 @@ def import_engrams(mem: Any, engrams: Iterable[Engram], *, dry_run: bool = False
                     seen.add(key)
                     added.append(e)
             return ImportResult(tuple(added), tuple(known), (), secrets, True)
+        mem.stats.record_screened(kinds, "import")  # counted (never the text), as capture's are
         results = mem.store.add_many(fresh)
         new = [e for e, created in results if created]
         if mem._indexes is not None and new:

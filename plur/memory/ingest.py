@@ -42,8 +42,9 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
         progress: show a tqdm bar on stderr (default: when more than 1,000 turns are new).
         dry_run: write nothing; the result says what would be added (``added``: unstored engrams) and changed.
 
-    Credentials in a turn (API keys, tokens, private keys) are removed before anything is stored or
-    compared (:mod:`plur.store.screen`); ``secrets`` counts them.
+    Credentials in a turn (API keys, tokens, private keys) are redacted before anything is stored or
+    compared (:func:`plur.screen.screen`, capture's screen); ``secrets`` counts them, and so does
+    ``stats.db`` (door ``ingest``) unless ``dry_run``.
 
     Returns:
         An :class:`~plur.store.ingest.turns.IngestResult` (``added``, ``skipped``, ``turns``, ``format``,
@@ -80,7 +81,8 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
         turns = conv.parse(data, fmt, where=where, session=session, date=when, problems=problems)
         if format is not None and not turns:
             _wrong_format(data, format, where)
-    turns, secrets = _screen(turns)
+    turns, kinds = _screen(turns)
+    secrets = len(kinds)
     kept = [t for t in turns if t.role in roles]
     with mem._lock:
         mem._scan()
@@ -120,6 +122,7 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
                                  skipped=len(kept) - len(new) - len(edited), problems=tuple(problems),
                                  changed=tuple(old.replace(statement=t.text) for old, t in edited),
                                  secrets=secrets, dry_run=True)
+    mem.stats.record_screened(kinds, "ingest")
     added: list[Engram] = []
     show = progress if progress is not None else len(engrams) > 1000
     from tqdm import tqdm
@@ -146,18 +149,18 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
                              changed=tuple(changed), secrets=secrets)
 
 
-def _screen(turns: list[Any]) -> tuple[list[Any], int]:
-    """The turns with credentials removed from their text (the one secret screen), and how many were removed."""
+def _screen(turns: list[Any]) -> tuple[list[Any], list[str]]:
+    """The turns with credentials redacted from their text (the one secret screen), and the kinds found."""
     import dataclasses
 
-    from ..store.screen import screen_text
+    from ..screen import screen
 
-    out, total = [], 0
+    out, kinds = [], []
     for t in turns:
-        text, n = screen_text(t.text)
-        total += n
-        out.append(dataclasses.replace(t, text=text) if n else t)
-    return out, total
+        shown = screen(t.text)
+        kinds += shown.kinds
+        out.append(dataclasses.replace(t, text=shown.text) if shown.kinds else t)
+    return out, kinds
 
 
 def _wrong_format(data: Any, fmt: str, where: str) -> None:

@@ -10,7 +10,8 @@ agreed (:class:`~.records.LinkState`):
 * both changed at once (two edits that cross): no text is lost. The file's text comes first, then a line
   naming the conflict, then plur's text; both sides get that text and the engram the tag ``conflict``.
 
-Conversation turns of the scope (ingest, capture) are not memory files. A run writes nothing when
+Text from a file passes the secret screen (:mod:`plur.screen`) before it becomes an engram (the file itself
+is left as Claude Code wrote it). Conversation turns of the scope (ingest, capture) are not memory files. A run writes nothing when
 nothing changed, and holds a lock per link (``<home>/links/<key>.lock``), so the service's watcher and a
 ``plur link`` in another process never sync one folder at once.
 """
@@ -176,6 +177,7 @@ def _to_engram(memory: Any, link: Link, name: str, text: str, e: Any, report: Sy
     body, kind, fields = memfile.parse(text, str(Path(link.folder) / name))
     if not body:
         raise PlurError("the memory file has no text; it is left until it has some")
+    body = _screened(memory, body)
     if e is None:
         e, _ = memory.learn_outcome(body, scope=link.scope, type=kind or "reference", tags=tags,
                                     source={"kind": SOURCE_KIND, "file": name}, created=memfile.dated(fields))
@@ -189,9 +191,20 @@ def _to_engram(memory: Any, link: Link, name: str, text: str, e: Any, report: Sy
     return e, {"id": e.id, "file": memfile.sha(text), "engram": memfile.engram_hash(e)}
 
 
+def _screened(memory: Any, text: str) -> str:
+    """``text`` through the secret screen (capture's): a key in a memory file is not stored in plur (counted)."""
+    from ...screen import screen
+
+    shown = screen(text)
+    if shown.kinds:
+        memory.stats.record_screened(shown.kinds, "link")
+    return shown.text
+
+
 def _conflict(memory: Any, link: Link, folder: Path, name: str, text: str, e: Any,
               report: SyncReport) -> tuple[Any, dict[str, str]]:
     body, _, _ = memfile.parse(text, str(folder / name))
+    body = _screened(memory, body)
     if body == e.statement:
         return e, {"id": e.id, "file": memfile.sha(text), "engram": memfile.engram_hash(e)}
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
