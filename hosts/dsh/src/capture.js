@@ -43,6 +43,26 @@ export function typedTurn (agent, messageId) {
   return n
 }
 
+/**
+ * The model's answer to the latest typed message: the text of the last `assistant/message` after it, with
+ * that message's turn number (an answer shares its question's number; the role tells them apart).
+ * @param {{session?: {events?: ReadonlyArray<{type: string, data?: any}>}}} agent - the DSH agent.
+ * @returns {{text: string, turn: number} | undefined} nothing when the turn ended without text.
+ */
+export function answerOf (agent) {
+  const events = agent?.session?.events ?? []
+  let text = ''
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]
+    if (event.type === 'assistant/message' && text === '') {
+      text = (event.data?.message?.content ?? []).filter((b) => b?.type === 'text' && typeof b.text === 'string').map((b) => b.text).join('\n').trim()
+    } else if (event.type === 'user/message' && event.data?.source?.kind === 'user') {
+      return text === '' ? undefined : { text, turn: typedTurn(agent, event.data?.id) }
+    }
+  }
+  return undefined
+}
+
 /** Sends typed turns to the capture endpoint. */
 export class Capturer {
   /**
@@ -60,17 +80,18 @@ export class Capturer {
 
   /**
    * Hand one typed message to capture (returns at once).
-   * @param {{agent: any, text: string, messageId?: string, scope: string}} turn - the agent, the typed
-   *   text, the DSH message id, and the scope the session recalls in.
+   * @param {{agent: any, text: string, messageId?: string, scope: string, role?: string, turn?: number}} turn -
+   *   the agent, the text, the DSH message id, the scope the session recalls in, and for an answer its role
+   *   (`assistant`) and turn number.
    * @returns {Promise<void>} settles when the request did (never rejects).
    */
-  capture ({ agent, text, messageId, scope }) {
+  capture ({ agent, text, messageId, scope, role = 'user', turn }) {
     if (!this.available || text === '') return Promise.resolve()
     const body = {
       text: text.slice(0, MAX_CAPTURE_CHARS),
       session: sessionOf(agent) ?? agent.id,
-      turn: typedTurn(agent, messageId),
-      role: 'user',
+      turn: turn ?? typedTurn(agent, messageId),
+      role,
       scope,
       agent: agent.id,
     }

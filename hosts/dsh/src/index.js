@@ -35,7 +35,7 @@ import { CAPTURE_MODES, LIVE_DEFAULTS, LiveSettings, settingsMount } from './set
 export { findProject, resolveProject } from './project.js'
 import { SKILL } from './skill.js'
 import { SCOPE_RE, scopeFor, typedText, userText } from './scope.js'
-import { Capturer } from './capture.js'
+import { answerOf, Capturer } from './capture.js'
 import { commandOf, noteBlock, Starter } from './start.js'
 import { registerTools } from './tools.js'
 
@@ -247,6 +247,18 @@ export function apply (ctx, config) {
     const text = cache.read(id)
     if (!assembled.sections.some((section) => section.name === SECTION_NAME && section.text !== text)) return assembled
     return { ...assembled, sections: assembled.sections.map((section) => section.name === SECTION_NAME ? { ...section, text } : section) }
+  })
+
+  // capture = all: the model's answer too, when its turn ends (off the turn path: the listener returns at once)
+  ctx.on('agent/turn-stopping', ({ agent } = {}) => {
+    try {
+      const current = live_.get()
+      if (!current.enabled || current.capture !== 'all' || agent?.id === undefined) return
+      const answer = answerOf(agent)
+      if (answer !== undefined) capturer.capture({ agent, text: answer.text, role: 'assistant', turn: answer.turn, scope: scopeFor(agent, current.scope, settings.home) })
+    } catch (error) {
+      logger.warn('plur capture of the answer not started: %o', error)
+    }
   })
 
   ctx.on('agent/disposed', ({ agent }) => {

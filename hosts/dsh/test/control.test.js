@@ -146,3 +146,12 @@ test('capture numbers a typed message by its place among the session\'s typed me
   assert.equal(typedTurn(agent, 'c'), 2, 'a message not logged yet comes next')
   assert.equal(sessionOf(agent), 'session-1')
 })
+
+test('capture = all: the answer to the latest typed message, numbered as its question', async () => {
+  const { answerOf } = await import('../src/capture.js')
+  const typed = (id) => ({ type: 'user/message', data: { id, source: { kind: 'user' }, content: [] } })
+  const said = (text) => ({ type: 'assistant/message', data: { message: { role: 'assistant', content: [{ type: 'text', text }] } } })
+  const agent = { session: { events: [typed('a'), said('first answer'), typed('b'), said('thinking...'), { type: 'tool/result' }, said('Lena lives in Vienna.')] } }
+  assert.deepEqual(answerOf(agent), { text: 'Lena lives in Vienna.', turn: 1 })
+  assert.equal(answerOf({ session: { events: [typed('a')] } }), undefined, 'no answer yet')
+})
