@@ -93,7 +93,7 @@ export class Capturer {
       turn: turn ?? typedTurn(agent, messageId),
       role,
       scope,
-      agent: agent.id,
+      agent_id: agent.id,
     }
     const done = this.client.request('POST', CAPTURE_PATH, body)
       .then(() => {
