@@ -27,14 +27,15 @@ def claude_code(app: App, project_dir: Path | None, memory_dir: Path | None, sco
                 as_json: bool) -> None:
     """Link PROJECT_DIR's Claude Code memory folder (default: the current folder's) to its project scope.
 
-    Syncs once now; then the service (`plur service start`) keeps them in step: a memory file Claude Code
-    writes, edits or deletes becomes, updates or forgets its engram within seconds, and an engram learned,
-    changed or forgotten in the scope appears in, changes or leaves the folder and its MEMORY.md. Two edits
-    that cross keep both texts, the conflict named.
+    Syncs once now; then the service keeps them in step (started in the background when none runs and
+    auto-start is on; else `plur service start`): a memory file Claude Code writes, edits or deletes
+    becomes, updates or forgets its engram within seconds, and an engram learned, changed or forgotten in
+    the scope appears in, changes or leaves the folder and its MEMORY.md. Two edits that cross keep both
+    texts, the conflict named.
     """
     from ..hosts.claude_link import Link, claude_memory_folder, reconcile, save_link
     from ..project import resolve
-    from ..service import files
+    from ..service import autostart
     from ..store.scope import check_scope
 
     project = Path(os.path.realpath(project_dir or Path.cwd()))
@@ -44,17 +45,21 @@ def claude_code(app: App, project_dir: Path | None, memory_dir: Path | None, sco
     new = Link("claude-code", str(folder), scope, str(project))
     save_link(Path(mem.home), new)
     report = reconcile(mem, new)
-    running = files.service_alive(Path(mem.home))
+    door = autostart.door(mem.home)  # the service keeps them in step: start it, as any door does on first need
+    if door.client is not None:
+        door.client.close()
     if as_json:
         emit_json({**new.to_dict(), "to_engrams": report.to_engrams, "to_files": report.to_files,
-                   "conflicts": report.conflicts, "problems": report.problems, "service_running": running})
+                   "conflicts": report.conflicts, "problems": report.problems, "service": door.state})
         return
     echo(f"linked {folder} <-> {scope}: {len(report.to_engrams)} memory file(s) -> engrams, "
          f"{len(report.to_files)} engram(s) -> files")
     for problem in report.problems:
         echo(f"plur: {problem}", err=True)
-    echo("the running service keeps them in step" if running else
-         "start the service to keep them in step as they change: plur service start")
+    echo({"service": "the running service keeps them in step",
+          "started": "started the plur service in the background: it keeps them in step while it runs",
+          "starting": "the plur service is starting: it keeps them in step while it runs"}.get(
+        door.state, f"start the service to keep them in step as they change: plur service start ({door.note})"))
 
 
 @link.command("list")
