@@ -297,7 +297,7 @@ class WriterJournal:
             with open_private(self.path, "ab") as f:
                 f.write(name.encode("ascii") + b"\n")
                 self.pos = (self.pos[0], f.tell())
-        except (OSError, StoreError):
+        except (OSError, StoreError, UnicodeEncodeError):  # a name no engram has (not ASCII): others rescan
             self.pos = None  # others fall back to a full scan; the write itself goes on
         if stale:
             self.pos = None  # we skipped others' names: our next write does a full scan

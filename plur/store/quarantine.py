@@ -79,7 +79,8 @@ def move_aside(src: Path, quarantine_dir: Path, reason: str, nbytes: int, fsync:
     while dst.exists() or dst.with_name(dst.name + ".reason").exists():
         dst = quarantine_dir / f"{name}.{stamp}-{n}"
         n += 1
-    info = {"original": str(src), "reason": reason, "when": format_time(datetime.now(timezone.utc)),
+    # a name that is not UTF-8 (an old archive, a sync tool) is spelt with \xNN for its other bytes
+    info = {"original": os.fsencode(src).decode("utf-8", "backslashreplace"), "reason": reason, "when": format_time(datetime.now(timezone.utc)),
             "bytes": nbytes}
     atomic_write(dst.with_name(dst.name + ".reason"),
                  yaml.safe_dump(info, allow_unicode=True, sort_keys=False).encode("utf-8"), sync=fsync)
@@ -122,7 +123,7 @@ def list_quarantined(quarantine_dir: Path) -> list[dict[str, Any]]:
         if not isinstance(info, dict):
             info = {}
         out.append({
-            "path": str(rp.with_suffix("")),
+            "path": os.fsencode(rp.with_suffix("")).decode("utf-8", "backslashreplace"),  # \xNN: not UTF-8
             "original": str(info.get("original", "")),
             "reason": str(info.get("reason", "(unreadable .reason file)")),
             "when": str(info.get("when", "")),
