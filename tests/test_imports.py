@@ -249,3 +249,20 @@ def test_a_claude_code_memory_folder_imports_into_its_projects_scope(run, plur_h
     assert run("import", str(folder)).exit_code == 0
     (e,) = engrams(plur_home)
     assert e.scope == project_scope(app, plur_home) and e.type == "feedback"
+
+
+def test_claude_ai_data_export_zip_ingests_its_conversations(run, plur_home: Path, tmp_path: Path) -> None:
+    zipped = tmp_path / "data-2026-04-03.zip"
+    with zipfile.ZipFile(zipped, "w") as z:
+        z.write(CHATS / "claude_ai_conversations.json", "conversations.json")
+        z.writestr("users.json", "[]")
+    r = run("ingest", str(zipped), "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["format"] == "claude-ai" and len(out["added"]) == 3
+    by_text = {e.statement: e for e in engrams(plur_home)}
+    flood = by_text["The route along the Oude Rijn floods in February, so I take the train then."]
+    assert flood.source["session"] == "5d1c7e0a-3f4b-4c2e-9a10-6b7c8d9e0f11" and flood.source["turn"] == 2
+    assert flood.source["title"] == "Bike commute planning" and flood.created.isoformat().startswith("2026-03-14T08:05")
+    assert "My starter lives in the fridge and I feed it on Fridays." in by_text        # the text field alone
+    assert json.loads(run("ingest", str(zipped), "--json").stdout)["added"] == []

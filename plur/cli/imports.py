@@ -18,7 +18,7 @@ from .output import echo, emit_json, one_line
 from .scopes import HERE_HELP, scope_value
 
 IMPORT_CHOICES = ("jsonl", "plur-yaml", "claude-dir", "claude-memory", "chatgpt-memory", "notes")
-INGEST_CHOICES = ("messages", "claude-code", "chatgpt", "longmemeval", "locomo", "dsh")
+INGEST_CHOICES = ("messages", "claude-code", "chatgpt", "longmemeval", "locomo", "dsh", "claude-ai")
 PREVIEW_PER_TYPE = 3
 
 
@@ -112,8 +112,8 @@ def ingest(app: App, sources: tuple[Path, ...], fmt: str | None, session: str | 
     """Learn chat histories from SOURCES, one engram per turn; re-running adds only turns not ingested yet.
 
     Formats: OpenAI/mem0 message lists, Claude Code transcripts (.jsonl; a project's folder or the whole
-    ~/.claude/projects folder: each project's sessions go to that project's scope), ChatGPT's export
-    (the .zip or its conversations.json), LongMemEval haystacks, LoCoMo conversations. Credentials in a
+    ~/.claude/projects folder: each project's sessions go to that project's scope), ChatGPT's and claude.ai's
+    exports (the .zip or its conversations.json), LongMemEval haystacks, LoCoMo conversations. Credentials in a
     turn are removed before it is stored.
     """
     from ..store.ingest.sources import ingest_sources

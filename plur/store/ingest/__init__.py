@@ -2,7 +2,8 @@
 
 One module per format (:data:`FORMATS`), each with ``looks_like(data)`` and ``parse(data, where=,
 session=, date=)``: :mod:`.messages` (OpenAI / mem0 message lists), :mod:`.claude_code` (Claude Code
-session transcripts), :mod:`.chatgpt` (ChatGPT ``conversations.json``), :mod:`.longmemeval`
+session transcripts), :mod:`.chatgpt` (ChatGPT ``conversations.json``), :mod:`.claude_ai`
+(claude.ai's ``conversations.json``), :mod:`.longmemeval`
 (LongMemEval haystacks), :mod:`.locomo` (LoCoMo conversations). :meth:`plur.memory.Memory.ingest`
 turns the turns into engrams.
 """
@@ -18,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ValidationError
-from . import chatgpt, claude_code, dsh, locomo, longmemeval, messages
+from . import chatgpt, claude_ai, claude_code, dsh, locomo, longmemeval, messages
 from ..transfer import read_text_file
 from .turns import FORMATS, KEY_FIELDS, ROLES, SKIPPED_LINE, IngestResult, Turn, fork_derived, source_key
 
-_PARSERS = {m.NAME: m for m in (messages, claude_code, chatgpt, longmemeval, locomo, dsh)}
+_PARSERS = {m.NAME: m for m in (messages, claude_code, chatgpt, longmemeval, locomo, dsh, claude_ai)}
 #: Detection order: the most specific shapes first (a message list is the loosest).
-_DETECT = (dsh, claude_code, chatgpt, longmemeval, locomo, messages)
+_DETECT = (dsh, claude_code, chatgpt, claude_ai, longmemeval, locomo, messages)
 
 
 def detect_format(data: Any, where: str = "input") -> str:
@@ -70,7 +71,7 @@ def parse(data: Any, fmt: str | None = None, *, where: str = "input", session: s
     name = fmt or detect_format(data, where)
     if isinstance(data, list) and name != claude_code.NAME:
         data = [d for d in data if d is not SKIPPED_LINE]
-    if problems is not None and name in (chatgpt.NAME, claude_code.NAME, dsh.NAME):
+    if problems is not None and name in (chatgpt.NAME, claude_ai.NAME, claude_code.NAME, dsh.NAME):
         return _PARSERS[name].parse(data, where=where, session=session, date=date, problems=problems)
     return _PARSERS[name].parse(data, where=where, session=session, date=date)
 
@@ -106,7 +107,7 @@ def load(path: str | os.PathLike[str], problems: list[tuple[str, str]] | None = 
     document but whose lines are. With ``problems`` given, a JSON Lines line that is not JSON is
     appended there as ``("<file>:<line>", reason)`` and skipped (unless no line is JSON at all).
 
-    A ``.zip`` is a ChatGPT export: its ``conversations.json`` is read.
+    A ``.zip`` is a ChatGPT or claude.ai export: its ``conversations.json`` is read.
 
     Raises:
         ValidationError: missing/unreadable file, or neither JSON nor JSON Lines (naming the line).
@@ -142,7 +143,7 @@ def load(path: str | os.PathLike[str], problems: list[tuple[str, str]] | None = 
 
 
 def _zip_conversations(p: Path) -> Any:
-    """The decoded ``conversations.json`` of a ChatGPT export ``.zip`` (the one nearest the top).
+    """The decoded ``conversations.json`` of a ChatGPT or claude.ai export ``.zip`` (the one nearest the top).
 
     Raises:
         ValidationError: not a zip, no ``conversations.json`` in it (naming what it holds), or not JSON.
@@ -155,7 +156,8 @@ def _zip_conversations(p: Path) -> Any:
             if not names:
                 some = ", ".join(z.namelist()[:5]) or "nothing"
                 raise ValidationError(f"{p} holds no conversations.json (it holds {some}); a ChatGPT export "
-                                      "(Settings > Data controls > Export data) has one at its top")
+                                      "(Settings > Data controls > Export data) or a claude.ai export (Settings > Privacy "
+                                      "> Export data) has one at its top")
             raw = z.read(min(names, key=lambda n: (n.count("/"), n)))
     except (zipfile.BadZipFile, OSError) as exc:
         raise ValidationError(f"cannot read {str(p)!r} as a zip file ({exc}); check the file") from None

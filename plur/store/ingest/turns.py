@@ -24,7 +24,7 @@ from ...errors import ValidationError
 from ..engram import Engram, parse_time
 
 #: Conversation formats, in the order :func:`plur.store.ingest.detect_format` tries them.
-FORMATS: tuple[str, ...] = ("messages", "claude-code", "chatgpt", "longmemeval", "locomo", "dsh")
+FORMATS: tuple[str, ...] = ("messages", "claude-code", "chatgpt", "longmemeval", "locomo", "dsh", "claude-ai")
 ROLES: tuple[str, ...] = ("user", "assistant")
 #: The keys of ``source`` that identify a turn; re-ingesting skips turns whose key is already stored.
 KEY_FIELDS: tuple[str, ...] = ("format", "session", "turn", "role")
