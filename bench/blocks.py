@@ -2,7 +2,9 @@
 
 The block is built exactly as a host gets it: the recall's top ``recall_k`` hits go through
 :func:`plur.prompt.selection.select_block` (relevance floor, then :func:`plur.prompt.block.build_block`
-at ``budget_tokens``), the selection every host path makes. Each per-question row gets::
+at ``budget_tokens``), the selection every host path makes, with the overview of what memory holds
+(:mod:`plur.prompt.overview`) when no hit clears the floor or the question asks about the user as a whole
+(its tokens count in ``tokens``, the notes it lists in ``notes``). Each per-question row gets::
 
     "block":         {"notes", "gold_notes", "gold_ids", "tokens", "kept_out"}   # with the floor
     "block_nofloor": {"notes", "gold_notes", "gold_ids", "tokens"}               # same hits, no floor
@@ -19,7 +21,7 @@ recall = gold_ids / n_gold. ``candidates`` lets :mod:`bench.floor` replay any fl
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -42,7 +44,9 @@ def _count(block: Any, docs_of: Mapping[str, Sequence[str]], gold: Collection[st
 
 
 def block_fields(hits: Sequence[Any], docs_of: Mapping[str, Sequence[str]], gold: Collection[str], *,
-                 recall_k: int, budget_tokens: int, now: str | None) -> dict[str, Any]:
+                 recall_k: int, budget_tokens: int, now: str | None,
+                 overview: Callable[[Sequence[Any]], tuple[Sequence[str], Sequence[str]]] | None = None
+                 ) -> dict[str, Any]:
     """The ``block``, ``block_nofloor`` and ``candidates`` fields of one question's row (see module doc).
 
     Args:
@@ -52,19 +56,22 @@ def block_fields(hits: Sequence[Any], docs_of: Mapping[str, Sequence[str]], gold
         recall_k: hits a host's block is built from (setting ``recall_k``).
         budget_tokens: the block budget (setting ``budget_tokens``).
         now: the question's date (ISO-8601), for validity windows.
+        overview: the top hits -> the overview's ``(lines, engram ids)`` a host's block would end with
+            (:func:`plur.prompt.selection.overview_lines`; empty when it carries none), or ``None``.
     """
     from plur.prompt.selection import select_block
 
     top = list(hits[:recall_k])
     when = _when(now)
-    sel = select_block(top, budget_tokens, when)
+    sel = select_block(top, budget_tokens, when, overview=overview(top) if overview is not None else ((), ()))
     bare = select_block([dataclasses.replace(h, below_floor="") for h in top], budget_tokens, when)
     gold_set = set(gold)
     cands = [[round(float(h.score), 5), int(bool(gold_set.intersection(docs_of.get(h.engram.id, ())))),
               estimate_tokens(engram_line(h.engram) + "\n"), int(bool(h.below_floor)),
               None if h.dense_score is None else round(float(h.dense_score), 4), int(h.date_match),
               None if h.bm25_score is None else round(float(h.bm25_score), 4)] for h in top]
-    return {"block": {**_count(sel.block, docs_of, gold), "kept_out": len(sel.kept_out)},
+    return {"block": {**_count(sel.block, docs_of, gold), "kept_out": len(sel.kept_out),
+                      "overview": int(sel.block.overview)},
             "block_nofloor": _count(bare.block, docs_of, gold), "candidates": cands,
             "scores": [round(float(h.score), 4) for h in hits]}
 

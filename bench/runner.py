@@ -236,7 +236,8 @@ class Engine:
                                            latency_ms=latency_ms, n_engrams=len(docs_of), n_ranked=len(ranked))
                             if not variant.full:  # what the memory block injects (bench.blocks)
                                 row.update(block_fields(hits, docs_of, query.gold, recall_k=self.settings.recall_k,
-                                                        budget_tokens=self.settings.budget_tokens, now=query.now))
+                                                        budget_tokens=self.settings.budget_tokens, now=query.now,
+                                                        overview=_overview(mem, query.text)))
                             rows.append(row)
                             if on_progress is not None:
                                 on_progress(1)
@@ -272,6 +273,13 @@ class Engine:
         for engram, (doc_id, _) in zip(stored, docs):
             docs_of.setdefault(engram.id, []).append(doc_id)
         return docs_of
+
+
+def _overview(mem: Any, question: str) -> Any:
+    """The overview a host's block would end with for ``question`` (``plur.prompt.overview``), from the top hits."""
+    from plur.prompt.selection import overview_lines, overview_why
+
+    return lambda top: overview_lines(mem, None, overview_why(question, top), top)
 
 
 def _item(dataset: str, doc_id: str, text: str, meta: DocMeta | None) -> dict[str, Any]:

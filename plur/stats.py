@@ -221,6 +221,24 @@ class StatsDB:
                                    (engram_id,)).fetchone()
         return {"useful": int(row[0]), "not_useful": int(row[1]) - int(row[0])}
 
+    def uses(self, engram_ids: Sequence[str]) -> dict[str, int]:
+        """``engram id -> recalls that returned it above the relevance floor + useful feedback``, for the
+        given ids that have any (what "most used" means in a block's overview, :mod:`plur.prompt.overview`).
+        Reads only those ids' rows (indexed by engram id), in chunks of 500."""
+        ids = list(dict.fromkeys(engram_ids))
+        out: dict[str, int] = {}
+        with self._lock:
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                for sql in (f"SELECT engram_id, SUM(COALESCE(above_floor, 0)) FROM recall_hits "
+                            f"WHERE engram_id IN ({marks}) GROUP BY engram_id",
+                            f"SELECT engram_id, SUM(useful) FROM feedback WHERE engram_id IN ({marks}) GROUP BY engram_id"):
+                    for eid, n in self._db.execute(sql, chunk):
+                        if n:
+                            out[eid] = out.get(eid, 0) + int(n)
+        return out
+
     def engram_ids(self) -> set[str]:
         """Every engram id some event row names (feedback, recall hits, injections)."""
         with self._lock:

@@ -232,8 +232,9 @@ def test_a_block_fetched_to_inject_counts_as_an_injection(service: tuple[Path, d
     got = c.request("POST", "/block", {"agent_id": "inj-host", "query": "what does the user drink?",
                                        "scope": "project:b", "inject": True})
     assert injections() == [("inj-host", got["tokens"])]
-    c.request("POST", "/block", {"agent_id": "inj-host", "query": "zzqx telescope", "inject": True})
-    assert len(injections()) == 1  # an empty block injects nothing
+    got = c.request("POST", "/block", {"agent_id": "inj-host", "query": "zzqx telescope", "inject": True})
+    assert "Memory overview" in got["text"] and not got["engram_ids"]  # nothing clears the floor: the overview
+    assert injections()[1:] == [("inj-host", got["tokens"])]           # which reached the prompt too
 
 
 def _wait_block(c: Client, agent: str, until, timeout_s: float = 30) -> dict:

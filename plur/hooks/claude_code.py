@@ -227,7 +227,7 @@ def _in_process(home: str, body: dict[str, Any], keyword: bool) -> dict[str, Any
             memory.store.close()
         finally:
             memory.close()
-    return {"text": block.text, "engram_ids": list(block.engram_ids), "mode": mode}
+    return {"text": block.text, "engram_ids": list(block.engram_ids), "mode": mode, "overview": block.overview}
 
 
 def project_scope(event: dict[str, Any], scope: str | None, home: str) -> str:
@@ -285,6 +285,10 @@ def answer(event: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any] | None
             got = _in_process(home, body, found.keyword_only)
             note = f"plur: {KEYWORD_NOTE}" if found.keyword_only else None
     ids = [x for x in got.get("engram_ids", []) if isinstance(x, str)]
+    if got.get("overview") is True:  # shown once per session unless asked for (plur.prompt.increment)
+        from ..prompt.increment import OVERVIEW_MARK
+
+        ids.append(OVERVIEW_MARK)
     if ids or name == "SessionStart":
         save_shown(path, shown + [x for x in ids if x not in shown])
     out: dict[str, Any] = {}

@@ -92,6 +92,12 @@ class Memory:
                     self._stats = StatsDB(self.home / "stats.db")
         return self._stats
 
+    @property
+    def generation(self) -> int:
+        """A counter bumped by every change of the store seen so far (this process's writes, and other
+        processes' once a read has looked); caches derived from the engrams key on it."""
+        return self._generation
+
     def _by_id(self) -> dict[str, Engram]:
         return self.store.by_id()
 

@@ -166,12 +166,14 @@ class Block:
         engram_ids: ids of the engrams in the block, in block order.
         tokens: :func:`estimate_tokens` of ``text`` (<= the budget it was built for).
         hash: ``sha256:<first 16 hex>`` of ``text`` ('' for an empty block); the cache's gate.
+        overview: the block ends with the overview of what memory holds (:mod:`plur.prompt.overview`).
     """
 
     text: str
     engram_ids: tuple[str, ...]
     tokens: int
     hash: str
+    overview: bool = False
 
 
 EMPTY_BLOCK = Block(text="", engram_ids=(), tokens=0, hash="")
@@ -244,7 +246,7 @@ def _line_cost(line: str, budget_tokens: int) -> int:
 
 
 def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetime | None = None, *,
-                pinned: Iterable[Engram] = ()) -> Block:
+                pinned: Iterable[Engram] = (), tail: Sequence[str] = (), tail_ids: Sequence[str] = ()) -> Block:
     """Render ``hits`` (plus always-on ``pinned`` engrams) into a fenced block within ``budget_tokens``.
 
     Selection, by whole engrams except a note too long to fit (clipped, below):
@@ -268,6 +270,9 @@ def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetim
         budget_tokens: token budget of the whole block, fences and header included (>= 0).
         now: the time validity windows are checked at (aware; default: now, UTC).
         pinned: engrams to include even when not recalled (the worker passes the agent's pinned ones).
+        tail: lines after the notes (the overview, :mod:`plur.prompt.overview`), already neutralised; their
+            tokens are set aside first, so the notes fit in what is left. Left out when they alone do not fit.
+        tail_ids: engram ids the tail lists (added to ``engram_ids`` after the notes' ids).
 
     Returns:
         A :class:`Block`; ``EMPTY_BLOCK`` when no engram fits or there is nothing to show.
@@ -285,6 +290,10 @@ def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetim
         (pinned_lines if engram.pinned else other_lines).append((engram.id, engram_line(engram)))
 
     frame = estimate_tokens(FENCE_OPEN + "\n" + HEADER + "\n" + FENCE_CLOSE)
+    tail = list(tail)
+    if tail and frame + estimate_tokens("\n".join(tail) + "\n") > budget_tokens:
+        tail, tail_ids = [], ()
+    frame += estimate_tokens("\n".join(tail) + "\n") if tail else 0
     used = frame
     chosen: list[tuple[str, str]] = []
     pinned_used = 0
@@ -310,11 +319,15 @@ def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetim
             used += cost
     # The sum of parts equals the whole for these lines (pieces never span a newline); the
     # loop below is the proof obligation made explicit, dropping the lowest-placed note if not.
-    while chosen:
-        text = "\n".join([FENCE_OPEN, HEADER, *(line for _, line in chosen), FENCE_CLOSE])
+    while chosen or tail:
+        text = "\n".join([FENCE_OPEN, HEADER, *(line for _, line in chosen), *tail, FENCE_CLOSE])
         tokens = estimate_tokens(text)
         if tokens <= budget_tokens:
-            return Block(text=text, engram_ids=tuple(eid for eid, _ in chosen), tokens=tokens, hash=_hash(text))
+            ids = [eid for eid, _ in chosen]
+            ids += [eid for eid in tail_ids if eid not in ids]
+            return Block(text=text, engram_ids=tuple(ids), tokens=tokens, hash=_hash(text), overview=bool(tail))
+        if not chosen:
+            break
         chosen.pop()
     return EMPTY_BLOCK
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from .block import Block, build_block
 from .injected import record_injected
+from .overview import WHY_ASKED
+from .selection import overview_lines, overview_why
 
 #: Defaults for a hook's injection: at most this many engrams, within this many tokens, per prompt.
 HOOK_MAX_ENGRAMS = 4
@@ -25,6 +27,8 @@ HOOK_BUDGET_TOKENS = 400
 #: by the benchmark: chosen on the ten-topic prompts of tests/test_doors.py (the best hit scored
 #: 0.16-0.89, the next 0.08-0.14).
 HOOK_RELATIVE_FLOOR = 0.5
+#: What a session's shown set holds once the overview (:mod:`plur.prompt.overview`) was shown in it.
+OVERVIEW_MARK = "plur:overview"
 
 
 def new_engrams_block(memory: Any, text: str, *, exclude: Iterable[str] = (), scope: str | None = None,
@@ -35,6 +39,11 @@ def new_engrams_block(memory: Any, text: str, *, exclude: Iterable[str] = (), sc
 
     Hits under the relevance floor (:mod:`plur.index.floor`, as in every memory block) and hits below
     :data:`HOOK_RELATIVE_FLOOR` of the best hit's score are left out; pinned engrams are not.
+
+    The overview of what memory holds (:mod:`plur.prompt.overview`) comes after the notes when ``text``
+    asks about the user as a whole (every time), or when no hit clears the floor and the session was
+    not shown it yet (:data:`OVERVIEW_MARK` not in ``exclude``): the block's ``overview`` says so, and
+    the caller adds the mark to the session's shown set.
 
     Args:
         memory: a :class:`plur.memory.Memory`.
@@ -57,6 +66,9 @@ def new_engrams_block(memory: Any, text: str, *, exclude: Iterable[str] = (), sc
         if text.strip() else []
     if scope is not None:
         hits = [h for h in hits if h.engram.scope in (scope, "global")]
+    why = overview_why(text, hits)
+    if why and why != WHY_ASKED and OVERVIEW_MARK in shown:
+        why = ""  # the floor's overview: once per session
     best = max((h.score for h in hits), default=0.0)
     hits = [h for h in hits if h.engram.id not in shown and not h.below_floor and h.score >= HOOK_RELATIVE_FLOOR * best]
     pinned = [e for e in memory.pinned(scope) if e.id not in shown] if include_pinned else []
@@ -64,18 +76,20 @@ def new_engrams_block(memory: Any, text: str, *, exclude: Iterable[str] = (), sc
     # pinned first, then the best hits, never more than max_engrams in all
     room = max(0, max_engrams - len(pinned))
     hits = [h for h in hits if h.engram.id in pinned_ids] + [h for h in hits if h.engram.id not in pinned_ids][:room]
-    return build_block(hits, budget_tokens, now or datetime.now(timezone.utc), pinned=pinned[:max_engrams])
+    lines, ids = overview_lines(memory, scope, why, hits, pinned)
+    return build_block(hits, budget_tokens, now or datetime.now(timezone.utc), pinned=pinned[:max_engrams],
+                       tail=lines, tail_ids=[i for i in ids if i not in shown])
 
 
 def inject_block(memory: Any, text: str, *, agent: str, **options: Any) -> Block:
     """:func:`new_engrams_block` for a hook that injects it now, recorded in stats.db as an injection for
-    ``agent`` when it holds engrams (what the statistics page counts as "injected into a prompt").
+    ``agent`` when it is not empty (notes or the overview) (what the statistics page counts as "injected into a prompt").
 
     Args:
         memory: a :class:`plur.memory.Memory`. text: the user's prompt. agent: the host (e.g. ``claude-code``).
         **options: :func:`new_engrams_block`'s keyword arguments.
     """
     block = new_engrams_block(memory, text, agent=agent, **options)
-    if block.engram_ids:
+    if block.text:
         record_injected(memory, agent, block)
     return block

@@ -4,8 +4,8 @@ The recall worker, the service's ``/api/v1/block``, ``plur section``, the MCP se
 playground all go through :func:`select_block` (the first three via :func:`recall_block`), so a
 block is the same whichever way a host asks for it. Hits the relevance floor marks
 (:attr:`plur.index.recall.Hit.below_floor`, :mod:`plur.index.floor`) never enter the block: when
-nothing clears the floor the block is empty (``''``, what a host takes for "no memory") unless
-pinned engrams fill it. Pinned engrams are always-on by the user's choice and are shown whatever
+nothing clears the floor, or the message asks about the user as a whole, the block carries the
+overview of what memory holds (:mod:`plur.prompt.overview`) instead of nothing. Pinned engrams are always-on by the user's choice and are shown whatever
 the query (within half the budget), as before the floor.
 """
 
@@ -34,7 +34,8 @@ class Selection:
 
 
 def select_block(hits: Sequence[Any], budget_tokens: int, now: datetime | None = None, *,
-                 pinned: Iterable[Engram] = ()) -> Selection:
+                 pinned: Iterable[Engram] = (), overview: tuple[Sequence[str], Sequence[str]] = ((), ())
+                 ) -> Selection:
     """The block for recalled ``hits``: those above the relevance floor, plus ``pinned``, within the budget.
 
     Args:
@@ -42,6 +43,7 @@ def select_block(hits: Sequence[Any], budget_tokens: int, now: datetime | None =
         budget_tokens: block budget (tokens, fences included).
         now: validity-window time (default now, UTC).
         pinned: always-on engrams (shown whatever the floor says).
+        overview: ``(lines, engram ids)`` placed after the notes (:func:`overview_lines`), or nothing.
 
     Returns:
         A :class:`Selection`.
@@ -50,26 +52,54 @@ def select_block(hits: Sequence[Any], budget_tokens: int, now: datetime | None =
     out = tuple(h for h in hits if getattr(h, "below_floor", "") and not h.engram.pinned)
     # a pinned hit below the floor is still pinned: build_block shows it with the other pinned engrams
     kept += [h for h in hits if getattr(h, "below_floor", "") and h.engram.pinned]
-    return Selection(build_block(kept, budget_tokens, now or datetime.now(timezone.utc), pinned=pinned), out)
+    return Selection(build_block(kept, budget_tokens, now or datetime.now(timezone.utc), pinned=pinned,
+                                 tail=overview[0], tail_ids=overview[1]), out)
+
+
+def overview_why(text: str, hits: Sequence[Any]) -> str:
+    """Why a block for ``text`` carries the overview ('' = it does not): the message asks about the user
+    as a whole (:func:`plur.prompt.overview.about_the_user`), or no recalled hit cleared the floor."""
+    from . import overview as ov
+
+    if ov.about_the_user(text):
+        return ov.WHY_ASKED
+    if not any(not getattr(h, "below_floor", "") for h in hits):
+        return ov.WHY_FLOOR
+    return ""
+
+
+def overview_lines(memory: Any, scope: str | None, why: str, hits: Sequence[Any] = (),
+                   pinned: Iterable[Engram] = ()) -> tuple[list[str], tuple[str, ...]]:
+    """The overview's ``(lines, engram ids)`` for a block (``([], ())`` when ``why`` is '').
+
+    Notes already among ``hits`` above the floor or ``pinned`` are not listed again.
+    """
+    if not why:
+        return [], ()
+    from . import overview as ov
+
+    shown = {h.engram.id for h in hits if not getattr(h, "below_floor", "")} | {e.id for e in pinned}
+    return ov.render(ov.overview_for(memory, scope), why, skip=shown)
 
 
 def recall_selection(memory: Any, text: str, *, scope: str | None = None, agent: str | None = None,
                      k: int | None = None, budget_tokens: int | None = None, pinned: Any = None,
-                     now: datetime | None = None, mode: str = "hybrid") -> Selection:
+                     now: datetime | None = None, mode: str = "hybrid", overview: bool = True) -> Selection:
     """Recall for ``text`` and select the memory block now; see :func:`recall_block` for the arguments."""
     s = memory.settings
     hits = (memory.recall(text, s.recall_k if k is None else k, scope=scope, agent=agent, mode=mode)
             if text.strip() else [])
     if scope is not None:
         hits = [h for h in hits if h.engram.scope in (scope, "global")]
+    pinned = list(memory.pinned(scope) if pinned is None else pinned)
+    lines = overview_lines(memory, scope, overview_why(text, hits) if overview else "", hits, pinned)
     return select_block(hits, s.budget_tokens if budget_tokens is None else budget_tokens,
-                        now or datetime.now(timezone.utc),
-                        pinned=memory.pinned(scope) if pinned is None else pinned)
+                        now or datetime.now(timezone.utc), pinned=pinned, overview=lines)
 
 
 def recall_block(memory: Any, text: str, *, scope: str | None = None, agent: str | None = None,
                  k: int | None = None, budget_tokens: int | None = None, pinned: Any = None,
-                 now: datetime | None = None, mode: str = "hybrid") -> Block:
+                 now: datetime | None = None, mode: str = "hybrid", overview: bool = True) -> Block:
     """Recall for ``text`` and render the memory block now: the one selection every host path uses.
 
     The worker, the service's ``/api/v1/block`` and ``plur section`` all call this, so a block
@@ -85,10 +115,13 @@ def recall_block(memory: Any, text: str, *, scope: str | None = None, agent: str
             ``settings.budget_tokens``). pinned: pinned engrams to put first (default
             ``memory.pinned(scope)``). now: validity-window time (default now, UTC).
         mode: recall mode (``hybrid``; ``bm25`` while a service loads the model, :mod:`plur.service.autostart`).
+        overview: when no hit clears the relevance floor, or ``text`` asks about the user as a whole, put
+            the overview of what memory holds (:mod:`plur.prompt.overview`, at most 150 tokens) after the
+            notes, so a host that injects the block never injects nothing.
 
     Returns:
-        A :class:`~plur.prompt.block.Block` (``EMPTY_BLOCK`` when nothing clears the relevance floor
-        and nothing is pinned, or nothing fits).
+        A :class:`~plur.prompt.block.Block` (``EMPTY_BLOCK`` only when the budget cannot hold even the
+        overview, or ``overview`` is off and nothing clears the floor and nothing is pinned).
     """
     return recall_selection(memory, text, scope=scope, agent=agent, k=k, budget_tokens=budget_tokens,
-                            pinned=pinned, now=now, mode=mode).block
+                            pinned=pinned, now=now, mode=mode, overview=overview).block

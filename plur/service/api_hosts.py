@@ -5,7 +5,7 @@ method   path                            answer
 =======  ==============================  ==========================================================
 POST     /api/v1/list                    ``{engrams: [...]}`` newest first (scope, type, tag, text, limit)
 POST     /api/v1/update                  ``{engram}`` (id + statement, tags, status, type, pinned)
-POST     /api/v1/inject                  ``{text, engram_ids, tokens}``: engrams not in ``exclude`` only
+POST     /api/v1/inject                  ``{text, engram_ids, tokens, overview}``: engrams not in ``exclude`` only
                                          (:func:`plur.prompt.increment.inject_block`, recorded as an injection)
 POST     /api/v1/project                 ``{folder, root, scope, how, registered}``: the project of an absolute
                                          ``folder`` (:func:`plur.project.resolve`; a new root is registered)
@@ -57,7 +57,8 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
             raise ValidationError("max_engrams must be 0..100 and budget_tokens 0..100000")
         block = inject_block(c.memory, query, exclude=exclude, scope=scope, agent=agent_id or "hook",
                              max_engrams=max_engrams, budget_tokens=budget_tokens, include_pinned=include_pinned)
-        return {"text": block.text, "engram_ids": list(block.engram_ids), "tokens": block.tokens, "mode": "hybrid"}
+        return {"text": block.text, "engram_ids": list(block.engram_ids), "tokens": block.tokens, "mode": "hybrid",
+                "overview": block.overview}
 
     def project(c: Any, folder: str) -> dict[str, Any]:
         import os

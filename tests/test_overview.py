@@ -1,0 +1,170 @@
+"""The block's overview: what memory holds, when recall has nothing for a message or the user asks about themselves.
+
+mem0's quickstart replayed: "Hi, I'm Alex. I love basketball and gaming." then "What do you know about me?"
+(the Alex note scores 0.195 against the 0.21 floor of all-MiniLM-L6-v2: an empty block before the overview).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from plur.memory import Memory
+from plur.prompt import overview as ov
+from plur.prompt.block import FENCE_CLOSE, FENCE_OPEN, estimate_tokens
+from plur.prompt.increment import OVERVIEW_MARK, inject_block
+from plur.prompt.section import MemorySection
+from plur.prompt.selection import recall_block
+from plur.prompt.worker import RecallWorker
+
+ALEX = "Hi, I'm Alex. I love basketball and gaming."
+WAIT_S = 120.0
+
+ASKS = [
+    "What do you know about me?", "what do you remember?", "What else do you remember about me?",
+    "Tell me about myself", "what have you learned about me so far", "What's in your memory?", "Who am I?",
+    "Was weißt du über mich?", "Was hast du dir über mich gemerkt?", "Que sais-tu de moi ?",
+    "Qu'est-ce que tu sais sur moi ?", "¿Qué sabes de mí?", "Cosa sai di me?", "O que você sabe sobre mim?",
+    "你知道我什么？", "你记得关于我的哪些", "你对我了解多少？", "私について何を知っていますか？", "私のことを何を覚えてる？",
+]
+NEAR_MISSES = [
+    "What do you know about Kubernetes?", "What do you remember about the Paris trip?", "Tell me about Alex",
+    "Who am I meeting on Friday?", "Was weißt du über Docker?", "Que sais-tu de Python ?", "¿Qué sabes de React?",
+    "你知道北京吗？", "Where do we deploy the web app?", "I know what you did", "",
+]
+
+
+@pytest.mark.parametrize("text", ASKS)
+def test_questions_about_the_user_as_a_whole_are_recognised(text: str) -> None:
+    assert ov.about_the_user(text), text
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_questions_about_something_else_are_not(text: str) -> None:
+    assert not ov.about_the_user(text), text
+
+
+def _overview_part(text: str) -> str:
+    """The overview's lines of a block (from 'Memory overview' to the line before the fence)."""
+    start = text.index("Memory overview (")
+    return text[start:text.index(FENCE_CLOSE)]
+
+
+def test_mem0_quickstart_what_do_you_know_about_me_gets_the_overview_with_alex(memory: Memory) -> None:
+    alex = memory.learn(ALEX, type="user")
+    memory.learn("Deploys go through the staging cluster first.", scope="project:web")
+    hits = memory.recall("What do you know about me?", 12)
+    assert all(h.below_floor for h in hits)          # what made it an empty block: nothing clears the floor
+    block = recall_block(memory, "What do you know about me?")
+    assert block.text.startswith(FENCE_OPEN) and block.text.endswith(FENCE_CLOSE) and block.overview
+    part = _overview_part(block.text)
+    assert f"[{alex.id}] {ALEX}" in part and alex.id in block.engram_ids
+    assert "2 notes in every scope (fact 1, user 1)" in part and "recall tool" in part
+    assert estimate_tokens(part) <= ov.OVERVIEW_TOKENS
+
+
+def test_a_captured_introduction_is_in_the_overview_a_worker_serves(memory: Memory) -> None:
+    """The same through the recall worker with capture on (what a host runs): the next turn's block has Alex."""
+    with RecallWorker(memory, capture=True) as worker:
+        worker.warm("assistant", ALEX, scope="project:web")
+        assert worker.wait_idle(WAIT_S)
+        assert worker.stats()["captured"] == 1
+        block = worker.warm("assistant", "What do you know about me?", scope="project:web", timeout_s=WAIT_S)
+        assert ALEX in block and "Memory overview (asked about the user)" in block
+        assert MemorySection(worker).text("assistant") == block
+
+
+def test_nothing_above_the_floor_gets_counts_pinned_and_the_tool_line_never_an_empty_block(memory: Memory) -> None:
+    pin = memory.learn("Always answer in British English.", pinned=True, type="feedback")
+    for i in range(3):
+        memory.learn(f"Build step {i} runs make dist.", scope="project:web", type="procedure")
+    memory.learn("Secret plans of another project.", scope="project:other")
+    block = recall_block(memory, "which telescope did the astronomer buy?", scope="project:web")
+    assert pin.id in block.text and "Secret plans" not in block.text
+    part = _overview_part(block.text)
+    assert part.startswith("Memory overview (no note cleared the relevance floor): 4 notes in project:web + global "
+                           "(procedure 3, feedback 1), 1 pinned (listed above).")
+    assert part.count(pin.id) == 0          # a pinned note is listed once, above, not again in the overview
+    # an empty memory still says that memory exists, and how to search it
+    empty = recall_block(memory, "anything at all", scope="project:nothing-here")
+    assert "no notes in project:nothing-here + global" not in empty.text  # global holds the pinned note
+    assert recall_block(memory, "x", scope="project:nothing-here", budget_tokens=40).text == ""  # cannot fit
+
+
+def test_empty_home_overview(plur_home: Path, embedder) -> None:
+    with Memory(plur_home, embedder=embedder) as m:
+        text = recall_block(m, "hello there").text
+    assert "Memory overview (no note cleared the relevance floor): no notes in every scope yet." in text
+
+
+def test_the_overview_stays_within_150_tokens_and_lists_the_most_used_user_notes_first(memory: Memory) -> None:
+    long = "The user " + "really " * 200 + "likes long walks."
+    notes = [memory.learn(s, type="user") for s in ("The user sails a dinghy.", "The user paints watercolours.",
+                                                    "The user climbs granite cliffs.", "The user cooks ramen.")]
+    memory.learn(long, type="user")
+    for t in ("fact", "project", "reference", "procedure", "feedback"):
+        memory.learn(f"A {t} note about sprockets number {t}.", type=t, pinned=t == "fact")
+    for _ in range(3):  # climbing is recalled above the floor (the usage stats.db keeps)
+        top = memory.recall("climbing granite cliffs", 1)[0]
+        assert top.engram.id == notes[2].id and not top.below_floor
+    part = "\n".join(ov.render(ov.overview_for(memory, None), ov.WHY_ASKED)[0])
+    assert estimate_tokens(part + "\n") <= ov.OVERVIEW_TOKENS
+    listed = [n.id for n in notes if n.id in part]
+    assert listed and min(listed, key=part.index) == notes[2].id  # the most used first
+    block = recall_block(memory, "What do you know about me?")
+    assert estimate_tokens(_overview_part(block.text)) <= ov.OVERVIEW_TOKENS
+
+
+def test_the_overview_is_cached_per_scope_until_a_write(memory: Memory) -> None:
+    memory.learn(ALEX, type="user")
+    first = ov.overview_for(memory, "project:web")
+    assert ov.overview_for(memory, "project:web") is first          # no re-read between writes
+    assert ov.overview_for(memory, None) is not first
+    memory.learn("The user drinks green tea.", type="user", scope="project:web")
+    again = ov.overview_for(memory, "project:web")
+    assert again is not first and "2 notes" in again.head and "1 note " in first.head
+
+
+def test_the_worker_block_is_hash_gated_with_the_overview(memory: Memory) -> None:
+    memory.learn(ALEX, type="user")
+    with RecallWorker(memory) as worker:
+        one = worker.warm("a1", "which telescope did the astronomer buy?", timeout_s=WAIT_S)
+        assert "Memory overview" in one
+        unchanged = worker.stats()["unchanged"]
+        two = worker.warm("a1", "what colour is the harbour crane?", timeout_s=WAIT_S)
+        assert two == one and worker.stats()["unchanged"] == unchanged + 1   # replaced only when it changes
+
+
+def test_the_hook_shows_the_floor_overview_once_per_session_and_again_when_asked(memory: Memory) -> None:
+    alex = memory.learn(ALEX, type="user")
+    first = inject_block(memory, "which telescope did the astronomer buy?", agent="claude-code")
+    assert first.overview and alex.id in first.text
+    shown = [*first.engram_ids, OVERVIEW_MARK]
+    assert inject_block(memory, "what colour is the harbour crane?", agent="claude-code", exclude=shown).text == ""
+    asked = inject_block(memory, "What do you know about me?", agent="claude-code", exclude=shown)
+    assert asked.overview and "Memory overview (asked about the user)" in asked.text
+
+
+def test_cli_section_carries_the_overview(run, home: Path) -> None:
+    assert run("learn", ALEX, "--type", "user").exit_code == 0
+    out = run("section", "--agent", "a1", "What do you know about me?")
+    assert out.exit_code == 0 and ALEX in out.stdout and "Memory overview" in out.stdout
+
+
+def test_the_service_block_injects_the_overview(plur_home: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from plur.service.api import create_api
+
+    with Memory(plur_home, model="none") as m, RecallWorker(m) as worker:
+        m.learn(ALEX, type="user")
+        app = create_api(m, worker, "t")
+        with TestClient(app) as client:
+            r = client.post("/api/v1/block", json={"agent_id": "dsh-1", "query": "What do you know about me?",
+                                                   "inject": True}, headers={"Authorization": "Bearer t"})
+        assert r.status_code == 200, r.text
+        assert ALEX in r.json()["text"] and "Memory overview" in r.json()["text"]
+    with sqlite3.connect(plur_home / "stats.db") as db:
+        assert db.execute("SELECT agent FROM injections").fetchall() == [("dsh-1",)]
