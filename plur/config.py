@@ -130,6 +130,11 @@ SETTINGS: tuple[Setting, ...] = (
             "Hits scoring below this hybrid score stay out of the memory block and do not count as recalled in the "
             "statistics: auto (the floor chosen by the benchmark for the embedding model, docs: Recall, 'Relevance floor'), "
             "off, or a number from 0 to 1."),
+    Setting("turn_wait_s", 1.5, float,
+            "In-process hosts (plur.hosts): the longest wait, in seconds, of a turn's first model request for the "
+            "recall of the message it answers, so that request carries its memory (as the DSH plugin's waitMs); "
+            "later requests of the turn never wait. 0 = never wait (the block then reflects the previous turn).",
+            range=(0, 600)),
     Setting("recall_timeout_s", 5.0, float,
             "How long RecallWorker.warm waits for a recall, in seconds; a slower recall is still published (counted in the worker's timeouts).", range=(0.001, 3600)),
     Setting("refresh_interval_s", 1.0, float,
@@ -227,6 +232,7 @@ class Settings:
     budget_tokens: int = 2000
     recall_k: int = 12
     relevance_floor: str = "auto"
+    turn_wait_s: float = 1.5
     recall_timeout_s: float = 5.0
     refresh_interval_s: float = 1.0
     record_stats: bool = True

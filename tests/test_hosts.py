@@ -30,7 +30,7 @@ TOPICS = ["kubernetes", "postgres", "espresso", "marathon", "violin", "bonsai", 
 
 @pytest.fixture
 def mem(plur_home: Path) -> Iterator[Memory]:
-    m = Memory(plur_home, model="none", fsync=False)
+    m = Memory(plur_home, model="none", fsync=False, turn_wait_s=WAIT_S)  # a turn's first request waits for its recall
     yield m
     m.close()
 
@@ -123,17 +123,15 @@ def test_pydantic_ai_agent_gets_a_fresh_bounded_block_every_turn(mem: Memory, to
                                                                  keep_history: bool) -> None:
     seen, questions, static = _drive(mem, 60, keep_history)
     assert len(seen) == 60
-    assert seen[0].instructions == static                    # turn 1: nothing recalled yet, no block
     memory_sizes = []
-    for turn in range(1, 60):
+    for turn in range(60):
         got = seen[turn]
-        assert got.instructions.startswith(static + "\n\n" + FENCE_OPEN)   # present from turn 2
+        assert got.instructions.startswith(static + "\n\n" + FENCE_OPEN)   # present from turn 1
         block = got.instructions[len(static) + 2:]
         assert block.endswith(FENCE_CLOSE) and block.count(FENCE_OPEN) == 1
         assert estimate_tokens(block) <= 600
-        # reflects the latest question recalled: the one asked on the previous turn
-        previous_topic = TOPICS[(turn - 1) % len(TOPICS)]
-        assert ID_RE.findall(block)[0] == topic_ids[previous_topic], (turn, block)
+        # reflects the question this request answers: the run's first request waited for its recall
+        assert ID_RE.findall(block)[0] == topic_ids[TOPICS[turn % len(TOPICS)]], (turn, block)
         # the block lives only in the instructions: never in the message history
         assert not any(FENCE_OPEN in c or "ENG-" in c for c in got.contents)
         assert not any("instruction" in k for k in got.part_kinds)
@@ -176,7 +174,7 @@ def test_pydantic_ai_agent_id_from_deps_keeps_agents_apart_and_survives_a_closed
             agent.run_sync("how does the team deploy?", deps=deps)
             assert worker.wait_idle(WAIT_S)
     agent.run_sync("how does the team deploy?", deps={})          # no agent: no block, nothing submitted
-    assert ID_RE.findall(received[2]) == [a.id] and ID_RE.findall(received[3]) == [b.id]
+    assert [ID_RE.findall(r) for r in received[:4]] == [[a.id], [b.id], [a.id], [b.id]]
     assert received[4] == "" and worker.stats()["agents"] == 2
     worker.close()
     agent.run_sync("still there?", deps=users["A"])               # a closed worker never breaks a turn

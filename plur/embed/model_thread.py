@@ -81,3 +81,23 @@ def submit(fn: Callable[..., T], *args: object, **kwargs: object) -> "Future[T]"
 def run(fn: Callable[..., T], *args: object, **kwargs: object) -> T:
     """``fn(*args, **kwargs)`` on the model thread; its result, or its exception re-raised here."""
     return submit(fn, *args, **kwargs).result()
+
+
+def drain(timeout_s: float | None = None) -> bool:
+    """Wait until the work queued on the model thread so far has run (``True``), at most ``timeout_s``.
+
+    Interpreter exit calls it (:mod:`plur.prompt.exit`): a forward pass still running in native code
+    when finalization starts aborts the process. ``True`` at once when no model thread runs here.
+    """
+    with _lock:
+        q = _queue if _pid == os.getpid() and _thread is not None and _thread.is_alive() else None
+    if q is None or threading.current_thread() is _thread:
+        return True
+    fut: Future[None] = Future()
+    q.put((fut, lambda: None, (), {}))
+    try:
+        fut.result(timeout_s)
+    except Exception:  # noqa: BLE001 - a timeout: exit goes on
+        return False
+    return True
+

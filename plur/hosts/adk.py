@@ -37,7 +37,8 @@ def content_text(content: Any) -> str:
 
 
 def instruction_provider(section: MemorySection, *, agent_id: AgentIdSource, scope: ScopeSource = None,
-                         base: BaseSource = None, submit: bool = True) -> Callable[[Any], str]:
+                         base: BaseSource = None, submit: bool = True,
+                         wait_s: float | None = None) -> Callable[[Any], str]:
     """An ``InstructionProvider`` for ``LlmAgent(instruction=...)``: base instructions + memory block.
 
     Args:
@@ -47,15 +48,18 @@ def instruction_provider(section: MemorySection, *, agent_id: AgentIdSource, sco
         scope: the agent's scope, a function of the ``ReadonlyContext``, or ``None`` (every scope).
         base: base instructions (or a function of the ``ReadonlyContext``), placed before the block.
         submit: submit each invocation's user message to the worker.
+        wait_s: longest wait of a turn's first request for its recall, seconds (``None``: setting
+            ``turn_wait_s``; 0: never wait).
 
     Returns:
-        A synchronous provider; ADK calls it before each model call. Never blocks on recall.
+        A synchronous provider; ADK calls it before each model call. Waits for a turn's recall on its first call only,
+        at most ``wait_s`` (setting ``turn_wait_s``).
 
     Raises:
         MissingDependencyError: google-adk is not installed (extra ``adk``).
     """
     require("google.adk", EXTRA)
-    binding = Binding(section, agent_id=agent_id, scope=scope, base=base, submit=submit)
+    binding = Binding(section, agent_id=agent_id, scope=scope, base=base, submit=submit, wait_s=wait_s)
 
     def plur_instruction(ctx: Any) -> str:
         return binding.instructions(ctx, content_text(getattr(ctx, "user_content", None)),

@@ -51,7 +51,8 @@ def _text(message: Any) -> str | None:
 
 
 def memory_middleware(section: MemorySection, *, agent_id: AgentIdSource, scope: ScopeSource = None,
-                      base: BaseSource = None, submit: bool = True) -> Any:
+                      base: BaseSource = None, submit: bool = True,
+                      wait_s: float | None = None) -> Any:
     """A ``create_agent`` middleware that sets each model call's system prompt to base + the block.
 
     Args:
@@ -62,6 +63,8 @@ def memory_middleware(section: MemorySection, *, agent_id: AgentIdSource, scope:
         base: base instructions (or a function of the ``ModelRequest``); default: the agent's own
             ``system_prompt`` as the request carries it.
         submit: submit each turn's newest human message to the worker.
+        wait_s: longest wait of a turn's first request for its recall, seconds (``None``: setting
+            ``turn_wait_s``; 0: never wait).
 
     Returns:
         An ``AgentMiddleware`` (put it in ``create_agent(middleware=[...])``).
@@ -72,7 +75,7 @@ def memory_middleware(section: MemorySection, *, agent_id: AgentIdSource, scope:
     require("langchain.agents", EXTRA)
     from langchain.agents.middleware import dynamic_prompt
 
-    binding = Binding(section, agent_id=agent_id, scope=scope, base=base, submit=submit)
+    binding = Binding(section, agent_id=agent_id, scope=scope, base=base, submit=submit, wait_s=wait_s)
 
     def plur_memory(request: Any) -> str:
         text, key = latest_human(request.messages)
@@ -85,7 +88,8 @@ def memory_middleware(section: MemorySection, *, agent_id: AgentIdSource, scope:
 
 
 def react_prompt(section: MemorySection, *, agent_id: AgentIdSource, scope: ScopeSource = None,
-                 base: BaseSource = None, submit: bool = True) -> Callable[..., list[Any]]:
+                 base: BaseSource = None, submit: bool = True,
+                 wait_s: float | None = None) -> Callable[..., list[Any]]:
     """A ``prompt`` callable for ``langgraph.prebuilt.create_react_agent``: system message + messages.
 
     ``agent_id`` / ``scope`` / ``base`` functions receive the run's ``RunnableConfig`` (e.g.
@@ -98,7 +102,7 @@ def react_prompt(section: MemorySection, *, agent_id: AgentIdSource, scope: Scop
     from langchain_core.messages import SystemMessage
     from langchain_core.runnables import RunnableConfig
 
-    binding = Binding(section, agent_id=agent_id, scope=scope, base=base, submit=submit)
+    binding = Binding(section, agent_id=agent_id, scope=scope, base=base, submit=submit, wait_s=wait_s)
 
     def plur_prompt(state: Any, config: RunnableConfig) -> list[Any]:
         messages = state["messages"] if isinstance(state, dict) else state.messages

@@ -54,7 +54,8 @@ def latest_user_text(items: Any) -> str:
 
 
 def instructions(section: MemorySection, *, agent_id: AgentIdSource, scope: ScopeSource = None,
-                 base: BaseSource = None, submit: bool = True) -> Callable[[Any, Any], str]:
+                 base: BaseSource = None, submit: bool = True,
+                 wait_s: float | None = None) -> Callable[[Any, Any], str]:
     """An ``instructions(ctx, agent)`` callable for ``agents.Agent``: base instructions + memory block.
 
     Args:
@@ -64,15 +65,18 @@ def instructions(section: MemorySection, *, agent_id: AgentIdSource, scope: Scop
         scope: the agent's scope, a function of the ``RunContextWrapper``, or ``None`` (every scope).
         base: base instructions (or a function of the ``RunContextWrapper``), placed before the block.
         submit: submit each turn's newest user message to the worker.
+        wait_s: longest wait of a turn's first request for its recall, seconds (``None``: setting
+            ``turn_wait_s``; 0: never wait).
 
     Returns:
-        A synchronous callable; the SDK calls it before each model call. Never blocks on recall.
+        A synchronous callable; the SDK calls it before each model call. Waits for a turn's recall on its first call only,
+        at most ``wait_s`` (setting ``turn_wait_s``).
 
     Raises:
         MissingDependencyError: the Agents SDK is not installed (extra ``openai-agents``).
     """
     require("agents", EXTRA)
-    binding = Binding(section, agent_id=agent_id, scope=scope, base=base, submit=submit)
+    binding = Binding(section, agent_id=agent_id, scope=scope, base=base, submit=submit, wait_s=wait_s)
 
     def plur_instructions(ctx: Any, agent: Any) -> str:
         return binding.instructions(ctx, latest_user_text(getattr(ctx, "turn_input", None)))

@@ -20,11 +20,12 @@ Example (``pip install -e '.[host]'`` in the plur checkout)::
     worker = RecallWorker(memory)
     agent = Agent("openai:gpt-4o", instructions="You are a helpful assistant.")
     attach(agent, MemorySection(worker), agent_id="assistant-1", scope="project:web")
-    agent.run_sync("Where do we deploy the web app?")   # block from the previous turn onwards
+    agent.run_sync("Where do we deploy the web app?")   # its first request carries the block for it
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -50,13 +51,13 @@ def prompt_text(prompt: Any) -> str:
 
 def attach(agent: Any, section: MemorySection, *, agent_id: AgentIdSource, scope: ScopeSource = None,
            submit: bool = True, name: str = INSTRUCTION_NAME, capture: bool | None = None,
-           session: ScopeSource = None) -> Callable[[Any], Awaitable[str | None]]:
+           session: ScopeSource = None, wait_s: float | None = None) -> Callable[[Any], Awaitable[str | None]]:
     """Register ``section`` as ``agent``'s per-request memory instructions.
 
-    On each model request the registered function (1) reads the agent's cached block (a lock-free
-    dictionary read; never waits on recall) and (2) on the first request of a run, submits the run's
-    user prompt to the section's :class:`~plur.prompt.worker.RecallWorker`, so the block for that prompt is
-    ready for the next turn (and for later requests of the same run, e.g. after tool calls).
+    On the first model request of a run the registered function submits the run's user prompt to the
+    section's :class:`~plur.prompt.worker.RecallWorker` and waits for that recall at most ``wait_s``
+    (setting ``turn_wait_s``; in a thread, so the event loop runs on), then returns the agent's block; later
+    requests of the run (after tool calls) read the cached block without waiting.
 
     Args:
         agent: a ``pydantic_ai.Agent``.
@@ -72,6 +73,7 @@ def attach(agent: Any, section: MemorySection, *, agent_id: AgentIdSource, scope
             ``None`` follows the worker's setting; ``True``/``False`` override it for this agent.
         session: the conversation id recorded in captured engrams' provenance, or a function of
             ``RunContext`` (e.g. from ``ctx.deps``); ``None``: the worker's per-run session.
+        wait_s: longest wait of a run's first request for its recall, seconds (``None``: setting ``turn_wait_s``).
 
     Returns:
         The registered async instructions function (call it with a ``RunContext`` to inspect).
@@ -80,13 +82,16 @@ def attach(agent: Any, section: MemorySection, *, agent_id: AgentIdSource, scope
         MissingDependencyError: pydantic-ai is not installed (extra ``host``).
     """
     require("pydantic_ai", "host")
-    binding = Binding(section, agent_id=agent_id, scope=scope, submit=submit, capture=capture, session=session)
+    binding = Binding(section, agent_id=agent_id, scope=scope, submit=submit, capture=capture, session=session,
+                      wait_s=wait_s)
 
     async def plur_memory(ctx: Any) -> str | None:
         run_id = getattr(ctx, "run_id", None)
-        text = binding.memory(ctx, prompt_text(getattr(ctx, "prompt", None)),
-                              turn_key=("run", run_id) if run_id is not None else None)
-        return text or None
+        aid, gen = binding.begin(ctx, prompt_text(getattr(ctx, "prompt", None)),
+                                 turn_key=("run", run_id) if run_id is not None else None)
+        if gen and binding.wait_s > 0:  # the run's first request: wait for its recall, off the event loop
+            await asyncio.to_thread(binding.wait, aid, gen)
+        return (section.text(aid) if aid is not None else "") or None
 
     try:
         agent.instructions(name=name, on_change="rewrite")(plur_memory)

@@ -7,10 +7,19 @@ atexit after shutdown", and a stats write after :class:`~plur.memory.Memory`'s :
 handler closed stats.db fails. So live workers are closed by the earliest hook Python offers,
 ``threading._register_atexit`` (the one ``concurrent.futures`` itself uses): it runs when
 interpreter shutdown starts, before non-daemon threads are joined and before every :mod:`atexit`
-handler. A worker still warming up (opening indexes, loading the model) has nothing to finish and
-is not waited for; a warm one gets :data:`EXIT_WAIT_S` to write its queued injection rows. A
-recall still in flight then finishes or is frozen with its daemon thread; its failure is logged at
-debug level, since nobody waits for it any more.
+handler. A warm worker gets :data:`EXIT_WAIT_S` to write its queued injection rows; a recall still
+in flight then finishes or is frozen with its daemon thread; its failure is logged at debug level,
+since nobody waits for it any more.
+
+A worker still warming up is waited for until its current model step returns (:data:`EXIT_NATIVE_WAIT_S`
+at most; it stops before the next one), and so is the model thread's queued work
+(:func:`plur.embed.model_thread.drain`). Why: a daemon thread inside a native call that released the GIL
+(ONNX Runtime building its session, a torch forward pass) tries to take the GIL back when that call
+returns; during finalization CPython 3.11-3.13 then ends the thread with ``pthread_exit``, whose forced
+unwind crosses the extension's ``noexcept`` C++ frame (pybind11's GIL guard) and the C++ runtime aborts
+the process: ``terminate called without an active exception``, exit 134, after a script that had
+finished its work (the README's pydantic-ai example, every run). CPython 3.14 parks such threads
+instead (gh-87135); on earlier versions no native call may be running when finalization starts.
 """
 
 from __future__ import annotations
@@ -25,6 +34,9 @@ log = logging.getLogger("plur.prompt.worker")
 
 #: Longest wait for each thread of a warm worker at interpreter exit, seconds.
 EXIT_WAIT_S = 2.0
+#: Longest wait at interpreter exit for a warm-up's model step and the model thread's queued work, seconds
+#: (a cold model load on a loaded machine; ending the process inside one aborts it, see above).
+EXIT_NATIVE_WAIT_S = 120.0
 
 _live: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _lock = threading.Lock()
@@ -35,11 +47,19 @@ _exiting = False
 def _close_live_workers() -> None:
     global _exiting
     _exiting = True
-    for worker in list(_live):
+    workers = list(_live)
+    for worker in workers:
         try:
             worker.close(timeout_s=EXIT_WAIT_S if worker._ready.is_set() else 0.0)
         except Exception as exc:  # noqa: BLE001 - exit must go on
             log.debug("closing a recall worker at exit failed: %s", exc)
+    for worker in workers:  # no native model call may still run when finalization starts
+        warmer = getattr(worker, "_warmer", None)
+        if warmer is not None and warmer.is_alive() and warmer is not threading.current_thread():
+            warmer.join(EXIT_NATIVE_WAIT_S)
+    drain = getattr(sys.modules.get("plur.embed.model_thread"), "drain", None)
+    if drain is not None:
+        drain(EXIT_NATIVE_WAIT_S)
 
 
 def track(worker: Any) -> None:

@@ -2,10 +2,11 @@
 
 A host calls :meth:`RecallWorker.submit` when a message arrives (it returns at once) and
 reads the agent's block through :class:`plur.prompt.section.MemorySection` whenever it assembles a
-prompt. Recall, rendering and stats writes all happen on the worker's thread(s), so a turn
-never waits on memory. The honest cost: a block reflects the previous submission until the
-recall for the newest one lands, so it appears from the second assembly of a session on
-(or at once after :meth:`RecallWorker.warm`).
+prompt. Recall, rendering and stats writes all happen on the worker's thread(s). A block reflects
+the previous submission until the recall for the newest one lands, so a host that wants the
+block for the message it answers waits for it, bounded: :meth:`RecallWorker.wait_for` (what
+:mod:`plur.hosts` does on a turn's first request, setting ``turn_wait_s``), or
+:meth:`RecallWorker.warm`.
 
 Concurrency model:
 
@@ -35,7 +36,6 @@ import logging
 import queue
 import threading
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -46,6 +46,7 @@ from .block import Block
 from .injected import record_injected
 from .selection import recall_block
 from .capture import Capture, own_scope
+from .worker_state import _AgentState, _Entry, _Request
 from .exit import shutting_down, track, untrack
 
 log = logging.getLogger("plur.prompt.worker")
@@ -53,39 +54,6 @@ log = logging.getLogger("plur.prompt.worker")
 CLOSE_WAIT_S = 120.0
 #: Seconds a recall waits for the warm-up before it answers by keyword (BM25) instead.
 KEYWORD_AFTER_S = 1.0
-
-
-@dataclass(frozen=True)
-class _Request:
-    gen: int
-    text: str
-    scope: str | None
-
-
-class _Entry:
-    """One published block. Immutable except the two one-way flags (False -> True)."""
-
-    __slots__ = ("block", "scope", "gen", "read", "recorded")
-
-    def __init__(self, block: Block, scope: str | None, gen: int) -> None:
-        self.block = block
-        self.scope = scope
-        self.gen = gen
-        self.read = False       # set by the first reader (any thread)
-        self.recorded = False   # set by the worker when the injection row is written
-
-
-class _AgentState:
-    __slots__ = ("gen", "scope", "pending", "published_gen", "finished_gen", "captures", "turns")
-
-    def __init__(self) -> None:
-        self.captures: list[Capture] = []        # submitted, to learn after their recall
-        self.turns: dict[str, int] = {}          # session -> next capture turn number
-        self.gen = 0                             # newest generation submitted
-        self.scope: str | None = None            # scope bound by the newest submission
-        self.pending: _Request | None = None     # newest request not started yet
-        self.published_gen = 0                   # generation of the newest result accepted
-        self.finished_gen = 0                    # newest generation finished (any outcome)
 
 
 _STOP = object()
@@ -153,7 +121,7 @@ class RecallWorker:
 
     # -- host side --------------------------------------------------------------------------
     def submit(self, agent_id: str, text: str, scope: str | None = None, *, capture: bool | None = None,
-               session: str | None = None) -> int:
+               session: str | None = None, awaited: bool = False) -> int:
         """Ask for a fresh block for ``agent_id`` built from ``text``; returns at once.
 
         Args:
@@ -165,6 +133,8 @@ class RecallWorker:
             capture: learn ``text`` after its recall (default: the worker's ``capture``).
             session: the conversation id in the capture's provenance (default ``worker-<start time>``,
                 one per worker); turns are numbered 0.. per (agent, session) in submission order.
+            awaited: the caller will :meth:`wait_for` this request: while the model still loads it is
+                recalled by keyword (BM25) at once instead of after :data:`KEYWORD_AFTER_S`.
 
         Returns:
             The request's generation (1, 2, ... per agent).
@@ -192,7 +162,7 @@ class RecallWorker:
                 if entry is not None and entry.scope != scope:
                     self._publish(agent_id, None)
             wake = st.pending is None
-            st.pending = _Request(st.gen, text, scope)
+            st.pending = _Request(st.gen, text, scope, awaited)
             if self.capture if capture is None else capture:
                 sid = session or self.session
                 turn = st.turns.get(sid, 0)
@@ -258,6 +228,21 @@ class RecallWorker:
                 timeout=limit)
         block = self.peek(agent_id)
         return "" if block is None else block.text
+
+    def wait_for(self, agent_id: str, gen: int, timeout_s: float) -> bool:
+        """Block until the recall of ``agent_id``'s submission ``gen`` (or a newer one) has finished, at most
+        ``timeout_s`` seconds: what an in-process host does before the first model request of a turn.
+
+        Returns:
+            ``True`` when it finished (its block, or the previous one if it failed, is what :meth:`read`
+            gives now); ``False`` on timeout, a closed worker or a dropped agent.
+        """
+        with self._cond:
+            done = self._cond.wait_for(
+                lambda: self._closed or (st := self._agents.get(agent_id)) is None or st.finished_gen >= gen,
+                timeout=max(0.0, timeout_s))
+            st = self._agents.get(agent_id)
+            return bool(done) and not self._closed and st is not None and st.finished_gen >= gen
 
     def wait_idle(self, timeout_s: float | None = None) -> bool:
         """Block until everything queued before this call is processed (recalls and injection notices).
@@ -342,6 +327,8 @@ class RecallWorker:
         t0 = time.monotonic()
         try:
             getattr(self.memory, "model_resolution", lambda: None)()  # the model loads outside the recall lock
+            if self._closed:  # closed meanwhile (interpreter exit): no more native work on this thread
+                return
             self.memory.recall("warm up", 1, record=False)
             log.debug("recall worker warmed up in %.2f s", time.monotonic() - t0)
         except Exception as exc:  # noqa: BLE001 - the real recalls will report it
@@ -386,7 +373,8 @@ class RecallWorker:
         t0 = time.monotonic()
         block: Block | None = None
         outcome = "ok"
-        mode = "hybrid" if self._ready.wait(KEYWORD_AFTER_S) else "bm25"  # a cold model: keyword meanwhile
+        # a cold model: keyword meanwhile (at once when a host waits for this recall)
+        mode = "hybrid" if self._ready.wait(0.0 if req.awaited else KEYWORD_AFTER_S) else "bm25"
         try:
             block = recall_block(self.memory, req.text, scope=req.scope, agent=agent_id, k=self.k,
                                  budget_tokens=self.budget_tokens, pinned=self._pinned(req.scope), mode=mode)
