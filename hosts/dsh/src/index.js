@@ -190,7 +190,7 @@ export function apply (ctx, config) {
     const ticket = cache.begin(agent.id)
     const scope = scopeFor(agent, now().scope, settings.home)
     registerProject(agent)
-    client.request('POST', '/block', { agent_id: agent.id, query, scope, inject: true }, { signal: ticket.controller.signal })
+    return client.request('POST', '/block', { agent_id: agent.id, query, scope, inject: true }, { signal: ticket.controller.signal })
       .then((reply) => {
         if (typeof reply?.text !== 'string' || typeof reply?.hash !== 'string') throw new Error(`plur /block answered without text/hash: ${JSON.stringify(reply).slice(0, 200)}`)
         return { reply, error: undefined }
@@ -222,9 +222,14 @@ export function apply (ctx, config) {
       if (!current.enabled) return
       const query = userText(message)
       if (query === '' || agent?.id === undefined) return
-      refresh(agent, query)
-      // capture: the typed text whole, off the turn path (fire and forget)
-      if (current.capture !== 'off') capturer.capture({ agent, text: typedText(message), messageId: message?.id, scope: scopeFor(agent, current.scope, settings.home) })
+      const recalled = refresh(agent, query)
+      // capture: the typed text whole, off the turn path (fire and forget), once this turn's recall is done:
+      // stored earlier, the message would be recalled for itself and crowd the notes that answer it out
+      if (current.capture !== 'off') {
+        const text = typedText(message)
+        const scope = scopeFor(agent, current.scope, settings.home)
+        recalled.finally(() => { if (live) capturer.capture({ agent, text, messageId: message?.id, scope }) })
+      }
     } catch (error) {
       logger.warn('plur refresh not started: %o', error)
     }
