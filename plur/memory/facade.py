@@ -149,6 +149,7 @@ class Memory:
     # -- health and lifetime (plur.memory.doctor, .lifecycle) ------------------------------
     doctor = _doctor.doctor
     close = _lifecycle.close
+    keep_home_unwritten = _lifecycle.keep_home_unwritten
     on_close = _lifecycle.on_close
 
     def __enter__(self) -> "Memory":

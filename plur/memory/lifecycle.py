@@ -34,13 +34,19 @@ def close(mem: Any) -> None:
         callback()
     mem.catchup.stop()
     try:
-        mem.save()
+        if not mem.__dict__.get("_home_gone"):
+            mem.save()
     finally:
         mem._closed = True
         if mem._stats is not None:
             mem._stats.close()
         mem.store.close()
         _OPEN.discard(mem)
+
+
+def keep_home_unwritten(mem: Any) -> None:
+    """The home was deleted under a running service: :func:`close` saves no index into it (issue 38)."""
+    mem.__dict__["_home_gone"] = True
 
 
 @atexit.register

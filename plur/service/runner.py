@@ -31,6 +31,7 @@ from ..errors import ServiceError, require
 from ..net import WILDCARDS, bind_tcp, bind_unix, host_names, is_loopback, urls as bind_urls
 from . import files
 from .api import PathDispatch, create_api
+from .homewatch import HomeWatch
 from ..store.atomic import private_dirs
 
 #: ``web_factory(memory, bound_host=..., allow_hosts=..., lock=..., login_token=...)`` -> the page's ASGI app
@@ -80,7 +81,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
                            f"serves {home_path}; see `plur service status`, stop it with `plur service stop`")
     previous = signal.signal(signal.SIGTERM, _raise_exit)  # SIGTERM before uvicorn runs: still a clean stop
     sockets: list[socket.socket] = []
-    memory = worker = web = freshener = members = links = None
+    memory = worker = web = freshener = members = links = homewatch = None
     started = False
     try:
         files.remove_files(home_path)  # leftovers of a service that died without cleaning up
@@ -124,7 +125,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
                          info={k: info[k] for k in ("version", "url", "socket", "started")})
         web = (web_factory(memory, bound_host=host, allow_hosts=names, lock=lock, login_token=login)
                if web_factory else None)
-        app = PathDispatch(api, web if web is not None else api)
+        app = homewatch = HomeWatch(PathDispatch(api, web if web is not None else api), home_path)
         idle = None
         if idle_exit_s > 0:
             from .idle import IdleWatch
@@ -149,6 +150,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False,
                                                timeout_graceful_shutdown=3, lifespan="off"))
         started = True
+        homewatch.start(server)
         if idle is not None:
             idle.start(server)
         server.run(sockets=sockets)
@@ -161,6 +163,10 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         files.remove_files(home_path, pid=os.getpid())
         if links is not None:
             links.stop()
+        if homewatch is not None:
+            homewatch.stop()
+            if homewatch.gone and memory is not None:
+                memory.keep_home_unwritten()   # the home was deleted: save nothing, recreate nothing
         if freshener is not None:
             freshener.stop()
         if members is not None:
@@ -198,6 +204,8 @@ class _Freshener:
 
     def _run(self) -> None:
         while not self._stop.wait(self.PERIOD_S):
+            if not os.path.isdir(self._memory.home):   # deleted: HomeWatch stops the service; write nothing
+                return
             try:
                 self._memory.refresh_ahead()
             except Exception as exc:  # noqa: BLE001 - a failed scan is retried by the next request's own

@@ -404,7 +404,7 @@ class FolderMirror:
     def save_manifest(self) -> None:
         """Write ``<home>/index/manifest-store.json`` now (atomic; no fsync: it is a cache)."""
         with self._mutex:
-            if not self._loaded:
+            if not self._loaded or not self.home.is_dir():   # a deleted home is not written again (issue 38)
                 return
             self._saved_at = time.monotonic()  # also after a failure: a read-only home does not retry each time
             if save_manifest_file(self.manifest_path, self.root, self._entries):
