@@ -266,3 +266,12 @@ def test_claude_ai_data_export_zip_ingests_its_conversations(run, plur_home: Pat
     assert flood.source["title"] == "Bike commute planning" and flood.created.isoformat().startswith("2026-03-14T08:05")
     assert "My starter lives in the fridge and I feed it on Fridays." in by_text        # the text field alone
     assert json.loads(run("ingest", str(zipped), "--json").stdout)["added"] == []
+
+
+def test_notes_given_to_ingest_or_as_jsonl_point_at_import(run) -> None:
+    r = run("ingest", str(FIX / "claude_settings.txt"))
+    assert r.exit_code == 2 and "claude.ai's memory" in r.stderr and "plur import" in r.stderr
+    r = run("ingest", str(FIX / "notes.md"))
+    assert r.exit_code == 2 and "plur import" in r.stderr
+    r = run("import", str(FIX / "claude_settings.txt"), "--format", "jsonl")
+    assert r.exit_code == 2 and "drop --format" in r.stderr

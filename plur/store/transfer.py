@@ -167,7 +167,10 @@ def _read_jsonl(p: Path, text: str, default_scope: str = "global") -> list[Engra
             data = json.loads(line)
             out.append(engram_from_json(data, default_scope))
         except json.JSONDecodeError as exc:
-            raise ValidationError(f"{p}:{n}: not a JSON object ({exc.msg}); one engram per line") from None
+            from .notes import claude_ai
+
+            hint = "; it is claude.ai's memory: drop --format" if claude_ai.shape(text) else ""
+            raise ValidationError(f"{p}:{n}: not a JSON object ({exc.msg}); one engram per line{hint}") from None
         except ValidationError as exc:
             raise ValidationError(f"{p}:{n}: {exc}") from None
     return out

@@ -120,6 +120,7 @@ def load(path: str | os.PathLike[str], problems: list[tuple[str, str]] | None = 
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
+            _notes_hint(p, text)
             if "\n" not in text.strip():
                 raise ValidationError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from None
     out = []
@@ -140,6 +141,21 @@ def load(path: str | os.PathLike[str], problems: list[tuple[str, str]] | None = 
     if problems is not None:
         problems.extend(bad)
     return out
+
+
+def _notes_hint(p: Path, text: str) -> None:
+    """Raise when a file that is not JSON holds notes (claude.ai's memory, Markdown): they are imported, not ingested."""
+    from ..notes import claude_ai
+
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        json.loads(first)
+        return  # JSON Lines: the caller reads them
+    except json.JSONDecodeError:
+        pass
+    if claude_ai.shape(text) or p.suffix.lower() in (".md", ".markdown", ".txt", ".text"):
+        kind = "claude.ai's memory" if claude_ai.shape(text) else "notes"
+        raise ValidationError(f"{p} holds {kind} (text), not a chat history; use `plur import {p}` for it")
 
 
 def _zip_conversations(p: Path) -> Any:
