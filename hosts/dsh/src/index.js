@@ -41,6 +41,31 @@ import { registerTools } from './tools.js'
 
 /** Cordis plugin name. */
 export const name = 'plur'
+/** The dsh web route the settings card reads the service's state from. */
+export const STATUS_PATH = '/plur/status'
+
+/**
+ * Answer `GET /plur/status` (dsh web): `{enabled, state, url, version, engrams, reason}`. `state` is
+ * `running`, `starting`, `failed` (the plugin could not start it: `reason`) or `not running`. `url` is the
+ * service's address without any token: dsh web's server has no login, so nothing secret is served here.
+ */
+async function statusHandler (req, res, client, starter, live) {
+  const send = (code, body) => {
+    res.writeHead(code, { 'content-type': 'application/json', 'cache-control': 'no-store' })
+    res.end(JSON.stringify(body))
+  }
+  if (req.method !== 'GET') { send(405, { error: 'GET only' }); return }
+  const enabled = live.get().enabled
+  try {
+    const status = await client.request('GET', '/status', undefined, { timeoutMs: 3000 })
+    const where = await client.found
+    send(200, { enabled, state: 'running', url: where?.url ?? null, version: status.version ?? null, engrams: status.engrams ?? null, reason: '' })
+  } catch (error) {
+    const state = starter.state === 'starting' || starter.state === 'failed' ? starter.state : 'not running'
+    send(200, { enabled, state, url: null, version: null, engrams: null, reason: starter.state === 'failed' ? starter.reason : String(error?.message ?? error) })
+  }
+}
+
 /** The only service the plugin needs; tools, commands and skills are optional (see `apply`). */
 export const inject = ['systemPrompt']
 /** The section's name and order (tool guidance uses 100-199 in DSH's order bands). */
@@ -300,6 +325,10 @@ export function apply (ctx, config) {
   ctx.inject(['commands'], mount('the /plur command', (scoped) => registerCommand(scoped, tools, state)))
   ctx.inject(['skills'], mount('the plur-memory skill', (scoped) => { scoped.skills.register(SKILL) }))
   ctx.inject(['settings'], mount('settings', settingsMount(ctx, live_, validScope)))
+  // dsh web: GET /plur/status for the settings card (the service's state and address; never a token)
+  ctx.inject(['webServer'], mount('the /plur/status route', (scoped) => {
+    scoped.effect(() => scoped.webServer.register({ kind: 'exact', path: STATUS_PATH, handler: (req, res) => { statusHandler(req, res, tools, starter, live_) } }), 'plur: /plur/status')
+  }))
 }
 
 export default { name, inject, apply }

@@ -25,6 +25,12 @@ window.__ModuleLoader__.load({
         const [fixed, setFixed] = react.useState('')
         // what the user just chose, shown until the host's answer folds into the snapshot
         const [pending, setPending] = react.useState({})
+        const [service, setService] = react.useState(undefined)
+        react.useEffect(() => {
+          let alive = true
+          fetch('/plur/status', { cache: 'no-store' }).then((r) => r.json()).then((body) => { if (alive) setService(body) }, (error) => { if (alive) setService({ state: 'unknown', reason: String(error) }) })
+          return () => { alive = false }
+        }, [snap.value?.enabled])
         const shown = { ...value, ...pending }
         const choose = (field, next) => {
           setPending((now) => ({ ...now, [field]: next }))
@@ -61,8 +67,12 @@ window.__ModuleLoader__.load({
               onBlur: (event) => { if (event.target.value.trim() !== '') choose('scope', event.target.value.trim()) },
             }))
             : null,
-          h('p', { 'data-plur-state': snap.status, style: { margin: '8px 0 0', opacity: 0.75, fontSize: '12px' } },
-            `Settings ${snap.status}${readOnly ? ' (read-only here)' : ''}. Service state and the link to plur's pages: /plur and /plur url in a conversation.`))
+          h('p', { 'data-plur-service': service?.state ?? 'loading', style: { margin: '8px 0 0', fontSize: '13px' } },
+            service === undefined ? 'Service: …'
+              : service.state === 'running' ? `Service: running at ${service.url} (plur ${service.version ?? '?'}, ${service.engrams ?? '?'} notes)`
+                : `Service: ${service.state}${service.reason ? ` (${service.reason})` : ''}`),
+          h('p', { 'data-plur-state': snap.status, style: { margin: '4px 0 0', opacity: 0.75, fontSize: '12px' } },
+            `Settings ${snap.status}${readOnly ? ' (read-only here)' : ''}. The link that logs you in to plur's pages: /plur url in a conversation (it works once).`))
       }
 
       ctx.slots.inject('settings.plugin.item', function * () {

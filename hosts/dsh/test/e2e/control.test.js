@@ -198,7 +198,7 @@ test('`plur ingest` of the DSH home these runs wrote: a user turn is recalled in
 
 const CHROMIUM = process.env.PLUR_CHROMIUM ?? '/usr/bin/chromium'
 const browserMissing = !existsSync(CHROMIUM) && process.env.PLUR_REQUIRE_BROWSER !== '1'
-test('`dsh web` in a real browser: the plur card in Settings > Plugins switches memory off (next request: no block, no plur tools) and on again; /plur list, /plur url, /plur projects answer', { skip: browserMissing && `no chromium at ${CHROMIUM}` }, async () => {
+test('`dsh web` in a real browser: the plur card in Settings > Plugins shows the service state and address and switches memory off (next request: no block, no plur tools) and on again; /plur list, /plur url, /plur projects answer', { skip: browserMissing && `no chromium at ${CHROMIUM}` }, async () => {
   const web = await profile('web')
   const probe = join(work, 'probe-web.jsonl')
   web.PLUR_E2E_PROBE = probe
@@ -252,6 +252,9 @@ test('`dsh web` in a real browser: the plur card in Settings > Plugins switches 
       await page.getByRole('button', { name: 'Settings' }).first().click()
       await page.getByRole('button', { name: 'Plugins' }).first().click()
       const toggle = page.getByRole('switch', { name: 'plur memory on' })
+      const state = page.getByText(/^Service: running at http:\/\/127\.0\.0\.1:\d+ \(plur \S+, \d+ notes\)$/)
+      await state.waitFor()
+      assert.ok((await state.innerText()).includes(service.info.url.replace(/\/+$/, '')), 'the card shows the service\'s state and address')
       assert.equal(await toggle.isChecked(), !enabled, 'the card shows the current state')
       await toggle.setChecked(enabled)
       const deadline = Date.now() + 60000
