@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { basename, join, relative } from 'node:path'
 import { after, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import plur from '../src/index.js'
+import plur, { resolveConfig } from '../src/index.js'
 import { findProject, loadRegistry, resolveProject } from '../src/project.js'
 import { scopeFor } from '../src/scope.js'
 import { bootHost, memorySection, nextRefresh } from './support/host.js'
@@ -65,6 +65,10 @@ test('scopeFor gives a DSH session the project of its workspace (session.header.
   assert.equal(scopeFor(agent(join(base, 'clones', 'two', 'app')), 'cwd', home), 'project:app-2')
   assert.equal(resolveProject(join(base, 'backend', 'server'), home).scope, 'project:frontend')
   assert.equal(scopeFor(agent(join(base, 'code', 'web')), 'project:fixed', home), 'project:fixed')
+  // a fixed scope of any script is valid config (the old ASCII-only pattern refused it), composed to NFC
+  assert.equal(resolveConfig({ scope: 'project:我的项目' }).scope, 'project:我的项目')
+  assert.equal(resolveConfig({ scope: 'project:Cafe\u0301' }).scope, 'project:Caf\u00e9')
+  assert.throws(() => resolveConfig({ scope: 'project:🚀' }), /config\.scope "project:🚀" is invalid/)
 })
 
 test('in a real host with a real service: the CJK folder, a nested package folder and two clones named app are four projects; each agent sees its own note only, and the plugin registers its workspace', async () => {
