@@ -172,7 +172,8 @@ test('trap 9 (a scope filter is visibility, not authorization): an agent without
   await host.say(nowhere, 'Where are orders stored?')
   const refresh = await refreshed
   assert.equal(refresh.scope, 'global')
-  assert.equal(memorySection(await host.assembleFor(nowhere)), '', 'no project engram reaches an agent with no project')
+  const section = memorySection(await host.assembleFor(nowhere))
+  assert.doesNotMatch(section, /DELTA-db|OMEGA-db|project:/, 'no project engram (nor a count of one) reaches an agent with no project')
   assert.equal(scopeFor({ session: { header: {} } }, 'cwd', home), 'global')
   assert.equal(scopeFor({ session: { header: { cwd: '/nowhere-such/lin/My Repo/' } } }, 'cwd', home), 'project:My-Repo')
   assert.match(scopeFor({ session: { header: { cwd: '/' } } }, 'cwd', home), /^project:folder-[0-9a-f]{8}$/, 'a workspace is never global')
