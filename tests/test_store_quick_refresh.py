@@ -132,3 +132,26 @@ def test_a_stream_of_writes_is_read_once_per_file_and_listed_boundedly(pair, mon
     (reader.root / f"{e.id}.yaml").write_text(e.to_yaml(), encoding="utf-8")
     writer.add(Engram.create("one more streamed fact"))
     assert e.id in reader.refresh(full=False).added and listings[0] == 2
+
+
+def test_a_writer_settles_recent_names_once(pair, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names a lock-free scan saw last are re-checked by the next write (under the lock), then settled:
+    a process that only writes (capture, per-turn ingest) must not re-read them at every write."""
+    writer, reader = pair
+    for i in range(30):
+        writer.add(Engram.create(f"fact number {i}"))
+    reader.refresh()  # a lock-free full scan: the newest journal names may have been mid-write
+    recent = len(reader._recent)
+    assert recent >= 30
+    checks = [0]
+    real = mirror.FolderMirror._check_one
+
+    def counted(self, *a, **k):
+        checks[0] += 1
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(mirror.FolderMirror, "_check_one", counted)
+    for i in range(10):
+        reader.add(Engram.create(f"the reader's own fact {i}"))
+    assert checks[0] <= recent + 10, (checks[0], recent)
+    assert not reader._recent

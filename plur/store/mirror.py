@@ -395,6 +395,10 @@ class FolderMirror:
                 tail = JournalTail(None, -1)
             else:
                 self._writes.advance(tail)
+                # Under the write lock no write is in flight: a recent name checked now is settled. Without
+                # this, a process that only writes (no quick refresh prunes) re-read ~75 more files per write
+                # after each periodic scan, every one of them racy (capture, per-turn ingest: O(n^2)).
+                self._recent.clear()
                 return
         # Other plur writers always replace files (new inode), so equal keys can be trusted
         # here; same-tick in-place hand edits are caught by the next refresh().
