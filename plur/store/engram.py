@@ -18,7 +18,6 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import cache
 from typing import Any
 
 from ..errors import InvalidIdError, ValidationError
@@ -383,10 +382,13 @@ class Engram:
             return None
 
     def to_yaml(self) -> str:
-        """Deterministic YAML text (UTF-8 safe, block style, multi-line statements as literal blocks)."""
-        yaml, dumper, _ = _yaml()
-        return yaml.dump(self.to_dict(), Dumper=dumper, sort_keys=False, allow_unicode=True,
-                         default_flow_style=False, width=1 << 30)
+        """Deterministic YAML text (UTF-8 safe, block style, multi-line statements as literal blocks).
+
+        See :func:`plur.store.engram_yaml.dump_yaml` (libyaml's emitter where it writes the same bytes).
+        """
+        from .engram_yaml import dump_yaml
+
+        return dump_yaml(self.to_dict())
 
     @classmethod
     def from_yaml(cls, text: str) -> "Engram":
@@ -408,37 +410,3 @@ _REQUIRED_STR = frozenset(("id", "statement", "scope"))
 _OPTIONAL_STR = frozenset(("domain", "rationale", "supersedes"))
 _DEFAULTS: dict[str, Any] = {"type": "fact", "status": "active", "domain": None, "rationale": None,
                              "supersedes": None}
-
-
-def _str_representer(dumper: Any, value: str) -> Any:
-    # Multi-line text reads best as a literal block; PyYAML falls back to a
-    # double-quoted scalar by itself when a literal block cannot hold the text
-    # exactly (trailing spaces, special characters), so the round trip is exact.
-    # U+0085, U+2028 and U+2029 are line breaks to a YAML reader: only a double-quoted scalar
-    # (which escapes them) keeps them exactly.
-    if any(c in value for c in "\x85\u2028\u2029"):
-        style: str | None = '"'
-    else:
-        style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-@cache
-def _yaml() -> tuple[Any, type, type]:
-    """PyYAML with plur's dumper and loader, imported on first use (the CLI's service path never needs it)."""
-    import yaml
-
-    class _Dumper(yaml.SafeDumper):
-        pass
-
-    _Dumper.add_representer(str, _str_representer)
-
-    class _Loader(yaml.SafeLoader):
-        pass
-
-    # Keep timestamps as strings; parse_time() normalises them (and keeps tz-less ones as UTC).
-    _Loader.yaml_implicit_resolvers = {
-        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
-        for k, v in _Loader.yaml_implicit_resolvers.copy().items()
-    }
-    return yaml, _Dumper, _Loader
