@@ -506,3 +506,31 @@ def test_an_integer_past_64_bits_survives_a_fresh_process_exactly(tmp_path: Path
     got = fresh.get(e.id).source
     assert got["n"] == wide and type(got["n"]) is int and got["deep"][0]["m"] == wide
     assert fresh.get(plain.id).source["n"] == 2 ** 63 and type(fresh.get(plain.id).source["n"]) is int
+
+
+def test_add_many_fsyncs_each_file_and_the_folder_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch (an ingest) keeps every file's fsync before its rename, and makes the renames durable with
+    one folder fsync before it returns, instead of one per file (ingest speed, issue 42)."""
+    from plur.store import atomic, store as store_mod
+
+    calls = {"file": 0, "folder": 0}
+    real_fsync, real_dir = os.fsync, atomic.fsync_dir
+
+    def file_fsync(fd: int) -> None:
+        calls["file"] += 1
+        real_fsync(fd)
+
+    def folder_fsync(folder: Path) -> None:
+        calls["folder"] += 1
+        real_dir(folder)
+
+    s = EngramStore(tmp_path, fsync=True)
+    s.add(Engram.create("opened"))
+    monkeypatch.setattr(atomic.os, "fsync", file_fsync)
+    monkeypatch.setattr(atomic, "fsync_dir", folder_fsync)
+    monkeypatch.setattr(store_mod, "fsync_dir", folder_fsync)
+    out = s.add_many([Engram.create(f"fact number {i}") for i in range(40)])
+    assert all(created for _, created in out)
+    assert calls["folder"] == 1 and calls["file"] >= 40, calls
+    s.close()
+    assert len(EngramStore(tmp_path).all()) == 41

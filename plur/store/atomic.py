@@ -44,7 +44,7 @@ def private_dirs(folder: Path) -> None:
     for d in reversed(missing):
         d.mkdir(mode=0o700, exist_ok=True)
 
-def atomic_write(path: Path, data: bytes, sync: bool = True) -> None:
+def atomic_write(path: Path, data: bytes, sync: bool = True, sync_folder: bool = True) -> None:
     """Replace ``path`` with ``data``: temp file -> write -> flush -> fsync -> os.replace -> fsync folder.
 
     The temp file is ``<folder>/.tmp-<random><suffix>``; it is removed when the
@@ -54,6 +54,10 @@ def atomic_write(path: Path, data: bytes, sync: bool = True) -> None:
         path: the file to write.
         data: its new bytes.
         sync: fsync the file and its folder (crash safety); ``False`` for caches.
+        sync_folder: with ``sync``, also fsync the folder (the rename's durability). ``False`` when the
+            caller writes several files into one folder and fsyncs it once, before it returns
+            (:meth:`plur.store.store.EngramStore.add_many`): each file's bytes are still on disk before
+            its rename, so a crash leaves every file whole, old or new.
 
     Raises:
         StoreError: the folder is not writable, or the write or rename failed
@@ -78,7 +82,7 @@ def atomic_write(path: Path, data: bytes, sync: bool = True) -> None:
         if isinstance(exc, OSError):
             raise StoreError(f"cannot write {path} ({exc}); check free space and permissions") from None
         raise
-    if sync:
+    if sync and sync_folder:
         fsync_dir(folder)
 
 

@@ -233,20 +233,27 @@ class EngramStore(FolderMirror):
         for e in batch:
             self._check_engram(e)
         out: list[tuple[Engram, bool]] = []
+        written = 0
         with self._write_lock():
             self._sync_for_write()
-            for e in batch:
-                dup = self._duplicate_of(e.scope, e.content_hash) if dedupe and e.status == "active" else None
-                if dup is not None:
-                    new_tags = tuple(t for t in e.tags if t not in dup.tags)
-                    if new_tags:
-                        dup = dup.replace(tags=dup.tags + new_tags)
-                        self._write_engram(dup, "updated")
-                    out.append((dup, False))
-                    continue
-                e = self._free_id(e)
-                self._write_engram(e, "added")
-                out.append((e, True))
+            try:
+                for e in batch:  # each file fsynced before its rename; the folder once, before returning
+                    dup = self._duplicate_of(e.scope, e.content_hash) if dedupe and e.status == "active" else None
+                    if dup is not None:
+                        new_tags = tuple(t for t in e.tags if t not in dup.tags)
+                        if new_tags:
+                            dup = dup.replace(tags=dup.tags + new_tags)
+                            self._write_engram(dup, "updated", sync_folder=False)
+                            written += 1
+                        out.append((dup, False))
+                        continue
+                    e = self._free_id(e)
+                    self._write_engram(e, "added", sync_folder=False)
+                    written += 1
+                    out.append((e, True))
+            finally:
+                if written and self.fsync:
+                    fsync_dir(self.root)
         if sum(1 for _, c in out if c) >= AUTOSAVE_READS:
             self.save_manifest()
         return out
@@ -411,11 +418,11 @@ class EngramStore(FolderMirror):
         raise StoreError(f"could not find a free id for an engram created {e.created} after 100 tries; "
                          f"check {self.root} for an unusual number of files")
 
-    def _write_engram(self, e: Engram, op: str, data: bytes | None = None) -> None:
+    def _write_engram(self, e: Engram, op: str, data: bytes | None = None, sync_folder: bool = True) -> None:
         data = e.to_yaml().encode("utf-8") if data is None else data
         path = self.root / f"{e.id}.yaml"
         self._writes.append(path.name)  # intent first: a writer killed after this leaves a harmless extra name
-        atomic_write(path, data, sync=self.fsync)
+        atomic_write(path, data, sync=self.fsync, sync_folder=sync_folder)
         try:
             st = path.stat()
         except OSError as exc:
