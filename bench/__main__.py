@@ -8,6 +8,10 @@ if argv[:1] == ["demo"]:
     from .demo import main as demo_main
 
     sys.exit(demo_main(argv[1:]))
+if argv[:1] == ["ingest-vs-txtai"]:
+    from .ingest_vs_txtai import main as ingest_main
+
+    sys.exit(ingest_main(argv[1:]))
 
 from .cli import main
 
