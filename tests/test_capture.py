@@ -80,3 +80,17 @@ def test_pydantic_ai_attach_passes_capture_through(mem: Memory) -> None:
     (e,) = mem.list()
     assert e.statement == "I prefer window seats on trains."
     assert e.source["agent"] == "host-1" and e.source["session"] == "chat-42" and e.source["turn"] == 0
+
+
+def test_a_captured_message_is_embedded_between_turns(memory: Memory) -> None:
+    """Capture stays off the turn path: the worker embeds what it captured right after publishing the
+    block, so the next turn's recall has nothing to embed first (bench: python -m bench capture-wait)."""
+    memory.learn("The team meets on Thursdays.")
+    with RecallWorker(memory, capture=True) as worker:
+        worker.warm("a", "When does the team meet?")
+        assert worker.wait_idle(WAIT_S)
+        worker.submit("a", "My sister Lena moved to Vienna last spring.")
+        assert worker.wait_idle(WAIT_S)
+        assert worker.stats()["captured"] == 2
+        state = memory.index_state()
+        assert state["open"] and state["pending_dense"] == 0, state

@@ -143,6 +143,7 @@ class Memory:
     _index = _indexing.open_index
     index_state = _indexing.index_state
     catch_up = _indexing.catch_up
+    embed_queued = _indexing.embed_queued
     reindex = _indexing.reindex
     save = _indexing.save
 

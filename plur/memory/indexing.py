@@ -78,6 +78,25 @@ def catch_up(mem: Any, *, progress: bool = True, need_dense: bool = True) -> dic
     return {"indexed": indexed, "embedded": embedded}
 
 
+def embed_queued(mem: Any) -> int:
+    """Embed what the last writes queued for the dense leg, bounded as a recall does it, so the next recall
+    does not: a short queue (``recall_embed_batch``) now, a longer one on the background thread.
+
+    For a writer that runs between turns (capture after a turn's block is published): the next turn's
+    recall then finds nothing to embed first. A no-op while the indexes are not open or have no dense leg.
+
+    Returns:
+        Engrams still queued (0 when all were embedded now).
+    """
+    with mem._lock:
+        idx = mem._indexes
+        if idx is None or idx.dense is None or idx.dense_deferred:
+            return 0
+        mem._scan()
+        mem.catchup.before_search(idx)
+        return int(idx.pending_dense)
+
+
 #: Seconds between the saves of a running ``reindex``: each save at 100k engrams takes a few seconds, so a build
 #: from cached embeddings (~1-2 min) saves only at its end, a first-time embedding (~10 min at 100k) every 5 min.
 REINDEX_CHECKPOINT_S = 300.0

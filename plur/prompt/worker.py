@@ -423,6 +423,11 @@ class RecallWorker:
         with self._lock:
             self._counters["captured"] += ok
             self._counters["capture_errors"] += failed
+        if ok and upto_gen is not None:  # embed them now, between turns, not in the next turn's recall
+            try:
+                getattr(self.memory, "embed_queued", lambda: 0)()
+            except Exception as exc:  # noqa: BLE001 - the next recall embeds them itself
+                log.debug("could not embed captured messages ahead (%s: %s)", type(exc).__name__, exc)
 
     def _record_injection(self, agent_id: str, entry: _Entry) -> None:
         with self._lock:
