@@ -77,7 +77,7 @@ def run_dataset(dataset: str, data: Path, granularity: str, *, modes: Sequence[s
                 out: Path, model: str | None = None, cache_dir: str | None = None,
                 depth: int | None = None, threads: int | None = None, conversations: Sequence[int] | None = None,
                 full_depth: bool = True, engine: str = "local",
-                overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+                overrides: dict[str, Any] | None = None, capture: bool = False) -> dict[str, Any]:
     """Load, score and write one (dataset, granularity) run; returns a summary of it.
 
     Returns:
@@ -97,7 +97,8 @@ def run_dataset(dataset: str, data: Path, granularity: str, *, modes: Sequence[s
         model = "none"  # no dense leg needed: do not load an embedding model
     config = EngineConfig(dataset=dataset, granularity=granularity, model=model,
                           cache_dir=cache_dir or str(default_cache_dir()), depth=depth,
-                          torch_threads=threads or DEFAULT_THREADS, overrides=dict(overrides or {}))
+                          torch_threads=threads or DEFAULT_THREADS, overrides=dict(overrides or {}),
+                          capture=capture)
     n_questions = sum(len(t.queries) for t in tasks)
     if engine == "ray":
         from .ray_engine import run_tasks_ray
@@ -117,7 +118,7 @@ def run_dataset(dataset: str, data: Path, granularity: str, *, modes: Sequence[s
                               + ("'@full' variants: every engram" if full_depth else "no full-depth variants")),
                     "cache_dir": config.cache_dir, "engine": engine,
                     "conversations": list(conversations) if conversations else "all",
-                    "overrides": dict(overrides or {})},
+                    "overrides": dict(overrides or {}), "capture": capture},
         "variants": [v.name for v in variants], "n_tasks": len(tasks), "n_questions": n_questions,
         "protocol": _protocol(dataset, include_assistant), "notes": notes,
     }
@@ -125,6 +126,21 @@ def run_dataset(dataset: str, data: Path, granularity: str, *, modes: Sequence[s
     return {"dataset": dataset, "granularity": granularity, "data": manifest["data"], "n_questions": n_questions,
             "n_tasks": len(tasks), "aggregate": agg, "out": str(out), "wall_s": wall, "model": model_info,
             "settings": settings}
+
+
+def _capture_counts(out: Path) -> dict[str, int]:
+    """What ``--capture`` did with the turns, summed over the run's corpora (from its per-question rows)."""
+    per_task: dict[Any, dict[str, int]] = {}
+    with open(out / "per_question.jsonl", encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            if "capture" in row:
+                per_task[row.get("conversation", row.get("task"))] = row["capture"]
+    total: dict[str, int] = {}
+    for counts in per_task.values():
+        for k, v in counts.items():
+            total[k] = total.get(k, 0) + v
+    return total
 
 
 def _protocol(dataset: str, include_assistant: bool) -> str:
@@ -184,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--conversations", type=_conversations, default=None,
                            help="1-based conversations to run, e.g. 1-5 (tuning split) or 6-10 (default all)")
+            p.add_argument("--capture", action="store_true",
+                           help="store each turn through Memory.capture, as a host's capture does (with "
+                                "--granularity turn; bench/capture_learn.py)")
         _common(p)
     p = sub.add_parser("all", help="the standard matrix; refreshes the table in docs/benchmarks.md")
     p.add_argument("--longmemeval-data", type=Path,
@@ -246,8 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                           include_assistant=getattr(args, "include_assistant", False), limit=args.limit,
                           workers=args.workers, out=out, model=args.model, cache_dir=args.cache_dir,
                           depth=args.depth, threads=args.threads, conversations=getattr(args, "conversations", None),
-                          full_depth=args.full_depth, engine=args.engine, overrides=dict(args.overrides))
+                          full_depth=args.full_depth, engine=args.engine, overrides=dict(args.overrides),
+                          capture=getattr(args, "capture", False))
         print((Path(run["out"]) / "summary.md").read_text(encoding="utf-8"))
+        if getattr(args, "capture", False):
+            print(f"capture: {_capture_counts(Path(run['out']))}")
         print(f"results: {run['out']}")
         return 0
     except PlurError as exc:

@@ -127,6 +127,7 @@ class EngineConfig:
             variants always ask for every engram).
         overrides: further plur settings (e.g. ``{"bm25_k1": 1.2}``).
         torch_threads: intra-op threads per process (None = torch's default).
+        capture: store each turn through ``Memory.capture``, as a host's capture does (:mod:`bench.capture_learn`).
     """
 
     dataset: str
@@ -136,6 +137,7 @@ class EngineConfig:
     depth: int | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     torch_threads: int | None = None
+    capture: bool = False
 
     def settings_overrides(self) -> dict[str, Any]:
         """Settings every temporary store gets: no fsync, no stats, the shared cache."""
@@ -223,7 +225,7 @@ class Engine:
                 todo = [v for v in variants if v.fusion == fusion or (i == 0 and v.fusion is None)]
                 with Memory(home, embedder=self.embedder, fusion=fusion, **overrides) as mem:
                     if i == 0:
-                        docs_of = self._learn(mem, docs, meta)
+                        docs_of, captured = self._learn(mem, docs, meta)
                     for query in task.queries:
                         for variant in todo:
                             depth = max(len(docs_of), 1) if variant.full else (self.config.depth or DEFAULT_PATH_K)
@@ -234,6 +236,8 @@ class Engine:
                             ranking = with_tail(ranked, task.doc_ids)
                             row = make_row(self.config, task, query, variant, ranking, session_of,
                                            latency_ms=latency_ms, n_engrams=len(docs_of), n_ranked=len(ranked))
+                            if captured is not None:
+                                row["capture"] = captured
                             if not variant.full:  # what the memory block injects (bench.blocks)
                                 row.update(block_fields(hits, docs_of, query.gold, recall_k=self.settings.recall_k,
                                                         budget_tokens=self.settings.budget_tokens, now=query.now,
@@ -247,19 +251,26 @@ class Engine:
         return rows
 
     def _learn(self, mem: Any, docs: Sequence[tuple[str, str]],
-               meta: Sequence[DocMeta | None] = ()) -> dict[str, list[str]]:
-        """Learn ``(doc id, text)`` pairs; engram id -> the corpus ids it stands for (corpus order).
+               meta: Sequence[DocMeta | None] = ()) -> tuple[dict[str, list[str]], dict[str, int] | None]:
+        """Learn ``(doc id, text)`` pairs; engram id -> the corpus ids it stands for (corpus order), and
+        with ``--capture`` what capture did with the turns (``{stored, trivial, known, ...}``, else None).
 
         A document with a session and turn is learned as a conversation turn (contract B:
         ``source = {"kind": "conversation", "format": <dataset>, "session", "turn", ...}``), so the
         engine sees its neighbouring turns; a dated document gets ``created`` = its date.
         """
-        items = [_item(self.config.dataset, doc_id, text, m)
-                 for (doc_id, text), m in zip(docs, list(meta) or [None] * len(docs))]
-        stored = mem.learn_many(items) if items else []
-        if len(stored) != len(items):
-            raise RuntimeError(f"learn_many returned {len(stored)} engrams for {len(items)} documents; "
-                               "the benchmark needs one result per input to map duplicates")
+        captured: dict[str, int] | None = None
+        if self.config.capture:
+            from .capture_learn import learn_captured
+
+            stored, captured = learn_captured(mem, docs, meta)
+        else:
+            items = [_item(self.config.dataset, doc_id, text, m)
+                     for (doc_id, text), m in zip(docs, list(meta) or [None] * len(docs))]
+            stored = mem.learn_many(items) if items else []
+            if len(stored) != len(items):
+                raise RuntimeError(f"learn_many returned {len(stored)} engrams for {len(items)} documents; "
+                                   "the benchmark needs one result per input to map duplicates")
         # Every vector in before the first query: a recall answers from the last consistent index while
         # a long dense queue is embedded in the background, so without this the first queries of a run
         # would be scored without (part of) the dense leg and figures would vary with the machine's speed.
@@ -271,8 +282,9 @@ class Engine:
                                "the benchmark scores only a complete dense index")
         docs_of: dict[str, list[str]] = {}
         for engram, (doc_id, _) in zip(stored, docs):
-            docs_of.setdefault(engram.id, []).append(doc_id)
-        return docs_of
+            if engram is not None:  # None: a turn capture did not store
+                docs_of.setdefault(engram.id, []).append(doc_id)
+        return docs_of, captured
 
 
 def _overview(mem: Any, question: str) -> Any:
