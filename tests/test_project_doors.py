@@ -144,3 +144,26 @@ def test_plur_mcp_files_under_the_clients_roots_else_its_folder(plur_home: Path,
             assert _data(await c.call_tool("status", {}))["scope"] == "project:app"
 
     asyncio.run(main())
+
+
+def test_an_upgraded_home_keeps_its_basename_notes_reachable(home: Path, tmp_path: Path) -> None:
+    """Notes an older plur filed under a folder's last name (`project:web`, the old DSH rule) stay reachable:
+    the first repository root named web adopts the name; a nested package folder named web (a `repo`
+    project now) reaches them once bound to that scope."""
+    from plur.memory import Memory
+
+    with Memory(home, model="none") as mem:   # an existing home, no projects.json yet
+        old = mem.learn("The web cache server runs on host cache-web.", scope="project:web").id
+    assert not (home / "projects.json").exists()
+    (tmp_path / "code" / "web" / ".git").mkdir(parents=True)
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    (tmp_path / "repo" / "packages" / "web").mkdir(parents=True)
+    prompt = "which host runs the cache server?"
+    assert old in _hook(home, tmp_path / "code" / "web", prompt)["hookSpecificOutput"]["additionalContext"]
+    nested = tmp_path / "repo" / "packages" / "web"
+    shown = _hook(home, nested, prompt).get("hookSpecificOutput", {}).get("additionalContext", "")
+    assert old not in shown                                        # project:repo now: not web's notes
+    env = {**os.environ, "PLUR_HOME": str(home), "PLUR_MODEL": "none"}
+    subprocess.run([sys.executable, "-m", "plur", "project", "bind", str(nested), "--to", "project:web"], env=env,
+                   check=True, capture_output=True, timeout=120)
+    assert old in _hook(home, nested, prompt + " ")["hookSpecificOutput"]["additionalContext"]
