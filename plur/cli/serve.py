@@ -52,9 +52,30 @@ def mcp(app: App, scope: str | None, transport: str, host: str, port: int) -> No
     from ..service.files import home_of
 
     ScopePin(scope)  # a bad --scope fails here, before the client sees a server
+    _say_which_home(app.home)
     # a thin client of the home's service, started on first need (issue 26); no model in this process
     run_mcp(ServiceBackend(app.home), scope=scope, transport=transport, host=host, port=port,
             home=home_of(app.home), announce=lambda line: click.echo(line, err=True))
+
+
+def _say_which_home(given: object) -> None:
+    """One stderr line: the home plur mcp serves and where that came from. MCP clients start it with a minimal
+    environment (HOME, PATH, USER, SHELL, TERM, LOGNAME), so a PLUR_HOME set in the user's shell is dropped
+    unless the client's config passes it (issue 38)."""
+    import os
+
+    from ..service.files import home_of
+
+    home = home_of(given)  # type: ignore[arg-type]
+    if given:
+        source = "--home"
+    elif os.environ.get("PLUR_HOME"):
+        source = "PLUR_HOME"
+    else:
+        source = ("the default: PLUR_HOME is not set here; MCP clients pass a minimal environment, so set "
+                  "PLUR_HOME in the client's env for plur mcp if your memory lives elsewhere")
+    state = "" if os.path.lexists(home) else "; it does not exist yet: reads find nothing, the first learn creates it"
+    click.echo(f"plur mcp: memory at {home} ({source}){state}", err=True)
 
 
 @click.command(context_settings={"ignore_unknown_options": True})

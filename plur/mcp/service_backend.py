@@ -87,12 +87,43 @@ class ServiceBackend:
                     self._route()
             return local(self._memory())
 
+    def missing_home(self) -> Path | None:
+        """The home's path while it does not exist (nothing learned there yet), else ``None``.
+
+        A read must not create it (MCP clients start ``plur mcp`` with a minimal environment, so a dropped
+        ``PLUR_HOME`` made reads create and serve an empty ``~/.plur``); a home on PostgreSQL counts as present.
+        """
+        import os
+
+        from ..service.files import home_of
+
+        home = home_of(self.home)
+        if os.path.lexists(home) or os.environ.get("PLUR_STORE"):
+            return None
+        return home
+
+    def _absent(self, empty: Any) -> Any:
+        """``empty`` with a note naming the missing home, when there is none; else ``None``."""
+        home = self.missing_home()
+        if home is None:
+            return None
+        self._note = (f"no plur memory at {home} (the folder does not exist; the first learn creates it). If "
+                      "your memory lives elsewhere, set PLUR_HOME in this MCP client's env for plur mcp")
+        return empty
+
     def note(self) -> str | None:
         """A note for the last answer (keyword-only recall while the service starts), or ``None``."""
         return self._note
 
     # -- Backend ----------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
+        from ..service.files import home_of
+
+        absent = self._absent({"home": str(home_of(self.home)), "engrams": 0, "by_scope": {}, "model": None,
+                               "quarantined": 0, "service": None})
+        if absent is not None:
+            return {**absent, "note": self._note}
+
         def remote(c: "Client") -> dict[str, Any]:
             st = c.status()
             return {"home": st.get("home"), "engrams": st.get("engrams"), "by_scope": st.get("by_scope", {}),
@@ -115,6 +146,9 @@ class ServiceBackend:
 
     def recall(self, query: str, k: int, *, scope: str | None, types: Sequence[str] | None,
                tags: Sequence[str] | None, mode: str, agent: str | None) -> list[dict[str, Any]]:
+        if self._absent([]) is not None:
+            return []
+
         def remote(c: "Client") -> list[dict[str, Any]]:
             hits = c.recall(query, k, scope=scope, mode=mode, types=list(types) if types else None,
                             tags=list(tags) if tags else None, agent=agent)["hits"]
@@ -125,15 +159,21 @@ class ServiceBackend:
                                                       mode="bm25" if self._keyword else mode, agent=agent))
 
     def block(self, query: str, *, scope: str | None, agent: str | None) -> dict[str, Any]:
+        absent = self._absent({"text": "", "hash": "", "engram_ids": [], "tokens": 0})
+        if absent is not None:
+            return absent
         return self._call(lambda c: c.block(agent or self.agent_id, query, scope),
                           lambda b: b.block(query, scope=scope, agent=agent,
                                             mode="bm25" if self._keyword else "hybrid"))
 
     def get(self, engram_id: str) -> dict[str, Any]:
+        self._no_such_engram(engram_id)
         return self._call(lambda c: c.engram(engram_id)["engram"], lambda b: b.get(engram_id))
 
     def list(self, *, scope: str | None, type: str | None, tag: str | None, text: str | None,
              limit: int) -> list[dict[str, Any]]:
+        if self._absent([]) is not None:
+            return []
         return self._call(lambda c: c.list_engrams(scope=scope, type=type, tag=tag, text=text, limit=limit)["engrams"],
                           lambda b: b.list(scope=scope, type=type, tag=tag, text=text, limit=limit))
 
@@ -144,14 +184,29 @@ class ServiceBackend:
         return self._call(remote, lambda b: b.learn(statement, type=type, scope=scope, tags=tags, pinned=pinned))
 
     def update(self, engram_id: str, **changes: Any) -> dict[str, Any]:
+        self._no_such_engram(engram_id)
         return self._call(lambda c: c.update(engram_id, **changes)["engram"], lambda b: b.update(engram_id, **changes))
 
     def forget(self, engram_id: str) -> dict[str, Any]:
+        self._no_such_engram(engram_id)
         return self._call(lambda c: {"forgotten": c.forget(engram_id)["forgotten"]}, lambda b: b.forget(engram_id))
 
     def feedback(self, engram_id: str, useful: bool, *, agent: str | None, query: str | None) -> dict[str, Any]:
+        self._no_such_engram(engram_id)
         return self._call(lambda c: c.feedback(engram_id, useful, agent_id=agent, query=query),
                           lambda b: b.feedback(engram_id, useful, agent=agent, query=query))
+
+    def _no_such_engram(self, engram_id: str) -> None:
+        """Refuse a call about one engram, without creating the home, when there is no home."""
+        home = self.missing_home()
+        if home is not None:
+            from ..errors import NotFoundError
+            from ..store.engram import validate_id
+
+            validate_id(engram_id)   # a malformed id is told so first, home or not
+
+            raise NotFoundError(f"no engram {engram_id!r}: there is no plur memory at {home} (set PLUR_HOME in "
+                                "this MCP client's env if your memory lives elsewhere)")
 
     def close(self) -> None:
         with self._lock:
