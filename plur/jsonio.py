@@ -37,3 +37,42 @@ def loads(data: bytes | str) -> Any:
         except _orjson.JSONDecodeError:
             pass  # parse again below: same result or the stdlib's error message
     return json.loads(data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data)
+
+
+def request_json(raw: bytes, where: str) -> Any:
+    """Parse a request body as JSON for a door that takes one (the service's API, the pages' JSON actions).
+
+    Everything a client can send that :mod:`json` accepts but plur cannot store or print is refused here as
+    one 400-kind error, never a 500 further in: a document nested deeper than the parser's recursion
+    limit (``[[[[...`` 100,000 deep), and a lone surrogate escape (``"\\ud800"``), which no UTF-8 text holds.
+
+    Args:
+        raw: the body (``b""`` reads as ``{}``).
+        where: the door, for the message (``POST /api/v1/learn``).
+
+    Raises:
+        ValidationError: not JSON, nested too deep, or a string holding a lone surrogate.
+    """
+    from .errors import ValidationError
+
+    try:
+        body = json.loads(raw or b"{}")
+    except RecursionError:
+        raise ValidationError(f"{where}: the JSON body is nested too deep; send a flat object of fields") from None
+    except ValueError as exc:
+        raise ValidationError(f"{where}: the body is not valid JSON ({exc})") from None
+    stack = [body]
+    while stack:   # iterative: the parser's own depth limit already bounds it
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ValidationError(f"{where}: the text {item[:40]!r} holds a lone surrogate ({exc.reason}); "
+                                      "send valid Unicode (a pair of \\uD8xx\\uDCxx escapes, or UTF-8)") from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return body

@@ -54,3 +54,37 @@ def test_a_members_503_names_no_database_uri_or_socket(tmp_path: Path, pg_uri: s
         members.close()
         worker.close()
         memory.close()
+
+
+def test_a_lone_surrogate_or_a_deeply_nested_body_is_a_400_not_a_500(memory: Memory) -> None:
+    from starlette.testclient import TestClient
+
+    from conftest import web_login
+    from plur.prompt.worker import RecallWorker
+    from plur.service.api import create_api
+    from plur.web.server import create_app
+
+    deep = b"[" * 100_000 + b"]" * 100_000
+    worker = RecallWorker(memory)
+    try:
+        with TestClient(create_api(memory, worker, "tok"), raise_server_exceptions=False) as c:
+            h = {"Authorization": "Bearer tok", "Content-Type": "application/json"}
+            for path, body in (("/api/v1/learn", b'{"statement": "\\ud800"}'),
+                               ("/api/v1/learn", b'{"statement": "ok", "tags": ["a\\ud800"]}'),
+                               ("/api/v1/recall", b'{"query": "x", "agent": "\\udc00"}'),
+                               ("/api/v1/recall", b'{"query": ' + deep + b"}"),
+                               ("/api/v1/learn", b'{"statement": ' + deep + b"}")):
+                r = c.post(path, content=body, headers=h)
+                assert r.status_code == 400 and r.json()["error"]["type"] == "ValidationError", (path, r.text)
+            ok = c.post("/api/v1/learn", content=b'{"statement": "A pair \\ud83d\\ude00 is fine."}', headers=h)
+            assert ok.status_code == 200, ok.text
+        e = memory.list()[0]
+        with TestClient(create_app(memory), base_url="http://127.0.0.1:7777", raise_server_exceptions=False) as page:
+            web_login(page)
+            tok = page.get("/?format=json").headers["x-csrf-token"]
+            r = page.post(f"/engrams/{e.id}/edit?format=json", content=b'{"statement": ' + deep + b"}",
+                          headers={"Content-Type": "application/json", "Origin": "http://127.0.0.1:7777",
+                                   "X-CSRF-Token": tok})
+            assert r.status_code == 400, r.text
+    finally:
+        worker.close()

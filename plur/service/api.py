@@ -45,6 +45,7 @@ from ..errors import (AuthError, ConflictError, DatabaseUnavailableError, Forbid
                       NotFoundError, PlurError, ValidationError)
 from ..bodylimit import MAX_BODY_BYTES, BodyLimit
 from ..store.schema import DEFAULT_TYPE, schema
+from ..jsonio import request_json
 from ..values import parse_int
 from .files import API_VERSION
 
@@ -246,10 +247,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
                     raw = await request.body()
                     if len(raw) > MAX_BODY_BYTES:
                         raise ValidationError(f"{name}: body of {len(raw)} bytes is over {MAX_BODY_BYTES}")
-                    try:
-                        body = json.loads(raw or b"{}")
-                    except ValueError as exc:
-                        raise ValidationError(f"{name}: the body is not valid JSON ({exc})") from None
+                    body = request_json(raw, name)   # not JSON, too deep, a lone surrogate: 400 (plur.jsonio)
                     args = fields(body, spec, f"{request.method} {request.url.path}")
 
                 member = request.scope.get("plur.member")

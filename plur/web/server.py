@@ -33,6 +33,7 @@ from urllib.parse import urlencode
 
 from ..bodylimit import BodyLimit
 from ..display import safe_text
+from ..jsonio import request_json
 from ..errors import (ConflictError, DatabaseUnavailableError, InvalidIdError, NotFoundError, PlurError,
                       ValidationError, require)
 from . import charts, login, security, views
@@ -259,9 +260,9 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
         name = request.path_params["action"]
         if request.headers.get("content-type", "").startswith("application/json"):
             try:
-                body = json.loads(await request.body() or b"{}")
-            except ValueError:
-                body = None
+                body = request_json(await request.body(), "the JSON body")
+            except ValidationError as exc:
+                return error(request, exc)
             if not isinstance(body, dict):
                 return error(request, ValidationError("the JSON body must be an object of form fields"))
             form = {str(k): str(v) for k, v in body.items() if v is not None}
