@@ -253,6 +253,8 @@ def _coerce(name: str, value: Any, source: str) -> Any:
         known = ", ".join(sorted(_BY_NAME))
         raise ConfigError(f"unknown setting {name!r} (from {source}); known settings: {known}")
     lo, hi = spec.range if spec.range is not None else ((0, None) if spec.type in (int, float) else (None, None))
+    if name == "relevance_floor" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = repr(float(value))   # relevance_floor = 0.3 (a TOML number), as the messages suggest
     out = parse_value(spec.type, value, "setting " + name, source=source, lo=lo, hi=hi, choices=spec.choices,
                        error=ConfigError)
     if name == "relevance_floor":
