@@ -49,6 +49,7 @@ def test_a_session_log_gives_the_typed_turns_with_provenance_compressed_or_raw()
         assert [(t.role, t.text) for t in turns] == [("user", text), ("assistant", "ok")], \
             "the runtime-context snapshot (a plugin's user-role message) is not a turn"
         assert turns[0].session == data[0]["id"] and turns[0].extra["cwd"] == cwd
+        assert [t.turn for t in turns] == [0, 0], "numbered as the plugin's capture: the answer shares its question's"
         assert turns[0].created is not None and turns[0].created.year >= 2026
 
 
@@ -83,3 +84,20 @@ def test_a_damaged_compressed_log_is_one_clear_error(run, tmp_path: Path) -> Non
     r = run("ingest", str(bad))
     assert r.exit_code == 2
     assert "not a Zstandard file" in r.output
+
+
+def test_a_session_the_plugin_captured_live_is_not_stored_twice_when_its_log_is_ingested(plur_home: Path,
+                                                                                        tmp_path: Path) -> None:
+    from plur.store.engram import Engram
+
+    log = next(f for f, cwd in dsh.sessions(SESSIONS) if cwd == "/home/dev/我的项目")
+    sid = conv.load(log)[0]["id"]
+    scope = "project:我的项目"
+    with Memory(plur_home, model="none") as m:
+        # what the DSH plugin's capture stored while the session ran (format capture, same session and number)
+        m.store.add_many([Engram.create(LENA, scope=scope, type="user", source={
+            "kind": "conversation", "format": "capture", "session": sid, "turn": 0, "role": "user"})], dedupe=False)
+        out = m.ingest(log, scope=scope, roles=("user", "assistant"))
+        assert [(e.source["role"], e.statement) for e in out.added] == [("assistant", "ok")], \
+            "the captured user turn is known; only the answer is new"
+        assert [e.statement for e in m.list(scope=scope)].count(LENA) == 1

@@ -102,6 +102,8 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
     queued: set[Any] = set()
     for t in kept:
         old = have.get(t.key)
+        if old is None and _captured(have, t):
+            continue  # the host's plugin captured this very turn live: already stored
         if old is None:
             if t.key not in queued:  # a key repeated in the data is ingested once
                 queued.add(t.key)
@@ -174,6 +176,14 @@ def _wrong_format(data: Any, fmt: str, where: str) -> None:
     hint = (f"it looks like {guess}: drop --format (or pass --format {guess})" if guess and guess != fmt
             else f"check the file, or pass another --format ({', '.join(conv.FORMATS)})")
     raise ValidationError(f"{where} read as {fmt} holds no turns; {hint}")
+
+
+def _captured(have: dict[Any, Engram], t: Any) -> bool:
+    """Whether a host's plugin captured turn ``t`` live (its parser's ``CAPTURED_AS`` format, same session and number)."""
+    from ..store.ingest import captured_as
+
+    alias = captured_as(t.format)
+    return alias is not None and (alias, t.session, t.turn, t.role) in have
 
 
 def _differs(old: Engram | None, text: str) -> bool:

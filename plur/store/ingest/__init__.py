@@ -76,6 +76,12 @@ def parse(data: Any, fmt: str | None = None, *, where: str = "input", session: s
     return _PARSERS[name].parse(data, where=where, session=session, date=date)
 
 
+def captured_as(fmt: str) -> str | None:
+    """The provenance format under which a host's plugin captures turns of format ``fmt`` live, if any
+    (``dsh`` -> ``capture``: :data:`plur.store.ingest.dsh.CAPTURED_AS`)."""
+    return getattr(_PARSERS.get(fmt), "CAPTURED_AS", None)
+
+
 def keep_file_session(turns: list[Turn], stored: Any, data: Any, fmt: str, session: str | None,
                       file: str | None) -> list[Turn]:
     """Give a re-ingested message file the session its turns had before, when it names none of its own.
@@ -189,7 +195,7 @@ def read_conversation(path: str | os.PathLike[str], fmt: str | None = None, *, s
     return parse(load(path), fmt, where=str(path), session=session, date=date)
 
 
-__all__ = ["FORMATS", "KEY_FIELDS", "ROLES", "IngestResult", "Turn", "detect_format", "fork_derived", "keep_file_session",
+__all__ = ["FORMATS", "KEY_FIELDS", "ROLES", "IngestResult", "Turn", "captured_as", "detect_format", "fork_derived", "keep_file_session",
            "load",
            "parse", "read_conversation",
            "source_key"]

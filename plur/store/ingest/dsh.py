@@ -13,6 +13,12 @@ also records runtime-context snapshots and plugin reminders as user-role message
 tool results, reasoning, streamed chunks (also packed ``*-chunks`` rows) and every other event are
 skipped. The session is the header's ``id``, the turn time the event's ``time``, and the workspace
 (``cwd``) is kept in each turn's provenance so the caller can file it under that folder's project.
+
+Turns are numbered as the DSH plugin's live capture numbers them (``hosts/dsh/src/capture.js``): a typed
+message by its place among the session's typed messages, the model's answer (its last text before the next
+typed message) by its question's number. So a session the plugin captured as it happened
+(``format: capture``, the same session id) is recognised when its log is ingested later:
+:data:`CAPTURED_AS` names that format, and :func:`plur.memory.ingest.ingest` skips those turns.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from ...errors import ValidationError
 from .turns import SKIPPED_LINE, Turn, content_text, need
 
 NAME = "dsh"
+#: The provenance format under which the DSH plugin captures the same turns live (same session id and numbers).
+CAPTURED_AS = "capture"
 #: The file names a DSH session log has (compressed, raw).
 FILE_NAMES = ("session.jsonl.zstd", "session.jsonl")
 
@@ -123,6 +131,15 @@ def parse(data: Any, *, where: str, session: str | None = None, date: datetime |
     cwd = head.get("cwd") if isinstance(head.get("cwd"), str) else None
     started = _time(head.get("createdAt")) or date
     out: list[Turn] = []
+    typed = -1  # number of the latest typed message
+    answer: Turn | None = None  # the latest answer text of that message (the last one is kept)
+
+    def flush() -> None:
+        nonlocal answer
+        if answer is not None:
+            out.append(answer)
+            answer = None
+
     for line, event in enumerate(data[1:], 2):
         if event is SKIPPED_LINE:
             continue
@@ -142,13 +159,21 @@ def parse(data: Any, *, where: str, session: str | None = None, date: datetime |
         else:
             continue
         text = content_text(message.get("content"))
-        if not text:
+        if role == "user":
+            typed += 1
+            flush()
+        if not text or typed < 0:
             continue
         extra: dict[str, Any] = {"seq": event.get("seq")}
         if cwd:
             extra["cwd"] = cwd
         if isinstance(message.get("id"), str):
             extra["message_id"] = message["id"]
-        out.append(Turn(format=NAME, session=sid, turn=len(out), role=role, text=text,
-                        created=_time(event.get("time")) or started, extra=extra))
+        turn = Turn(format=NAME, session=sid, turn=typed, role=role, text=text,
+                    created=_time(event.get("time")) or started, extra=extra)
+        if role == "user":
+            out.append(turn)
+        else:
+            answer = turn
+    flush()
     return out
