@@ -19,3 +19,25 @@ def test_relevance_floor_as_a_toml_number_is_accepted(tmp_path: Path) -> None:
         (tmp_path / "config.toml").write_text(f"relevance_floor = {bad}\n")
         with pytest.raises(ConfigError, match="relevance_floor"):
             load_settings(tmp_path)
+
+
+def test_zero_width_characters_are_shown_escaped_in_list_show_and_recall(plur_home: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PLUR_HOME": str(plur_home), "PLUR_MODEL": "none", "PLUR_AUTOSTART_SERVICE": "false"}
+
+    def plur(*args: str) -> str:
+        got = subprocess.run([sys.executable, "-m", "plur", *args], env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert got.returncode == 0, got.stderr
+        return got.stdout
+
+    eid = plur("learn", "Send invoices to admin\u200b@\u200bexample.com and \ufeffbilling\u2060.").strip()
+    plur("learn", "The family emoji 👨\u200d👩\u200d👧 and می\u200cخواهم stay whole.")
+    for out in (plur("list"), plur("show", eid), plur("recall", "invoices", "--mode", "bm25")):
+        low = out.lower()   # show prints YAML, which spells \\uFEFF in capitals
+        assert "admin\\u200b@\\u200bexample.com" in low and "\\ufeffbilling\\u2060" in low, out
+        assert not any(c in out for c in "\u200b\ufeff\u2060"), out
+    assert "👨\u200d👩\u200d👧" in plur("list")                          # emoji and scripts keep their joiners
