@@ -275,3 +275,35 @@ def test_notes_given_to_ingest_or_as_jsonl_point_at_import(run) -> None:
     assert r.exit_code == 2 and "plur import" in r.stderr
     r = run("import", str(FIX / "claude_settings.txt"), "--format", "jsonl")
     assert r.exit_code == 2 and "drop --format" in r.stderr
+
+
+def test_chat_histories_given_to_import_point_at_ingest_at_every_shape(run, plur_home: Path, tmp_path: Path) -> None:
+    """A Claude Code session, a folder of them, a message list as JSON Lines, and JSON that is neither: each
+    gets one line naming what it is and the command for it (was: 'engram is missing required field statement'
+    for the first three, and 'looks like a chat export' for any .json)."""
+    from plur.errors import ValidationError
+    from plur.store.transfer import read_engrams
+
+    projects = _claude_projects(tmp_path / "claude", tmp_path / "app")
+    session = next(next(projects.iterdir()).iterdir())
+    r = run("import", str(projects))
+    assert r.exit_code == 2 and f"plur ingest {projects}" in r.stderr and "chat histories (claude-code" in r.stderr
+    for target in (session, CHATS / "claude_code.jsonl"):
+        for extra in ((), ("--format", "jsonl")):
+            r = run("import", str(target), *extra)
+            assert r.exit_code == 2 and f"plur ingest {target}" in r.stderr and "chat history (claude-code)" in r.stderr
+            assert "missing required field" not in r.stderr
+    messages = tmp_path / "chat.jsonl"
+    messages.write_text("".join(json.dumps(m) + "\n" for m in json.loads((CHATS / "messages.json").read_text())))
+    r = run("import", str(messages))
+    assert r.exit_code == 2 and "chat history (messages)" in r.stderr
+    with pytest.raises(ValidationError, match="plur ingest"):       # the Python door says the same
+        read_engrams(session)
+    odd = tmp_path / "settings.json"
+    odd.write_text('{"theme": "dark"}')
+    r = run("import", str(odd))
+    assert r.exit_code == 2 and "looks like a chat export" not in r.stderr and "--format" in r.stderr and "JSON Lines" in r.stderr
+    assert files_of(plur_home) == set()
+    ok = tmp_path / "engrams.jsonl"                                  # engrams as JSON Lines still import
+    ok.write_text(json.dumps({"statement": "The staging database is refreshed nightly."}) + "\n")
+    assert run("import", str(ok)).exit_code == 0 and len(files_of(plur_home)) == 1

@@ -73,9 +73,13 @@ def detect_import_format(path: str | os.PathLike[str]) -> str:
     suffix = p.suffix.lower()
     if p.is_dir() or suffix in (".jsonl", ".ndjson", ".yaml", ".yml"):
         return detect_format(p)
-    if suffix in (".json", ".zip"):
+    if suffix == ".zip" or (suffix == ".json" and chat_format(p)):
         raise ValidationError(f"{str(p)!r} looks like a chat export (conversations), not notes; use "
                               f"`plur ingest {p}` for it, or pass --format ({', '.join(IMPORT_FORMATS)})")
+    if suffix == ".json":
+        raise ValidationError(f"cannot tell the format of {str(p)!r}: it is JSON but no chat export that "
+                              f"`plur ingest` reads, and `plur import` reads JSON Lines (one engram per line, "
+                              f"named .jsonl); pass --format ({', '.join(IMPORT_FORMATS)})")
     return detect_text(read_text_file(p, "utf-8-sig"), repr(str(p)), suffix)
 
 
@@ -97,11 +101,44 @@ def import_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
             continue
         found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in _NOTE_FILES
                        and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        chats = [(f, fmt) for f in found if f.suffix.lower() in (".jsonl", ".ndjson") and (fmt := chat_format(f))]
+        if chats:
+            f, fmt = chats[0]
+            raise ValidationError(f"{str(p)!r} holds chat histories ({fmt}: {f.relative_to(p)}"
+                                  f"{f' and {len(chats) - 1} more' if len(chats) > 1 else ''}), not notes; "
+                                  f"use `plur ingest {p}` for them (one engram per turn)")
         if not found:
             raise ValidationError(f"{str(p)!r} holds no notes (files ending {', '.join(_NOTE_FILES)}) and no "
                                   "Claude memory folder (MEMORY.md); check the path")
         out += found
     return out
+
+
+def chat_format(p: Path, lines: int = 50) -> str | None:
+    """The conversation format (``plur ingest``'s) of a JSON or JSON Lines file whose records are no
+    engrams (no ``statement``), from its first ``lines`` records; ``None`` when it is not one."""
+    from .ingest import detect_format as conversation_format
+
+    records: list[Any] = []
+    try:
+        with p.open(encoding="utf-8-sig") as fh:
+            if p.suffix.lower() == ".json":
+                records = [json.load(fh)]
+            else:
+                for line in fh:
+                    if line.strip():
+                        records.append(json.loads(line))
+                    if len(records) >= lines:
+                        break
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    data = records[0] if p.suffix.lower() == ".json" else records
+    if any(isinstance(r, Mapping) and "statement" in r for r in (records if data is records else [data])):
+        return None
+    try:
+        return conversation_format(data, str(p))
+    except ValidationError:
+        return None
 
 
 def _is_claude_dir(p: Path) -> bool:
@@ -172,6 +209,9 @@ def _read_jsonl(p: Path, text: str, default_scope: str = "global") -> list[Engra
             hint = "; it is claude.ai's memory: drop --format" if claude_ai.shape(text) else ""
             raise ValidationError(f"{p}:{n}: not a JSON object ({exc.msg}); one engram per line{hint}") from None
         except ValidationError as exc:
+            if "statement" in str(exc) and (fmt := chat_format(p)):
+                raise ValidationError(f"{p} is a chat history ({fmt}), not engrams (one JSON object with a "
+                                      f"'statement' per line); use `plur ingest {p}` for it") from None
             raise ValidationError(f"{p}:{n}: {exc}") from None
     return out
 
