@@ -69,6 +69,15 @@ def bind_tcp(host: str, port: int) -> socket.socket:
     return sock
 
 
+def port_in_use(host: str, port: int) -> bool:
+    """True when another process listens on ``host:port`` (a trial bind fails with EADDRINUSE)."""
+    try:
+        bind_tcp(host, port).close()
+    except ServiceError as exc:
+        return "already in use" in str(exc)
+    return False
+
+
 def bind_unix(path: Path) -> socket.socket:
     """A listening unix socket at ``path`` with mode 0600 from the start (a stale file is replaced).
 

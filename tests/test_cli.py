@@ -194,7 +194,7 @@ def test_reads_on_a_home_that_does_not_exist_say_so_and_create_nothing(run, home
     assert r.exit_code == 0 and note in r.stderr and "no engrams recalled" in r.stderr and r.stdout == ""
     assert json.loads(run("recall", "dog", "--json").stdout) == []
     s = run("section", "dog", "--agent", "a")
-    assert s.exit_code == 0 and note in s.stderr and "empty memory block" in s.stdout
+    assert s.exit_code == 0 and note in s.stderr and "empty memory block" in s.stderr and s.stdout == ""
     d = run("doctor")
     assert d.exit_code == 0 and "does not exist" in d.stdout
     assert json.loads(run("doctor", "--json").stdout)["exists"] is False

@@ -17,6 +17,7 @@ One module per command group, each imported only when one of its commands runs
 :mod:`.health`       init, doctor, reindex
 :mod:`.serve`        serve, mcp
 :mod:`.project`      project which, list, bind, unbind (:mod:`plur.project`)
+:mod:`.completion`   completion (bash, zsh, fish)
 ``service``          :mod:`plur.service.commands` (start, stop, status)
 ===================  =====================================================================
 
@@ -71,6 +72,7 @@ COMMANDS = {
     "hook": "plur.cli.serve.hook",
     "project": "plur.cli.project.project",
     "service": "plur.service.commands.service",
+    "completion": "plur.cli.completion.completion",
 }
 
 
@@ -82,10 +84,35 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'plur.cli' has no attribute {name!r}")
 
 
+def _log_to_stderr() -> None:
+    """plur's warnings on stderr as bare lines (what logging's last resort printed), each fallback line once
+    per process however many times the model is resolved."""
+    import logging
+
+    class Stderr(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.said: set[str] = set()
+
+        def emit(self, record: logging.LogRecord) -> None:
+            text = record.getMessage()
+            if record.name == "plur.embed.fallback":
+                if text in self.said:
+                    return
+                self.said.add(text)
+            sys.stderr.write(text + "\n")  # the current stderr (click's test runner swaps it)
+
+    logger = logging.getLogger("plur")
+    if not any(type(h).__name__ == "Stderr" for h in logger.handlers):
+        logger.addHandler(Stderr())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code."""
-    # A model fallback is logged once on stderr (plur.embed); don't repeat it as a Python warning.
+    # A model fallback is said once on stderr, as its log line (plur.embed.fallback), not also as a warning.
     warnings.filterwarnings("ignore", message="plur: embedding model")
+    warnings.filterwarnings("ignore", message="plur: no embedding model")
+    _log_to_stderr()
     try:
         args = sys.argv[1:] if argv is None else list(argv)
         if "recall" in args or "section" in args:  # the thin client's commands; others go straight to click

@@ -11,7 +11,7 @@ import click
 from ..errors import PlurError, ValidationError
 from ..service.session import Session as App
 from ..store.engram import Engram
-from .output import echo, one_line
+from .output import echo, emit_json, json_option, one_line
 
 
 def _changes(old: Engram, new: Engram) -> dict[str, Any]:
@@ -133,37 +133,44 @@ def _edit(mem: Any, old: Engram, draft: list[str]) -> None:
 @click.command()
 @click.argument("engram_id")
 @click.argument("statement")
+@json_option
 @click.pass_obj
-def update(app: App, engram_id: str, statement: str) -> None:
+def update(app: App, engram_id: str, statement: str, as_json: bool) -> None:
     """Replace the text of an engram in place (same id; use `supersede` to keep the old text as history)."""
-    app.memory.update(engram_id, statement=statement)
-    click.echo(f"updated: {engram_id}")
+    e = app.memory.update(engram_id, statement=statement)
+    emit_json({"updated": engram_id, "engram": e.to_dict()}) if as_json else click.echo(f"updated: {engram_id}")
 
 
 @click.command()
 @click.argument("old_id")
 @click.argument("statement")
 @click.option("--ttl", default=None, help="The new engram expires after this long, e.g. 30d.")
+@json_option
 @click.pass_obj
-def supersede(app: App, old_id: str, statement: str, ttl: str | None) -> None:
+def supersede(app: App, old_id: str, statement: str, ttl: str | None, as_json: bool) -> None:
     """Replace OLD_ID by STATEMENT: a new engram (supersedes OLD_ID); the old one is retired, kept on disk."""
     new = app.memory.supersede(old_id, statement, ttl=ttl)
-    click.echo(f"{new.id} supersedes {old_id} (retired)")
+    if as_json:
+        emit_json({"id": new.id, "supersedes": old_id, "retired": old_id, "engram": new.to_dict()})
+    else:
+        click.echo(f"{new.id} supersedes {old_id} (retired)")
 
 
 @click.command()
 @click.argument("engram_id")
+@json_option
 @click.pass_obj
-def pin(app: App, engram_id: str) -> None:
+def pin(app: App, engram_id: str, as_json: bool) -> None:
     """Pin an engram: it goes first in every memory block of its scope."""
-    app.memory.update(engram_id, pinned=True)
-    click.echo(f"pinned: {engram_id}")
+    e = app.memory.update(engram_id, pinned=True)
+    emit_json({"pinned": engram_id, "engram": e.to_dict()}) if as_json else click.echo(f"pinned: {engram_id}")
 
 
 @click.command()
 @click.argument("engram_id")
+@json_option
 @click.pass_obj
-def unpin(app: App, engram_id: str) -> None:
+def unpin(app: App, engram_id: str, as_json: bool) -> None:
     """Unpin an engram."""
-    app.memory.update(engram_id, pinned=False)
-    click.echo(f"unpinned: {engram_id}")
+    e = app.memory.update(engram_id, pinned=False)
+    emit_json({"unpinned": engram_id, "engram": e.to_dict()}) if as_json else click.echo(f"unpinned: {engram_id}")

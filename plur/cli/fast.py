@@ -45,10 +45,11 @@ RECALL = {"-k": ("k", "value"), "--scope": ("scope", "value"), "--mode": ("mode"
           "--type": ("types", "many"), "--tag": ("tags", "many"), "--min-score": ("min_score", "value"),
           "--include-expired": ("include_expired", "flag"), "--agent": ("agent", "value"),
           "--json": ("as_json", "flag")}
-SECTION = {"--agent": ("agent", "value"), "--scope": ("scope", "value")}
+SECTION = {"--agent": ("agent", "value"), "--scope": ("scope", "value"), "--json": ("as_json", "flag")}
 
-#: What ``plur section`` prints for an empty block (both paths; the click one imports it from here).
-EMPTY_SECTION = "(empty memory block: nothing recalled above the relevance floor)"
+#: What ``plur section`` says on stderr for an empty block, whose stdout is '' (both paths; the click one
+#: imports it from here): a shell hook that injects stdout injects nothing.
+EMPTY_SECTION = "plur: empty memory block: nothing recalled above the relevance floor"
 #: The mark of a plain ``plur recall`` line whose hit the relevance floor keeps out of the memory block,
 #: and the one stderr line that explains it (both paths; the click one imports them from here).
 BELOW_FLOOR = " [below floor]"
@@ -213,7 +214,7 @@ def run(argv: list[str]) -> int | None:
     text, opts = parsed
     if command == "recall" and not text.strip():
         return None  # a blank query: click refuses it with the usual one line
-    values = _recall_values(opts) if command == "recall" else opts
+    values = _recall_values(opts) if command == "recall" else {k: v for k, v in opts.items() if k != "as_json"}
     if values is None or (command == "section" and "agent" not in values):
         return None
     scope = values.get("scope")
@@ -229,8 +230,16 @@ def run(argv: list[str]) -> int | None:
             if client is None:
                 return None
             if command == "section":
-                block = client.block(values["agent"], text, values.get("scope"))["text"]
-                _out(block if block else EMPTY_SECTION)
+                got = client.block(values["agent"], text, values.get("scope"))
+                if as_json:
+                    app.json_output = True
+                    doc = {k: got.get(k) for k in ("agent_id", "text", "engram_ids", "tokens", "hash")}
+                    sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+                    sys.stdout.flush()
+                elif got["text"]:
+                    _out(got["text"])
+                if not got["text"]:
+                    _out(EMPTY_SECTION, err=True)
                 return 0
             hits = client.recall(text, **values)["hits"]
             if as_json:

@@ -7,14 +7,15 @@ import click
 from ..service.session import Session as App
 from ..store.engram import Engram
 from .ask import confirm
-from .output import echo, engram_line
+from .output import echo, emit_json, engram_line, json_option
 
 
 @click.command()
 @click.argument("engram_id")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@json_option
 @click.pass_obj
-def forget(app: App, engram_id: str, yes: bool) -> None:
+def forget(app: App, engram_id: str, yes: bool, as_json: bool) -> None:
     """Delete an engram (its file, index entries and usage events)."""
     client = app.service("forget")
     if not yes:
@@ -27,4 +28,4 @@ def forget(app: App, engram_id: str, yes: bool) -> None:
         client.forget(engram_id)
     else:
         app.memory.forget(engram_id)
-    echo(f"forgotten: {engram_id}")
+    emit_json({"forgotten": engram_id}) if as_json else echo(f"forgotten: {engram_id}")

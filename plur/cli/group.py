@@ -59,8 +59,37 @@ def _bad_utf8(args: list[str]) -> str | None:
     return None
 
 
+def usage_line(exc: click.ClickException) -> str:
+    """A click usage error as one line naming the command's help, e.g. ``plur: error: Missing argument
+    'STATEMENT' (usage: plur learn [OPTIONS] STATEMENT; more: plur learn --help)``."""
+    message = safe_text(one_line(exc.format_message())).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return f"plur: error: {message}"
+    usage = one_line(" ".join(ctx.command.collect_usage_pieces(ctx)))
+    path = " ".join(["plur", *ctx.command_path.split()[1:]])  # whatever name the program was started by
+    return f"plur: error: {message} (usage: {path} {usage}; more: {path} --help)"
+
+
 class PlurGroup(LazyGroup):
-    """Turns PlurError into one stderr line and ``exit_code`` for every subcommand."""
+    """Turns PlurError into one stderr line and ``exit_code`` for every subcommand, and click's own usage
+    errors (3 lines: usage, hint, error) into one line with exit code 2 (:func:`usage_line`)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        import sys
+
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            click.echo(usage_line(exc), err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:  # Ctrl-C or end of input at a prompt
+            click.echo("plur: error: aborted (no answer); nothing was changed", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         bad = _bad_utf8(list(args))

@@ -5,19 +5,23 @@ from __future__ import annotations
 import click
 
 from ..service.session import Session as App
-from .output import echo, emit_json, one_line, summary
+from .output import echo, emit_json, json_option, one_line, summary
 
 
 @click.command()
+@json_option
 @click.pass_obj
-def init(app: App) -> None:
+def init(app: App, as_json: bool) -> None:
     """Create the home folder (idempotent)."""
     store = app.memory.store
     existed = store.root.is_dir()
     from ..store.atomic import private_dirs
 
     private_dirs(store.root)
-    echo(f"{'already initialised' if existed else 'initialised'}: {store.home}")
+    if as_json:
+        emit_json({"home": str(store.home), "created": not existed})
+    else:
+        echo(f"{'already initialised' if existed else 'initialised'}: {store.home}")
 
 
 @click.command()
@@ -137,8 +141,12 @@ def _refuse_if(problems: list[str]) -> None:
 
 
 @click.command()
+@json_option
 @click.pass_obj
-def reindex(app: App) -> None:
+def reindex(app: App, as_json: bool) -> None:
     """Rebuild the BM25 and dense indexes from the engram files."""
     out = app.memory.reindex()
+    if as_json:
+        emit_json({"reindexed": out})
+        return
     echo("reindexed: " + ", ".join(f"{k} {v}" for k, v in out.items()))

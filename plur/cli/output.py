@@ -49,6 +49,10 @@ def warn_quarantined(ctx: click.Context) -> None:
                    "see `plur doctor`, fix the file, then `plur doctor --restore NAME`", err=True)
 
 
+#: The ``--json`` flag of every command that reports a result (one JSON document on stdout).
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
+
+
 def emit_json(data: Any) -> None:
     ctx = click.get_current_context(silent=True)
     if ctx is not None and isinstance(ctx.find_root().obj, App):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ..service.session import Session as App
 from ..store.engram import TYPES, Engram, _check_scope
 from .fast import BELOW_FLOOR, BELOW_FLOOR_HINT, EMPTY_SECTION
-from .output import echo, emit_json, fmt_number, summary
+from .output import echo, emit_json, fmt_number, json_option, summary
 from .scopes import HERE_HELP, scope_value
 
 MODES = ("hybrid", "bm25", "dense")
@@ -87,23 +89,40 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
 @click.argument("message")
 @click.option("--agent", required=True, help="The agent the block is for.")
 @click.option("--scope", default=None, callback=scope_value, help="Recall within this scope (plus global); " + HERE_HELP)
+@json_option
 @click.pass_obj
-def section(app: App, message: str, agent: str, scope: str | None) -> None:
-    """Print the memory block that would be injected for MESSAGE."""
+def section(app: App, message: str, agent: str, scope: str | None, as_json: bool) -> None:
+    """Print the memory block that would be injected for MESSAGE.
+
+    An empty block prints nothing on stdout (what a host injects: nothing) and the reason on stderr.
+    """
     if scope is not None:  # before a service is started for it
         _check_scope(scope)
     missing = app.missing_home()
     if missing is not None:
         app.say_no_home(missing)
-        echo(EMPTY_SECTION)
+        _print_block({"agent_id": agent, "text": "", "engram_ids": [], "tokens": 0, "hash": ""}, as_json)
         return
     client = app.service("section", start=True)
     if client is not None:
-        block = client.block(agent, message, scope)["text"]
+        got = client.block(agent, message, scope)
+        block = {k: got.get(k) for k in ("agent_id", "text", "engram_ids", "tokens", "hash")}
     else:  # the same selection the recall worker makes: pinned engrams of the scope first, then the hits
         from ..prompt.selection import recall_block
 
         mode = "bm25" if app.keyword_only else "hybrid"  # a service is starting: no model load here
         app.memory.catch_up(progress=True, need_dense=mode != "bm25")
-        block = recall_block(app.memory, message, scope=scope, agent=agent, mode=mode).text
-    echo(block if block else EMPTY_SECTION)
+        b = recall_block(app.memory, message, scope=scope, agent=agent, mode=mode)
+        block = {"agent_id": agent, "text": b.text, "engram_ids": list(b.engram_ids), "tokens": b.tokens,
+                 "hash": b.hash}
+    _print_block(block, as_json)
+
+
+def _print_block(block: dict[str, Any], as_json: bool) -> None:
+    """The block on stdout ('' when empty: nothing at all), or its JSON; an empty block's reason on stderr."""
+    if as_json:
+        emit_json(block)
+    elif block["text"]:
+        echo(block["text"])
+    if not block["text"]:
+        echo(EMPTY_SECTION, err=True)

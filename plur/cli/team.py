@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..service.session import Session as App
-from .output import echo, emit_json
+from .output import echo, emit_json, json_option
 
 
 def _scopes(values: tuple[str, ...]) -> list[str]:
@@ -116,8 +116,9 @@ def list_(app: App, as_json: bool) -> None:
 @click.argument("name")
 @_READ
 @_WRITE
+@json_option
 @click.pass_obj
-def grant(app: App, name: str, read: tuple[str, ...], write: tuple[str, ...]) -> None:
+def grant(app: App, name: str, read: tuple[str, ...], write: tuple[str, ...], as_json: bool) -> None:
     """Let NAME read (--read) or read and write (--write) more scopes; a --read of a writable scope makes it
     read-only. Takes effect on the member's next request."""
     from ..errors import ValidationError
@@ -130,14 +131,15 @@ def grant(app: App, name: str, read: tuple[str, ...], write: tuple[str, ...]) ->
         with conn.transaction():
             _grant_all(conn, name, r, w)
         member = next(m for m in t.list_members(conn) if m.name == name)
-    echo(f"granted: {_describe(member)}")
+    emit_json({"name": member.name, "read": sorted(member.read), "write": sorted(member.write)}) if as_json else echo(f"granted: {_describe(member)}")
 
 
 @team.command("revoke")
 @click.argument("name")
 @click.argument("scopes", nargs=-1, required=True)
+@json_option
 @click.pass_obj
-def revoke(app: App, name: str, scopes: tuple[str, ...]) -> None:
+def revoke(app: App, name: str, scopes: tuple[str, ...], as_json: bool) -> None:
     """Take SCOPES (read and write) away from NAME; takes effect on the member's next request."""
     from ..errors import NotFoundError
     from ..store.pg import team as t
@@ -149,14 +151,18 @@ def revoke(app: App, name: str, scopes: tuple[str, ...]) -> None:
         gone = [s for s in _scopes(scopes) if t.revoke(conn, name, s)]
         member = next(m for m in t.list_members(conn) if m.name == name)
     missing = [s for s in _scopes(scopes) if s not in gone]
+    if as_json:
+        emit_json({"revoked": gone, "not_granted": missing, "member": {"name": member.name, "read": sorted(member.read), "write": sorted(member.write)}})
+        return
     note = f" ({', '.join(missing)} not granted before)" if missing else ""
     echo(f"revoked {', '.join(gone) or 'nothing'}{note}: {_describe(member)}")
 
 
 @team.command("remove")
 @click.argument("name")
+@json_option
 @click.pass_obj
-def remove(app: App, name: str) -> None:
+def remove(app: App, name: str, as_json: bool) -> None:
     """Remove NAME and its grants; its token stops working at once."""
     from ..errors import NotFoundError
     from ..store.pg import team as t
@@ -164,16 +170,20 @@ def remove(app: App, name: str) -> None:
     with _database(app) as conn:
         if not t.remove_member(conn, name):
             raise NotFoundError(f"no member {name!r}; `plur team list` shows them")
-    echo(f"removed {name}; its token no longer opens any door")
+    emit_json({"removed": name}) if as_json else echo(f"removed {name}; its token no longer opens any door")
 
 
 @team.command("rotate")
 @click.argument("name")
+@json_option
 @click.pass_obj
-def rotate(app: App, name: str) -> None:
+def rotate(app: App, name: str, as_json: bool) -> None:
     """Give NAME a new token (printed once); the old one stops working at once."""
     from ..store.pg import team as t
 
     with _database(app) as conn:
         token = t.rotate_token(conn, name)
-    echo(f"new token for {name} (shown once; the old one no longer works): {token}")
+    if as_json:
+        emit_json({"name": name, "token": token})
+    else:
+        echo(f"new token for {name} (shown once; the old one no longer works): {token}")

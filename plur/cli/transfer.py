@@ -8,7 +8,7 @@ import click
 
 from ..service.session import Session as App
 from ..store.engram import STATUSES
-from .output import echo
+from .output import echo, emit_json, json_option
 from .scopes import HERE_HELP, scope_value
 
 
@@ -20,11 +20,16 @@ from .scopes import HERE_HELP, scope_value
 @click.option("--status", type=click.Choice(STATUSES), default=None,
               help="Export only engrams of this status (default: every status).")
 @click.option("--force", is_flag=True, help="Replace a previous plur export at TARGET (never a file plur did not write).")
+@json_option
 @click.pass_obj
-def export(app: App, target: Path, fmt: str | None, scope: str | None, status: str | None, force: bool) -> None:
+def export(app: App, target: Path, fmt: str | None, scope: str | None, status: str | None, force: bool,
+           as_json: bool) -> None:
     """Export engrams (oldest first) to TARGET: JSONL, PLUR engrams.yaml or a Claude memory folder."""
     from ..store.transfer import write_engrams
 
     engrams = app.memory.list(scope=scope, status=status)[::-1]
     n = write_engrams(engrams, target, fmt, force=force, home=app.memory.home)
-    echo(f"exported {n} engram{'s' if n != 1 else ''} to {target}")
+    if as_json:
+        emit_json({"exported": n, "target": str(target)})
+    else:
+        echo(f"exported {n} engram{'s' if n != 1 else ''} to {target}")

@@ -21,6 +21,11 @@ from .model_files import download_pinned, hf_offline, hf_snapshot_folder, sha256
 from .models_lock import PACKAGED_MODEL, ModelSpec, find_spec, load_lock
 
 log = logging.getLogger("plur.embed")
+#: The fallback's log record (service.log, a host's own logging). It carries a NullHandler so that a plain
+#: Python process, with no logging set up, shows the fallback once, as the ModelFallbackWarning, instead of
+#: that and the record again through logging's last-resort handler. ``plur`` (the CLI) prints the record.
+fallback_log = logging.getLogger("plur.embed.fallback")
+fallback_log.addHandler(logging.NullHandler())
 
 
 class ModelFallbackWarning(UserWarning):
@@ -237,7 +242,7 @@ def _load_pinned(spec: ModelSpec, device: str, batch: int, cache_dir: Path | Non
 
 
 def _loud(message: str) -> None:
-    log.warning(message)
+    fallback_log.warning(message)
     warnings.warn(message, ModelFallbackWarning, stacklevel=3)
 
 

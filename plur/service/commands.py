@@ -35,13 +35,28 @@ def _describe(st: dict[str, Any]) -> list[str]:
     return lines
 
 
-def start_and_report(home: Path | None, host: str, port: int, allow_hosts: Sequence[str] = (),
-                     open_browser: bool = False) -> None:
-    """Start the service in the background (or find it running) and print where it is."""
+#: The port ``plur service start`` and ``plur serve`` listen on unless told otherwise.
+DEFAULT_PORT = 7777
+
+
+def start_and_report(home: Path | None, host: str, port: int | None, allow_hosts: Sequence[str] = (),
+                     open_browser: bool = False, as_json: bool = False) -> None:
+    """Start the service in the background (or find it running) and print where it is.
+
+    ``port`` None: :data:`DEFAULT_PORT`, or any free port when another program holds that one (said on stderr).
+    """
+    from ..net import port_in_use
     from .daemon import start
 
-    st = start(home_of(home), host, port, allow_hosts=allow_hosts)
+    taken = port is None and port_in_use(host, DEFAULT_PORT)
+    st = start(home_of(home), host, (0 if taken else DEFAULT_PORT) if port is None else port, allow_hosts=allow_hosts)
     click.echo("already running" if st.get("already") else "started", err=True)
+    if taken and not st.get("already"):
+        click.echo(f"plur: port {DEFAULT_PORT} is in use by another program; listening on a free port instead: "
+                   f"{st.get('url')}", err=True)
+    if as_json:
+        click.echo(json.dumps(st, indent=2, default=str))
+        return
     for line in _describe(st):
         click.echo(line)
     if open_browser:
@@ -77,21 +92,27 @@ def service() -> None:
 
 @service.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (a non-loopback one prints a warning).")
-@click.option("--port", type=click.IntRange(0, 65535), default=7777, show_default=True, help="0: any free port.")
+@click.option("--port", type=click.IntRange(0, 65535), default=None,
+              help="Port to listen on; 0: any free port. Default: 7777, or a free port when 7777 is taken (said).")
 @click.option("--allow-host", "allow_hosts", multiple=True, help="Another Host name the pages answer to.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_context
-def start(ctx: click.Context, host: str, port: int, allow_hosts: tuple[str, ...]) -> None:
+def start(ctx: click.Context, host: str, port: int | None, allow_hosts: tuple[str, ...], as_json: bool) -> None:
     """Start it (no-op when running); returns once its API answers. Log: <home>/service.log."""
-    start_and_report(_home(ctx), host, port, allow_hosts)
+    start_and_report(_home(ctx), host, port, allow_hosts, as_json=as_json)
 
 
 @service.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_context
-def stop(ctx: click.Context) -> None:
+def stop(ctx: click.Context, as_json: bool) -> None:
     """Stop it (SIGTERM; it saves its indexes and removes service.json and the socket)."""
     from .daemon import stop as stop_service
 
     out = stop_service(_home(ctx))
+    if as_json:
+        click.echo(json.dumps(out, indent=2, default=str))
+        return
     stale = f" (removed stale {', '.join(out['stale_removed'])})" if out["stale_removed"] else ""
     click.echo(f"stopped pid {out['stopped']}" if out["stopped"] else f"not running{stale}")
 
@@ -99,11 +120,12 @@ def stop(ctx: click.Context) -> None:
 @service.command()
 @click.option("--open", "open_browser", is_flag=True,
               help="Also open a login URL in the default browser (through an owner-only file, not its command line).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_context
-def url(ctx: click.Context, open_browser: bool) -> None:
+def url(ctx: click.Context, open_browser: bool, as_json: bool) -> None:
     """Print a URL that logs your browser in to the pages (owner only; it works once, for 5 minutes)."""
     home = _home(ctx)
-    click.echo(page_login_url(home))
+    click.echo(json.dumps({"url": page_login_url(home)}) if as_json else page_login_url(home))
     if open_browser:
         _open(home)
 
