@@ -100,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-k", type=int, default=8)
     ap.add_argument("--no-bench", action="store_true", help="skip the benchmark summary")
     args = ap.parse_args(argv)
-    warnings.filterwarnings("ignore", message="plur: embedding model")   # logged once per load already
+    # A model fallback is said once, as the plur command says it (its log line), not also as a Python warning.
+    warnings.filterwarnings("ignore", message="plur: embedding model")
+    from plur.cli import log_to_stderr
+
+    log_to_stderr()
     run(args.data, args.model, args.k)
     if args.no_bench:
         return 0

@@ -130,8 +130,9 @@ def summary_markdown(manifest: Mapping[str, Any], agg: Mapping[str, Any]) -> str
               f"- questions: {manifest.get('n_questions')}; corpora: {manifest.get('n_tasks')}; "
               f"wall time: {manifest.get('wall_s', 0):.1f} s",
               f"- options: {json.dumps(manifest.get('options', {}), sort_keys=True)}", ""]
-    for w in model.get("warnings") or []:
-        lines.append(f"> model warning: {w}")
+    for w in model.get("warnings") or []:  # its first clause: the whole message was said once, and is in manifest.json
+        head = w.split(" (", 1)[0].split(";", 1)[0]
+        lines.append(f"> model warning: {head} (the whole message: manifest.json, model.warnings)")
     if model.get("warnings"):
         lines.append("")
     head_label = {"longmemeval": "abstention questions excluded (the official n=470 protocol)",

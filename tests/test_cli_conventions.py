@@ -105,7 +105,7 @@ def test_service_commands_json(run, home: Path) -> None:
     try:
         assert started["running"] is True and started["url"].startswith("http://127.0.0.1:")
         assert one_json(run("service", "status", "--json"))["pid"] == started["pid"]
-        assert one_json(run("service", "url", "--json"))["url"].startswith(started["url"] + "/?token=")
+        assert one_json(run("service", "url", "--json"))["url"].startswith(started["url"] + "/w/")
     finally:
         stopped = one_json(run("service", "stop", "--json"))
     assert stopped["stopped"] == started["pid"]

@@ -5,7 +5,7 @@ after set-up, with a fresh ``$HOME`` (so ``~/.plur`` is new) and nothing else of
 ``PATH`` and, offline, ``HF_HUB_OFFLINE``. Its output (stdout and stderr, as a terminal shows them) is compared
 line by line with the ```` ```text ```` block that follows it, after replacing what differs per run: engram
 ids (kept consistent: the same id twice must be the same id), dates, the pid, the home folder, the port and
-the login token. Then the printed URL is opened: it must log a client in to the web page.
+the one-time login URL's secrets. Then the printed URL is opened: it must log a client in to the web page.
 
 ``test_the_wheel_runs_the_quickstart`` does the same against a wheel built from the checkout and installed into
 a fresh virtual environment (torch pinned first), which is what a user without the checkout's ``.venv`` gets.
@@ -53,7 +53,7 @@ def normalise(output: str, home: str) -> list[str]:
         line = re.sub(r"\d{4}-\d{2}-\d{2}", "DATE", line)
         line = re.sub(r"pid \d+", "pid N", line)
         line = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", line)
-        line = re.sub(r"token=[A-Za-z0-9_-]+", "token=TOKEN", line)
+        line = re.sub(r"/w/[A-Za-z0-9_-]+/\?login=\S+", "/w/SECRET/?login=LOGIN", line)  # the one-time login URL
         lines.append(line.rstrip())
     return lines
 
@@ -75,7 +75,7 @@ def run_quickstart(checkout: Path, home: Path) -> str:
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
         assert out.returncode == 0, out.stdout
         url = out.stdout.strip().splitlines()[-1]
-        assert url.startswith("http://127.0.0.1:") and "token=" in url, out.stdout
+        assert url.startswith("http://127.0.0.1:") and "login=" in url, out.stdout
         opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
         with opener.open(url, timeout=60) as page:  # the login URL: a cookie, then the engrams page
             body = page.read().decode("utf-8")

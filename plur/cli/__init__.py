@@ -84,7 +84,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'plur.cli' has no attribute {name!r}")
 
 
-def _log_to_stderr() -> None:
+def log_to_stderr() -> None:
     """plur's warnings on stderr as bare lines (what logging's last resort printed), each fallback line once
     per process however many times the model is resolved."""
     import logging
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     # A model fallback is said once on stderr, as its log line (plur.embed.fallback), not also as a warning.
     warnings.filterwarnings("ignore", message="plur: embedding model")
     warnings.filterwarnings("ignore", message="plur: no embedding model")
-    _log_to_stderr()
+    log_to_stderr()
     try:
         args = sys.argv[1:] if argv is None else list(argv)
         if "recall" in args or "section" in args:  # the thin client's commands; others go straight to click
@@ -132,4 +132,4 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["COMMANDS", "cli", "main"]
+__all__ = ["COMMANDS", "cli", "log_to_stderr", "main"]
