@@ -197,3 +197,26 @@ def test_service_start_takes_a_free_port_when_7777_is_busy_and_says_which(run, h
             run("service", "stop")
     finally:
         holder.close()
+
+
+def test_the_model_fallback_is_said_once_per_process(tmp_path: Path) -> None:
+    """It printed twice in a Python process (a log line and a ModelFallbackWarning) and once per model load
+    in the command line; now once: the warning in Python, the ``plur:`` line in the CLI."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLUR_")}
+    env.update(PLUR_HOME=str(tmp_path / "home"), PLUR_MODEL="BAAI/bge-small-en-v1.5", HF_HUB_OFFLINE="1",
+               HF_HOME=str(tmp_path / "hf"), PLUR_AUTOSTART_SERVICE="0")
+    code = ("from plur import Memory\n"
+            "for _ in range(2):\n"
+            "    with Memory() as m:\n"
+            "        m.learn('The dog is Rex.')\n"
+            "        m.recall('dog', k=1)\n")
+    py = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert py.returncode == 0, py.stderr
+    assert py.stderr.count("could not be loaded") == 1 and "ModelFallbackWarning" in py.stderr, py.stderr
+    cli = subprocess.run([sys.executable, "-m", "plur", "recall", "dog"], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert cli.returncode == 0, cli.stderr
+    fallback = [ln for ln in cli.stderr.splitlines() if "could not be loaded" in ln]
+    assert len(fallback) == 1 and fallback[0].startswith("plur: embedding model"), cli.stderr
