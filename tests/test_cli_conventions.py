@@ -95,6 +95,18 @@ def test_json_of_every_command_parses(run, home: Path, tmp_path: Path) -> None:
     assert j("doctor", "--no-model")["engrams"]["total"] >= 3
     assert isinstance(j("migrate", "--to", str(tmp_path / "copy")), dict)
     assert j("forget", new["id"], "-y") == {"forgotten": new["id"], "quarantined": 0}
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    assert j("project", "which", str(repo))["scope"].startswith("project:")
+    assert j("project", "bind", str(repo / "sub"), "--to", "project:web")["scope"] == "project:web"
+    assert isinstance(j("project", "list"), (list, dict))
+    assert "unbound" in j("project", "unbind", str(repo / "sub"))
+    memdir = tmp_path / "claude-memory"
+    memdir.mkdir()
+    assert j("link", "claude-code", str(repo), "--memory-dir", str(memdir), "--scope", "project:web")["scope"] \
+        == "project:web"
+    assert len(j("link", "list")) == 1
+    assert "unlinked" in j("link", "remove", str(memdir))
     expected = {n for n, c in names.items() if has_json(c) and not n.startswith(("service", "team"))}
     assert expected <= ran, f"--json not exercised for: {sorted(expected - ran)}"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..service.session import Session as App
-from .output import echo, emit_json
+from .output import echo, emit_json, json_option
 
 
 @click.group()
@@ -81,8 +81,9 @@ def list_(app: App, as_json: bool) -> None:
 
 @link.command("remove")
 @click.argument("folder", type=click.Path(path_type=Path))
+@json_option
 @click.pass_obj
-def remove(app: App, folder: Path) -> None:
+def remove(app: App, folder: Path, as_json: bool) -> None:
     """Stop syncing FOLDER (a memory folder, or a project folder whose memory folder is linked); nothing is deleted."""
     from ..hosts.claude_link import claude_memory_folder, load_links, remove_link
 
@@ -91,4 +92,7 @@ def remove(app: App, folder: Path) -> None:
     linked = {x.folder for x in load_links(home)}
     target = real if real in linked else str(claude_memory_folder(real))
     gone = remove_link(home, target if target in linked else real)
-    echo(f"unlinked {gone.folder} (its files and engrams are kept)")
+    if as_json:
+        emit_json({"unlinked": gone.folder, "scope": gone.scope})
+    else:
+        echo(f"unlinked {gone.folder} (its files and engrams are kept)")

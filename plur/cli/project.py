@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from ..service.session import Session as App
-from .output import echo, emit_json
+from .output import echo, emit_json, json_option
 from .scopes import home_of_ctx
 
 
@@ -77,21 +77,26 @@ def list_(ctx: click.Context, as_json: bool) -> None:
 @project.command("bind")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--to", "scope", required=True, help="The project scope, e.g. project:web (see `plur project list`).")
+@json_option
 @click.pass_context
-def bind(ctx: click.Context, folder: str, scope: str) -> None:
+def bind(ctx: click.Context, folder: str, scope: str, as_json: bool) -> None:
     """Make FOLDER (and every folder under it) part of the project SCOPE, whatever repository it is in."""
     from ..project import bind as do_bind
 
     got = do_bind(home_of_ctx(ctx), folder, scope)
-    echo(f"bound {got.folder} -> {got.scope}")
+    emit_json({"bound": got.folder, "scope": got.scope}) if as_json else echo(f"bound {got.folder} -> {got.scope}")
 
 
 @project.command("unbind")
 @click.argument("folder", type=click.Path(file_okay=False))
+@json_option
 @click.pass_context
-def unbind(ctx: click.Context, folder: str) -> None:
+def unbind(ctx: click.Context, folder: str, as_json: bool) -> None:
     """Undo `plur project bind FOLDER`: the folder is its own repository's project again."""
     from ..project import canonical, unbind as do_unbind
 
     was = do_unbind(home_of_ctx(ctx), folder)
-    echo(f"unbound {canonical(folder)} (was {was})")
+    if as_json:
+        emit_json({"unbound": canonical(folder), "was": was})
+    else:
+        echo(f"unbound {canonical(folder)} (was {was})")
