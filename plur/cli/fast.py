@@ -49,7 +49,7 @@ SECTION = {"--agent": ("agent", "value"), "--scope": ("scope", "value"), "--json
 
 #: What ``plur section`` says on stderr for an empty block, whose stdout is '' (both paths; the click one
 #: imports it from here): a shell hook that injects stdout injects nothing.
-EMPTY_SECTION = "plur: empty memory block: nothing recalled above the relevance floor"
+EMPTY_SECTION = "plur: empty memory block: nothing to show (no memory here, or nothing fits the token budget)"
 #: The mark of a plain ``plur recall`` line whose hit the relevance floor keeps out of the memory block,
 #: and the one stderr line that explains it (both paths; the click one imports them from here).
 BELOW_FLOOR = " [below floor]"
