@@ -32,6 +32,7 @@ from ..errors import StoreError, ValidationError
 from .atomic import private_dirs
 from .claude_dir import claude_file as _claude_file, read_claude_dir as _read_claude_dir
 from .engram import Engram, _check_scope, new_id, parse_time, utcnow
+from .textfile import read_text_file
 from .plur_yaml import dump_plur_yaml, from_plur, read_plur_yaml as _read_plur_yaml, to_plur
 
 FORMATS: tuple[str, ...] = ("jsonl", "plur-yaml", "claude-dir")
@@ -214,20 +215,6 @@ def _read_jsonl(p: Path, text: str, default_scope: str = "global") -> list[Engra
                                       f"'statement' per line); use `plur ingest {p}` for it") from None
             raise ValidationError(f"{p}:{n}: {exc}") from None
     return out
-
-
-def read_text_file(p: Path, encoding: str = "utf-8") -> str:
-    """The UTF-8 text of an input file (``encoding="utf-8-sig"`` also drops a byte-order mark).
-
-    Raises:
-        ValidationError: no such file, unreadable, or not UTF-8 (naming the path).
-    """
-    try:
-        return p.read_text(encoding=encoding)
-    except FileNotFoundError:
-        raise ValidationError(f"no file {str(p)!r}; check the path") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"cannot read {str(p)!r} as UTF-8 text ({exc})") from None
 
 
 def engram_from_json(data: Any, default_scope: str = "global") -> Engram:

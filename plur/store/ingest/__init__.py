@@ -20,7 +20,7 @@ from typing import Any
 
 from ...errors import ValidationError
 from . import chatgpt, claude_ai, claude_code, dsh, locomo, longmemeval, messages
-from ..transfer import read_text_file
+from ..textfile import read_text_file
 from .turns import FORMATS, KEY_FIELDS, ROLES, SKIPPED_LINE, IngestResult, Turn, fork_derived, source_key
 
 _PARSERS = {m.NAME: m for m in (messages, claude_code, chatgpt, longmemeval, locomo, dsh, claude_ai)}
