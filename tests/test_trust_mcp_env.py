@@ -72,3 +72,18 @@ def test_plur_mcp_with_a_minimal_env_names_its_home_and_reads_never_create_it(tm
         ["The user's dog is called Rex."]
     subprocess.run([sys.executable, "-m", "plur", "service", "stop"], env=minimal_env(user_home),
                    capture_output=True, timeout=120)   # one may have been started for the new home
+
+
+def test_malformed_json_rpc_on_stdio_is_answered_with_its_error_code(plur_home: Path) -> None:
+    env = {**os.environ, "PLUR_HOME": str(plur_home), "PLUR_MODEL": "none", "HF_HUB_OFFLINE": "1"}
+    session = Stdio(env)
+    cases = [("garbage", None, -32700), ("[1,2,3]", None, -32600), ("42", None, -32600),
+             ('{"jsonrpc": "2.0", "id": null, "method": "tools/list"}', None, -32600),
+             ('{"jsonrpc": "1.0", "id": 5, "method": "tools/list"}', 5, -32600),
+             ('{"jsonrpc": "2.0", "id": 7}', 7, -32600), ('{"jsonrpc": "2.0", "id": "x", "method": 3}', "x", -32600)]
+    for line, ident, code in cases:
+        got = session.ask(line)
+        assert got["jsonrpc"] == "2.0" and got["id"] == ident and got["error"]["code"] == code, (line, got)
+    listed = session.ask({"jsonrpc": "2.0", "id": 9, "method": "tools/list"})           # still serving
+    assert listed["id"] == 9 and any(t["name"] == "recall" for t in listed["result"]["tools"])
+    session.close()

@@ -298,7 +298,9 @@ def serve(backend: Backend, *, scope: str | None = None, transport: str = "stdio
     server = build_server(backend, scope=scope, project=ClientProject(home_of(home)) if scope is None else None)
     try:
         if transport == "stdio":
-            server.run("stdio")
+            from .stdio import run_stdio
+
+            run_stdio(server)   # the SDK's transport, plus -32700 / -32600 answers to malformed lines
         else:
             _serve_http(server, host, port, home, announce)  # type: ignore[arg-type]
     finally:
