@@ -8,6 +8,7 @@ is checked without being listed here; a command that reports a result and lacks 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -118,6 +119,14 @@ def test_service_commands_json(run, home: Path) -> None:
         assert started["running"] is True and started["url"].startswith("http://127.0.0.1:")
         assert one_json(run("service", "status", "--json"))["pid"] == started["pid"]
         assert one_json(run("service", "url", "--json"))["url"].startswith(started["url"] + "/w/")
+        learn_id(run, "The user's dog is called Rex.")
+        # the console script answers recall and section through the thin client (plur.cli.fast), no click
+        for args in (["recall", "dog", "--json"], ["section", "the dog Rex", "--agent", "a1", "--json"]):
+            out = subprocess.run([sys.executable, "-m", "plur", "-v", *args], capture_output=True, text=True,
+                                 timeout=120, env={**os.environ, "PLUR_HOME": str(home)})
+            assert out.returncode == 0 and "via the service" in out.stderr, out.stderr
+            doc = json.loads(out.stdout)
+            assert (doc[0]["engram"]["statement"] if args[0] == "recall" else doc["text"]).count("Rex") == 1
     finally:
         stopped = one_json(run("service", "stop", "--json"))
     assert stopped["stopped"] == started["pid"]
