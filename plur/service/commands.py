@@ -40,16 +40,18 @@ DEFAULT_PORT = 7777
 
 
 def start_and_report(home: Path | None, host: str, port: int | None, allow_hosts: Sequence[str] = (),
-                     open_browser: bool = False, as_json: bool = False) -> None:
+                     open_browser: bool = False, as_json: bool = False, auto: bool = False) -> None:
     """Start the service in the background (or find it running) and print where it is.
 
     ``port`` None: :data:`DEFAULT_PORT`, or any free port when another program holds that one (said on stderr).
+    ``auto``: started on a tool's first need: it exits after ``service_idle_exit_s`` without a request.
     """
     from ..net import port_in_use
     from .daemon import start
 
     taken = port is None and port_in_use(host, DEFAULT_PORT)
-    st = start(home_of(home), host, (0 if taken else DEFAULT_PORT) if port is None else port, allow_hosts=allow_hosts)
+    st = start(home_of(home), host, (0 if taken else DEFAULT_PORT) if port is None else port, allow_hosts=allow_hosts,
+               auto=auto)
     click.echo("already running" if st.get("already") else "started", err=True)
     if taken and not st.get("already"):
         click.echo(f"plur: port {DEFAULT_PORT} is in use by another program; listening on a free port instead: "
@@ -96,10 +98,13 @@ def service() -> None:
               help="Port to listen on; 0: any free port. Default: 7777, or a free port when 7777 is taken (said).")
 @click.option("--allow-host", "allow_hosts", multiple=True, help="Another Host name the pages answer to.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
+@click.option("--auto", is_flag=True, help="Started on a tool's first need (the DSH plugin does): exit after "
+              "service_idle_exit_s without a request, as the service plur's commands start themselves.")
 @click.pass_context
-def start(ctx: click.Context, host: str, port: int | None, allow_hosts: tuple[str, ...], as_json: bool) -> None:
+def start(ctx: click.Context, host: str, port: int | None, allow_hosts: tuple[str, ...], as_json: bool,
+          auto: bool) -> None:
     """Start it (no-op when running); returns once its API answers. Log: <home>/service.log."""
-    start_and_report(_home(ctx), host, port, allow_hosts, as_json=as_json)
+    start_and_report(_home(ctx), host, port, allow_hosts, as_json=as_json, auto=auto)
 
 
 @service.command()

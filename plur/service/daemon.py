@@ -62,8 +62,11 @@ def status(home: Path) -> dict[str, Any]:
 
 
 def start(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts: Sequence[str] = (),
-          timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
+          timeout_s: float = START_TIMEOUT_S, auto: bool = False) -> dict[str, Any]:
     """Start the service in the background unless one runs; wait until its API answers.
+
+    ``auto``: started on a door's first need (the DSH plugin), so it exits after ``service_idle_exit_s``
+    without a request, as the CLI's auto-started service does (:mod:`plur.service.autostart`).
 
     Returns:
         :func:`status` of the running service, with ``"already": True`` if it was running before.
@@ -79,8 +82,9 @@ def start(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts:
         return {**now, "already": True}
     from ..config import load_settings
 
-    load_settings(home)  # a bad setting is the usual one line and exit 2, not "the service exited" (exit 7)
-    proc = spawn(home, host, port, allow_hosts=allow_hosts)
+    settings = load_settings(home)  # a bad setting is the usual one line and exit 2, not "the service exited" (exit 7)
+    proc = spawn(home, host, port, allow_hosts=allow_hosts,
+                 idle_exit_s=settings.service_idle_exit_s if auto else 0.0)
     log_path = home / files.LOG_FILE
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

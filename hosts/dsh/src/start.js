@@ -50,7 +50,7 @@ export class Starter {
 
   /** The command line as a user would type it (for messages). */
   get commandLine () {
-    return [...this.command, '--home', this.home, 'service', 'start', '--port', '0'].map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(' ')
+    return [...this.command, '--home', this.home, 'service', 'start', '--port', '0', '--auto'].map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(' ')
   }
 
   /**
@@ -81,7 +81,7 @@ export class Starter {
       }
       let child
       try {
-        child = spawn(this.command[0], [...this.command.slice(1), '--home', this.home, 'service', 'start', '--port', '0'], {
+        child = spawn(this.command[0], [...this.command.slice(1), '--home', this.home, 'service', 'start', '--port', '0', '--auto'], {
           detached: true, stdio: ['ignore', fd, fd], env: this.env, windowsHide: true,
         })
       } catch (error) {

@@ -42,7 +42,7 @@ test('plurCommand pointing nowhere: the first request\'s block says memory is of
     const system = host.model.requests[before].system
     const block = /<plur-memory>\n(.*)\n<\/plur-memory>/.exec(system)
     assert.ok(block, `a one-line block in the first request:\n${system}`)
-    assert.match(block[1], /^plur memory is off: the plur service is not running and could not be started with \/nowhere\/bin\/plur --home \S+ service start --port 0 \(cannot run "\/nowhere\/bin\/plur" \(ENOENT: not found\)\); set the plugin's plurCommand to the plur program, or run `plur service start`$/)
+    assert.match(block[1], /^plur memory is off: the plur service is not running and could not be started with \/nowhere\/bin\/plur --home \S+ service start --port 0 --auto \(cannot run "\/nowhere\/bin\/plur" \(ENOENT: not found\)\); set the plugin's plurCommand to the plur program, or run `plur service start`$/)
     const deadline = Date.now() + 30000
     while (errors(host).length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
     assert.match(errors(host).join('\n'), /plur memory is off: the plur service could not be started \(cannot run "\/nowhere\/bin\/plur" \(ENOENT: not found\)\)/)
@@ -59,7 +59,7 @@ test('no service running: the plugin starts one with plurCommand; the next turn\
     const agent = (await host.createAgent('agent-start', home)).agent
     let before = host.model.requests.length
     await host.say(agent, 'What is my dog called?')
-    assert.match(host.model.requests[before].system, /<plur-memory>\nplur memory is starting: the plur service was not running, so this session started it \(.* service start --port 0\); memory shows from the next turn\n<\/plur-memory>/)
+    assert.match(host.model.requests[before].system, /<plur-memory>\nplur memory is starting: the plur service was not running, so this session started it \(.* service start --port 0 --auto\); memory shows from the next turn\n<\/plur-memory>/)
     // the start command ends when the service answers (or fails): wait for that, with a generous deadline
     const deadline = Date.now() + 180000
     let info
@@ -67,6 +67,7 @@ test('no service running: the plugin starts one with plurCommand; the next turn\
       try { info = JSON.parse(await readFile(join(home, 'service.json'), 'utf8')) } catch { await new Promise((resolve) => setTimeout(resolve, 200)) }
     }
     assert.ok(info, 'service.json written by the service the plugin started')
+    assert.equal(info.idle_exit_s, 10800, 'it exits after service_idle_exit_s without a request, as plur\'s own auto-start')
     const api = (await startPlurClient(home))
     await warm(api)
     before = host.model.requests.length
