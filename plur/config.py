@@ -141,6 +141,12 @@ SETTINGS: tuple[Setting, ...] = (
             "A long-lived Memory stats every engram file this often, in seconds, to catch hand edits (stretched to 50x the scan cost on big stores; 0 = every call); "
             "other plur processes' writes and files added or removed by hand are seen at the next recall regardless (writer journal + name listing).", range=(0, 86400)),
     Setting("record_stats", True, bool, "Record recall and injection events in <home>/stats.db."),
+    Setting("capture", "user", str,
+            "What memory keeps from conversations by itself, at every host (the Claude Code hook, the DSH plugin, "
+            "the Python worker, POST /api/v1/capture): user = each user turn becomes a note of type user; all = "
+            "the assistant's turns too, as reference notes; off = nothing. Turns pass the secret screen first "
+            "(keys and tokens are redacted and counted); trivial turns ('ok', a bare command) are not kept; "
+            "plur forget --session S removes a conversation.", choices=("user", "all", "off")),
     Setting("store", "", str,
             "Where engrams live: '' = the YAML folder <home>/engrams; 'postgresql://user@host/db' = a PostgreSQL "
             "database with pgvector shared by several machines or a team (extra 'postgres'; docs: 'PostgreSQL and "
@@ -236,6 +242,7 @@ class Settings:
     recall_timeout_s: float = 5.0
     refresh_interval_s: float = 1.0
     record_stats: bool = True
+    capture: str = "user"
     store: str = ""
     feed_retention_days: float = 30.0
     autostart_service: bool = True

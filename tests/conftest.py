@@ -30,6 +30,9 @@ def plur_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.delenv(name, raising=False)
     # No test leaves a background service behind: a test of auto-start turns it back on and stops it.
     monkeypatch.setenv("PLUR_AUTOSTART_SERVICE", "0")
+    # Capture (on by default for users) stays off so a test's own submissions do not become memory; the
+    # capture tests (tests/test_capture*.py, tests/test_clients_capture.py) turn it on or use the default.
+    monkeypatch.setenv("PLUR_CAPTURE", "off")
     return home
 
 

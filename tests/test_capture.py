@@ -1,4 +1,5 @@
-"""Capture (opt-in): the worker learns each submitted message after its recall, deduplicated, with provenance."""
+"""Capture at the worker: each submitted message is learned after its recall (the setting ``capture``, on by
+default), through Memory.capture (screen, trivial filter, ingest path), deduplicated, with provenance."""
 
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ def mem(plur_home: Path) -> Iterator[Memory]:
     m.close()
 
 
-def test_capture_is_off_by_default(mem: Memory) -> None:
-    with RecallWorker(mem) as worker:
-        worker.warm("a", "My locker number is 118.")
-        assert worker.wait_idle(WAIT_S)
-    assert mem.list() == []
+def test_capture_follows_the_setting(plur_home: Path) -> None:
+    for mode, kept in (("off", []), ("user", ["My locker number is 118."])):
+        with Memory(plur_home / mode, model="none", fsync=False, capture=mode) as m:
+            with RecallWorker(m) as worker:
+                worker.warm("a", "My locker number is 118.")
+                assert worker.wait_idle(WAIT_S)
+            assert [e.statement for e in m.list()] == kept
 
 
 def test_each_message_is_learned_after_its_recall_with_provenance(mem: Memory) -> None:
@@ -40,7 +43,7 @@ def test_each_message_is_learned_after_its_recall_with_provenance(mem: Memory) -
     got = {e.statement: e for e in mem.list()}
     e = got["My locker number is 118."]
     assert e.scope == "project:gym" and e.type == "user"
-    assert e.source == {"kind": "conversation", "format": "messages", "session": worker.session, "turn": 0,
+    assert e.source == {"kind": "conversation", "format": "capture", "session": worker.session, "turn": 0,
                         "role": "user", "agent": "agent-7", "capture": True}
     assert got["Which locker is mine?"].source["turn"] == 1
 
@@ -55,7 +58,7 @@ def test_captures_are_deduplicated_and_never_coalesced(mem: Memory) -> None:
 
 
 def test_per_submit_override_and_close_learns_what_is_left(mem: Memory) -> None:
-    worker = RecallWorker(mem)
+    worker = RecallWorker(mem, capture=False)
     worker.submit("a", "not captured")
     worker.submit("a", "captured on purpose", capture=True)
     worker.close()
@@ -73,7 +76,7 @@ def test_pydantic_ai_attach_passes_capture_through(mem: Memory) -> None:
         return ModelResponse(parts=[TextPart("ok")])
 
     agent = pydantic_ai.Agent(FunctionModel(model))
-    with RecallWorker(mem) as worker:
+    with RecallWorker(mem, capture=False) as worker:
         attach(agent, MemorySection(worker), agent_id="host-1", capture=True, session=lambda ctx: "chat-42")
         agent.run_sync("I prefer window seats on trains.")
         assert worker.wait_idle(WAIT_S)

@@ -43,9 +43,11 @@ FACTS = [
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of a plur process on ``home``; capture is off (the prompts these tests send would become
+    memory), except where a test of capture drops the variable (tests/test_clients_capture.py)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLUR_")}
     return {**env, "PLUR_HOME": str(home), "PLUR_MODEL": PACKAGED_MODEL, "HF_HUB_OFFLINE": "1",
-            "PLUR_AUTOSTART_SERVICE": "0", **extra}
+            "PLUR_AUTOSTART_SERVICE": "0", "PLUR_CAPTURE": "off", **extra}
 
 
 def _seed(home: Path) -> dict[str, str]:

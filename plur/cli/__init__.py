@@ -7,7 +7,7 @@ One module per command group, each imported only when one of its commands runs
 :mod:`.learn`        learn
 :mod:`.browse`       list, show
 :mod:`.edit`         edit, update, supersede, pin, unpin
-:mod:`.forget`       forget
+:mod:`.forget`       forget, sessions
 :mod:`.transfer`     export
 :mod:`.imports`      import, ingest
 :mod:`.link`         link claude-code, link list, link remove
@@ -56,6 +56,7 @@ COMMANDS = {
     "pin": "plur.cli.edit.pin",
     "unpin": "plur.cli.edit.unpin",
     "forget": "plur.cli.forget.forget",
+    "sessions": "plur.cli.forget.sessions",
     "import": "plur.cli.imports.import_",
     "export": "plur.cli.transfer.export",
     "ingest": "plur.cli.imports.ingest",

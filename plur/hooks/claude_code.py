@@ -117,23 +117,33 @@ def state_path(home: str, session_id: str) -> str:
     return os.path.join(home, *STATE_DIR, safe + ".json")
 
 
-def load_shown(path: str) -> list[str]:
+def _state(path: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
     except (OSError, ValueError):
-        return []
-    shown = data.get("shown") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def load_shown(path: str) -> list[str]:
+    shown = _state(path).get("shown")
     return [x for x in shown if isinstance(x, str)] if isinstance(shown, list) else []
 
 
-def save_shown(path: str, shown: list[str]) -> None:
-    """Write atomically, owner-only (the ids are not secret, the folder is private like the home)."""
+def load_turn(path: str) -> int:
+    """The next captured turn's number in this session (0 for a new one)."""
+    turn = _state(path).get("turn")
+    return turn if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0 else 0
+
+
+def save_shown(path: str, shown: list[str], turn: int | None = None) -> None:
+    """Write atomically, owner-only (ids and a turn count: nothing secret; the folder is private like the home)."""
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"shown": shown}, fh)
+        json.dump({"shown": shown, "turn": load_turn(path) if turn is None else turn}, fh)
     os.replace(tmp, path)
 
 
@@ -209,24 +219,33 @@ def post(info: dict[str, Any], path: str, body: dict[str, Any], timeout_s: float
     return answer
 
 
-def _in_process(home: str, body: dict[str, Any], keyword: bool) -> dict[str, Any]:
-    """The same selection in this process (no service): BM25 only while a service starts."""
+def _in_process(home: str, body: dict[str, Any], keyword: bool, capture: dict[str, Any] | None) -> dict[str, Any]:
+    """The same selection in this process (no service): BM25 only while a service starts; then the capture."""
     from ..memory import Memory
-    from ..prompt.increment import inject_block
 
     memory = Memory(home)
     try:
-        mode = "bm25" if keyword else "hybrid"
-        if not keyword:
-            memory.catch_up(progress=False)
-        block = inject_block(memory, body["query"], exclude=body["exclude"], scope=body["scope"],
-                             agent=body["agent_id"], max_engrams=body["max_engrams"],
-                             budget_tokens=body["budget_tokens"], mode=mode)
+        got = _inject(memory, body, keyword)
+        if capture is not None:
+            memory.capture(capture["text"], session=capture["session"], turn=capture["turn"],
+                           scope=capture["scope"], agent=capture["agent_id"])
+        return got
     finally:
         try:
             memory.store.close()
         finally:
             memory.close()
+
+
+def _inject(memory: Any, body: dict[str, Any], keyword: bool) -> dict[str, Any]:
+    from ..prompt.increment import inject_block
+
+    mode = "bm25" if keyword else "hybrid"
+    if not keyword:
+        memory.catch_up(progress=False)
+    block = inject_block(memory, body["query"], exclude=body["exclude"], scope=body["scope"],
+                         agent=body["agent_id"], max_engrams=body["max_engrams"],
+                         budget_tokens=body["budget_tokens"], mode=mode)
     return {"text": block.text, "engram_ids": list(block.engram_ids), "mode": mode, "overview": block.overview}
 
 
@@ -269,8 +288,15 @@ def answer(event: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any] | None
             "exclude": shown,
             "max_engrams": opts["max_engrams"], "budget_tokens": opts["budget_tokens"], "include_pinned": True}
     note = None
+    turn = load_turn(path)
+    # the prompt is captured after its own recall (never into its own block), through the service's capture
+    # thread (the setting capture, the secret screen, the trivial filter, the ingest path: plur.memory.capture)
+    capture = ({"text": query, "session": event["session_id"], "turn": turn, "role": "user",
+                "scope": body["scope"], "agent_id": "claude-code"} if name == "UserPromptSubmit" else None)
     info = _service_info(home)
     got = post(info, "/inject", body, opts["timeout_s"]) if info is not None else None
+    if got is not None and capture is not None:
+        post(info, "/capture", capture, opts["timeout_s"])
     if got is None:
         if not os.path.isdir(home):
             return None  # no memory yet (`plur init` creates the home)
@@ -281,16 +307,18 @@ def answer(event: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any] | None
             found.client.close()
             info = _service_info(home)
             got = post(info, "/inject", body, opts["timeout_s"]) if info is not None else None
+            if got is not None and capture is not None:
+                post(info, "/capture", capture, opts["timeout_s"])
         if got is None:
-            got = _in_process(home, body, found.keyword_only)
+            got = _in_process(home, body, found.keyword_only, capture)
             note = f"plur: {KEYWORD_NOTE}" if found.keyword_only else None
     ids = [x for x in got.get("engram_ids", []) if isinstance(x, str)]
     if got.get("overview") is True:  # shown once per session unless asked for (plur.prompt.increment)
         from ..prompt.increment import OVERVIEW_MARK
 
         ids.append(OVERVIEW_MARK)
-    if ids or name == "SessionStart":
-        save_shown(path, shown + [x for x in ids if x not in shown])
+    if ids or name == "SessionStart" or capture is not None:
+        save_shown(path, shown + [x for x in ids if x not in shown], turn + 1 if capture is not None else None)
     out: dict[str, Any] = {}
     if got.get("text"):
         out["hookSpecificOutput"] = {"hookEventName": name, "additionalContext": got["text"]}

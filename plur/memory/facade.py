@@ -28,7 +28,7 @@ from ..config import Settings, load_settings
 from ..index.catchup import DenseCatchUp
 from ..store.engram import Engram
 from ..store.open import open_store
-from . import doctor as _doctor, filters as _filters, forget as _forget, freshness as _freshness
+from . import capture as _capture, doctor as _doctor, filters as _filters, forget as _forget, freshness as _freshness
 from . import imports as _imports, indexing as _indexing, ingest as _ingest, legs as _two_legs, lifecycle as _lifecycle
 from . import models as _models, reads as _reads, recall as _recall, writes as _writes
 
@@ -125,6 +125,9 @@ class Memory:
     ingest = _ingest.ingest
     import_engrams = _imports.import_engrams
     forget = _forget.forget
+    capture = _capture.capture
+    sessions = _capture.sessions
+    forget_session = _capture.forget_session
 
     # -- reads (plur.memory.reads) ---------------------------------------------------------
     get = _reads.get

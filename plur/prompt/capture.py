@@ -1,9 +1,10 @@
-"""Capture: learning what the user said, for :class:`plur.prompt.worker.RecallWorker` (``capture=True``).
+"""Capture: learning what the user said, for :class:`plur.prompt.worker.RecallWorker`.
 
-Opt-in. A captured message becomes an engram of type ``user`` with the conversation provenance
-``{"kind": "conversation", "format": "messages", "session", "turn", "role": "user", "agent",
-"capture": true}`` and ``created`` = when it was submitted. The store merges an exact duplicate in
-the same scope into the engram already there, so a repeated message is remembered once.
+On by default (the setting ``capture``: ``user``); each message goes through
+:meth:`plur.memory.Memory.capture`, as every other door's: the secret screen, the trivial-turn
+filter, then the ingest path. A captured message becomes an engram of type ``user`` with the
+conversation provenance ``{"kind": "conversation", "format": "capture", "session", "turn", "role":
+"user", "agent", "capture": true}`` and ``created`` = when it was submitted.
 
 Privacy: captured text is written as plain YAML under ``<home>/engrams/`` and recalled for every
 agent that may read its scope. The scope is the submission's, else ``agent:<agent id>`` (only that
@@ -51,14 +52,14 @@ def learn(memory: Any, agent_id: str, captures: Iterable[Capture]) -> tuple[int,
     """Learn ``captures`` into ``memory``; never raises (errors are logged).
 
     Returns:
-        ``(learned, failed)`` counts (a merged duplicate counts as learned).
+        ``(learned, failed)`` counts (a turn left out as trivial or already stored counts as learned).
     """
     ok = failed = 0
+    mode = "user" if getattr(memory.settings, "capture", "off") == "off" else None  # the host asked: capture
     for c in captures:
-        source = {"kind": "conversation", "format": "messages", "session": c.session, "turn": c.turn,
-                  "role": "user", "agent": agent_id, "capture": True}
         try:
-            memory.learn(c.text, scope=c.scope, type="user", source=source, created=c.when)
+            memory.capture(c.text, session=c.session, turn=c.turn, role="user", scope=c.scope, when=c.when,
+                           agent=agent_id, mode=mode)
             ok += 1
         except Exception as exc:  # noqa: BLE001 - capture must never break the worker
             failed += 1

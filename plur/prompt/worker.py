@@ -18,7 +18,7 @@ Concurrency model:
   dict and swaps the reference under its lock, and readers do a single ``dict.get`` with no lock.
 * An entry is replaced only when the rendered text changes (hash-gated), so an unchanged block
   keeps the host's prompt prefix byte-identical.
-* Capture (opt-in, :mod:`plur.prompt.capture`): each submitted message is learned on a worker thread
+* Capture (the setting ``capture``, :mod:`plur.prompt.capture`): each submitted message is learned on a worker thread
   after the recall that answers it (never recalled into its own block); captures are not coalesced
   like recalls, and :meth:`RecallWorker.close` learns those still waiting.
 * Injection events are counted on **first read**: the first :meth:`RecallWorker.read` of each new
@@ -73,8 +73,8 @@ class RecallWorker:
             cold process. Python cannot interrupt a thread, so a slow recall occupies its thread until
             it returns; use ``threads > 1`` if agents must not queue behind it.
         threads: number of worker threads (>= 1).
-        capture: also learn each submitted message (opt-in, off by default; provenance, scope and the
-            privacy note: :mod:`plur.prompt.capture`).
+        capture: also learn each submitted message (:meth:`plur.memory.Memory.capture`); default: the
+            setting ``capture`` (``user`` and ``all`` capture, ``off`` not); see :mod:`plur.prompt.capture`.
 
     On start, a warm-up thread runs one unrecorded recall to open the memory's indexes and load its
     embedding model. A submission waits for it at most :data:`KEYWORD_AFTER_S`, then is recalled by
@@ -87,9 +87,9 @@ class RecallWorker:
     """
 
     def __init__(self, memory: Any, *, k: int | None = None, budget_tokens: int | None = None,
-                 timeout_s: float | None = None, threads: int = 1, capture: bool = False) -> None:
+                 timeout_s: float | None = None, threads: int = 1, capture: bool | None = None) -> None:
         s = memory.settings
-        self.capture = bool(capture)
+        self.capture = getattr(s, "capture", "off") != "off" if capture is None else bool(capture)
         self.session = f"worker-{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%S.%fZ')}"
         self.memory = memory
         self.k = int(s.recall_k if k is None else k)

@@ -386,7 +386,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
     ]
     from .api_hosts import host_routes  # list, update, inject: what MCP and the hooks need (issue 26)
 
-    routes += host_routes(memory, endpoint, R, PREFIX)
+    routes += host_routes(memory, endpoint, R, PREFIX, lock)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         code = getattr(exc, "status_code", 500)

@@ -25,7 +25,8 @@ MAX_EXCLUDE = 100000
 _UPDATABLE = ("statement", "tags", "status", "type", "pinned")
 
 
-def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, prefix: str) -> list[Any]:
+def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, prefix: str,
+                lock: Any = None) -> list[Any]:
     """The routes above under ``prefix`` (``/api/v1``), built with :func:`plur.service.api.create_api`'s
     ``endpoint`` (locking, errors); each route reads ``c.memory`` (:class:`plur.service.api.Call`: the owner's
     Memory or a team member's view), never ``memory`` itself."""
@@ -71,8 +72,43 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
         return {"folder": got.folder, "root": got.root, "scope": got.scope, "how": got.how,
                 "registered": got.registered}
 
+    from .capture_queue import CaptureQueue
+
+    queue = CaptureQueue(lock)
+
+    def capture(c: Any, text: str, session: str, turn: int, role: str, scope: str | None, cwd: str | None,
+                when: str | None, agent_id: str | None, wait: bool) -> dict[str, Any]:
+        import os
+
+        if not hasattr(c.memory, "capture"):
+            raise ValidationError("capture writes to the owner's memory; a team member's token cannot capture")
+        if scope is None:
+            if not cwd or "\x00" in cwd or not os.path.isabs(cwd):
+                raise ValidationError(f"capture needs 'scope', or 'cwd' as an absolute folder (got {cwd!r:.200})")
+            from ..project import resolve
+
+            scope = resolve(cwd, memory.home).scope
+        mem = c.memory
+
+        def run() -> Any:
+            return mem.capture(text, session=session, turn=turn, role=role, scope=scope, when=when,
+                               agent=agent_id)
+        if not wait:
+            from .capture_queue import check
+
+            check(mem, text, session, turn, role, scope, when)   # bad input is answered now, not lost later
+            queue.put(run)
+            return {"queued": True, "scope": scope}
+        got = run()
+        return {"stored": [e.id for e in got.stored], "skipped": got.skipped, "redacted": list(got.redacted),
+                "scope": scope}
+
     R = required
     return [
+        Route(PREFIX + "/capture", endpoint("capture", capture, {
+            "text": ((str,), R), "session": ((str,), R), "turn": ((int,), R), "role": ((str,), "user"),
+            "scope": (text_or_none, None), "cwd": (text_or_none, None), "when": (text_or_none, None),
+            "agent_id": (text_or_none, None), "wait": ((bool,), False)}), methods=["POST"]),
         Route(PREFIX + "/project", endpoint("project", project, {"folder": ((str,), R)}), methods=["POST"]),
         Route(PREFIX + "/list", endpoint("list", list_, {
             "scope": (text_or_none, None), "type": (text_or_none, None), "tag": (text_or_none, None),

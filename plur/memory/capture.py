@@ -1,0 +1,209 @@
+"""Capture: memory forms from the conversation, one turn at a time, through the ingest path.
+
+Every door hands a turn here (:meth:`plur.memory.Memory.capture`): the Python worker
+(:class:`plur.prompt.worker.RecallWorker`), ``POST /api/v1/capture`` (the DSH plugin, other
+out-of-process hosts), and the Claude Code / Codex hook (through the service). In order:
+
+1. the setting ``capture`` (``user`` | ``all`` | ``off``) decides whether this role is kept
+   (``all`` adds assistant turns, stored as ``reference`` notes);
+2. the secret screen (:mod:`plur.screen`): keys and tokens are replaced by ``[redacted <kind>]``
+   and counted in ``stats.db`` (the kinds only, never the text);
+3. a turn with nothing to remember (:func:`trivial`: "ok", "thanks", "continue", a bare shell command,
+   a slash command) is not stored;
+4. :func:`plur.memory.ingest.ingest` stores it with the conversation provenance
+   ``{kind: conversation, format: capture, session, turn, role, capture: true, agent?}``, dated
+   ``when``, in the scope given (the project of the conversation's folder, :mod:`plur.project`):
+   the same ``(session, turn)`` again is skipped, a changed text supersedes the stored one (an edited turn);
+   a text the same conversation already said (another turn) is not stored twice.
+
+``plur forget --session S`` (:func:`forget_session`) removes a whole conversation; :func:`sessions`
+lists them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..errors import ValidationError
+
+#: The ``format`` of captured turns' provenance.
+FORMAT = "capture"
+MODES = ("user", "all", "off")
+
+_ACK = frozenset("""ok okay k kk ok. thanks thank thx ty you yes yeah yep yup no nope nah sure continue go on ahead
+please do it that this lgtm great nice cool perfect done next proceed right good fine got sounds makes sense
+alright all agreed agree correct exactly awesome wonderful excellent wow hi hello hey bye goodbye retry again
+try keep going carry y n much very thumbs up cheers indeed of course np sorry hmm hm ah oh the same stop wait
+looks ship approved approve works worked""".split())
+_SHELL = frozenset("""ls cd pwd cat less more head tail grep rg find git npm npx pnpm yarn pip pip3 python python3 node
+make cmake cargo go rustc gcc docker kubectl helm terraform rm mv cp mkdir rmdir touch chmod chown curl wget ssh scp
+echo export source sudo apt apt-get brew systemctl journalctl top htop ps kill du df tar unzip zip pytest uv poetry
+conda vim nano code open man which whoami env history clear exit ./""".split())
+_PROSE = frozenset("""the a an is are was were my our your we i you he she they it's because why how what when where
+should would could can please that this which who but and so if then than not don't doesn't""".split())
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+_REDACTED = re.compile(r"\[redacted [a-z\-]+\]")
+_SLASH = re.compile(r"^/[A-Za-z][\w:\-]*(?:\s|$)")
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    """What :func:`capture` did with one turn.
+
+    Attributes:
+        stored: the engrams written (a new turn, or the new version of an edited one); empty otherwise.
+        skipped: why nothing was written: ``""`` (stored), ``off`` (the setting), ``role`` (an
+            assistant turn with ``capture = user``), ``trivial``, ``known`` (this turn is stored already).
+        redacted: the kinds of secret the screen cut out (:attr:`plur.screen.Screened.kinds`).
+    """
+
+    stored: tuple[Any, ...] = ()
+    skipped: str = ""
+    redacted: tuple[str, ...] = ()
+
+
+def trivial(text: str) -> bool:
+    """Whether a turn has nothing to remember: an acknowledgement ("ok", "thanks!", "go ahead"), a
+    slash command (``/clear``), a bare shell command (``ls -la``, ``git status``), or almost no words.
+
+    Pure; language-neutral for letters (any script counts as words), English for the acknowledgement
+    and prose word lists.
+    """
+    t = _REDACTED.sub(" ", text).strip()
+    if _SLASH.match(t):
+        return True
+    words = [w.lower() for w in _WORD.findall(t)]
+    letters = sum(len(w) for w in words)
+    if letters < 3 and not any(ord(c) > 0x2E7F for c in t):      # CJK: one or two characters can be a fact
+        return True
+    if len(words) <= 6 and all(w in _ACK for w in words):
+        return True
+    first = t.lstrip("$ ").split(None, 1)[0] if t.lstrip("$ ") else ""
+    if "\n" not in t and (first in _SHELL or first.startswith("./")) and len(t.split()) <= 12 \
+            and not any(w in _PROSE for w in words):
+        return True
+    return False
+
+
+def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user", scope: str = "global",
+            when: Any = None, agent: str | None = None, mode: str | None = None) -> CaptureResult:
+    """Capture one conversation turn (see the module docstring for the steps).
+
+    Args:
+        text: the turn's text as the user (or assistant) wrote it.
+        session: the conversation's id (non-empty); turn: its 0-based position in the conversation
+            (the same ``(session, turn)`` with other text is an edit and supersedes).
+        role: ``user`` or ``assistant``. scope: where the note goes (the conversation's project).
+        when: the turn's time (ISO-8601 or aware datetime; default now). agent: the host's agent id, kept
+            in the provenance. mode: overrides the setting ``capture`` (``user`` | ``all`` | ``off``).
+
+    Raises:
+        ValidationError: blank session, negative turn, unknown role or mode, bad scope or date.
+    """
+    mode = mode or mem.settings.capture
+    if mode not in MODES:
+        raise ValidationError(f"capture mode {mode!r}: use one of {', '.join(MODES)}")
+    if role not in ("user", "assistant"):
+        raise ValidationError(f"role {role!r}: use user or assistant")
+    if not isinstance(session, str) or not session.strip() or len(session) > 200:
+        raise ValidationError(f"session {session!r:.60}: give the conversation's id (1-200 characters)")
+    if isinstance(turn, bool) or not isinstance(turn, int) or turn < 0:
+        raise ValidationError(f"turn {turn!r}: give the turn's 0-based position in the conversation")
+    if not isinstance(text, str):
+        raise ValidationError(f"text must be a string, got {type(text).__name__}")
+    if mode == "off":
+        return CaptureResult(skipped="off")
+    if role == "assistant" and mode != "all":
+        return CaptureResult(skipped="role")
+    from ..screen import screen
+
+    shown = screen(text)
+    if shown.kinds:
+        mem.stats.record_screened(shown.kinds, "capture")
+    if not text.strip() or trivial(shown.text):
+        return CaptureResult(skipped="trivial", redacted=shown.kinds)
+    statement = shown.text.strip()
+    same = mem.store.find_duplicate(statement, scope)
+    if same is not None and (_session_of(same) or ("", ""))[0] == session:
+        return CaptureResult(skipped="known", redacted=shown.kinds)   # said again in the same conversation
+    from ..store.engram import parse_time
+    from ..store.ingest.turns import Turn
+
+    created = parse_time(when, "when") if when is not None else None
+    extra = {"capture": True, **({"agent": agent} if agent else {})}
+    item = Turn(FORMAT, session, turn, role, statement, created=created, extra=extra)
+    result = mem.ingest([item], scope=scope, roles=(role,), date=created, progress=False)
+    stored = tuple(result.added) + tuple(result.changed)
+    return CaptureResult(stored=stored, skipped="" if stored else "known", redacted=shown.kinds)
+
+
+@dataclass(frozen=True)
+class Session:
+    """One conversation memory holds turns of (:func:`sessions`).
+
+    Attributes:
+        session: its id. format: where it came from (``capture``, ``claude-code``, ``messages``...).
+        turns: active engrams of it. scopes: the scopes they are in. first, last: ISO-8601 UTC of the
+        oldest and newest turn.
+    """
+
+    session: str
+    format: str
+    turns: int
+    scopes: tuple[str, ...]
+    first: str
+    last: str
+
+
+def _session_of(e: Any) -> tuple[str, str] | None:
+    src = e.source if isinstance(e.source, Mapping) else {}
+    if src.get("kind") != "conversation" or not isinstance(src.get("session"), str):
+        return None
+    return src["session"], str(src.get("format") or "")
+
+
+def sessions(mem: Any, scope: str | None = None) -> list[Session]:
+    """Conversations memory holds turns of (active engrams), newest first; ``scope`` keeps one scope."""
+    groups: dict[str, list[Any]] = {}
+    fmts: dict[str, str] = {}
+    for e in mem.store.all():
+        got = _session_of(e)
+        if got is None or e.status != "active" or (scope is not None and e.scope != scope):
+            continue
+        groups.setdefault(got[0], []).append(e)
+        fmts.setdefault(got[0], got[1])
+    out = []
+    for sid, es in groups.items():
+        times = sorted(e.created for e in es)
+        out.append(Session(sid, fmts[sid], len(es), tuple(sorted({e.scope for e in es})),
+                           _iso(times[0]), _iso(times[-1])))
+    return sorted(out, key=lambda s: (s.last, s.session), reverse=True)
+
+
+def _iso(value: Any) -> str:
+    return value.isoformat().replace("+00:00", "Z") if isinstance(value, datetime) else str(value)
+
+
+def session_engrams(mem: Any, session: str) -> list[Any]:
+    """Every engram (active or retired) of conversation ``session``."""
+    mem._scan()
+    return [e for e in mem.store.all() if (got := _session_of(e)) is not None and got[0] == session]
+
+
+def forget_session(mem: Any, session: str) -> list[Any]:
+    """Forget every engram of conversation ``session`` (each as :meth:`plur.memory.Memory.forget` does:
+    the file, index rows, cached vectors and its stats.db rows); returns them.
+
+    Raises:
+        NotFoundError: memory holds no turn of ``session``.
+    """
+    from ..errors import NotFoundError
+
+    found = session_engrams(mem, session)
+    if not found:
+        raise NotFoundError(f"no conversation {session!r} in memory; list them with: plur sessions")
+    return [mem.forget(e.id) for e in found]

@@ -1,0 +1,159 @@
+"""Memory.capture (plur/memory/capture.py) and its doors: the setting's modes, the secret screen before the
+store, the trivial-turn filter, ingest provenance (an edited turn supersedes), the service's POST /capture,
+plur sessions and plur forget --session."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from plur.errors import NotFoundError, ValidationError
+from plur.memory import Memory
+from plur.memory.capture import trivial
+
+KEY = "sk" + "-proj-" + "Zr8Kq2Lm9XwT4vB7nC1dF6gH3jP0sY5aE8uI2oQ"
+
+
+@pytest.fixture
+def mem(plur_home: Path) -> Iterator[Memory]:
+    m = Memory(plur_home, model="none", fsync=False, capture="user")
+    yield m
+    m.close()
+
+
+@pytest.mark.parametrize("text", ["ok", "Thanks!", "continue", "go ahead please", "ls -la", "git status",
+                                  "$ npm test", "/clear", "/compact keep the plan", "yes", "👍", "LGTM",
+                                  "[redacted openai-key]", "  "])
+def test_turns_with_nothing_to_remember(text: str) -> None:
+    assert trivial(text)
+
+
+@pytest.mark.parametrize("text", ["My sister Lena moved to Vienna.", "git push fails because the remote "
+                                  "rejects my key", "ls shows nothing in the deploy folder, why?",
+                                  "/usr/local/bin holds the old python", "我住在维也纳", "Use tabs, not spaces.",
+                                  "ok so the deadline moved to Friday"])
+def test_turns_worth_keeping(text: str) -> None:
+    assert not trivial(text)
+
+
+def test_modes_roles_and_provenance(plur_home: Path) -> None:
+    for mode, kept in (("off", set()), ("user", {"user"}), ("all", {"user", "reference"})):
+        with Memory(plur_home / mode, model="none", fsync=False, capture=mode) as m:
+            m.capture("I moved to Lisbon in May.", session="s1", turn=0, scope="project:shop")
+            m.capture("Noted: you live in Lisbon since May.", session="s1", turn=1, role="assistant",
+                      scope="project:shop")
+            assert {e.type for e in m.list()} == kept, mode
+    with Memory(plur_home / "user", model="none") as m:
+        (e,) = m.list()
+        assert e.scope == "project:shop"
+        assert e.source == {"kind": "conversation", "format": "capture", "session": "s1", "turn": 0,
+                            "role": "user", "capture": True}
+
+
+def test_secret_is_redacted_counted_and_the_rest_kept(mem: Memory, plur_home: Path) -> None:
+    got = mem.capture(f"The billing API lives at api7.internal and the key is {KEY} today.", session="s",
+                      turn=0, scope="project:shop", when="2026-03-01T10:00:00Z")
+    (e,) = got.stored
+    assert e.statement == "The billing API lives at api7.internal and the key is [redacted openai-key] today."
+    assert got.redacted == ("openai-key",) and mem.stats.screened_counts() == {"openai-key": 1}
+    assert e.created.isoformat().startswith("2026-03-01T10:00")
+    mem.recall(f"what about {KEY}?")                 # the recall log is screened as well
+    mem.close()
+    leaks = [p for p in plur_home.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert leaks == []
+
+
+def test_trivial_repeated_and_edited_turns(mem: Memory) -> None:
+    assert mem.capture("thanks!", session="s", turn=0).skipped == "trivial"
+    assert mem.capture("The cat is called Miso.", session="s", turn=1).stored
+    assert mem.capture("The cat is called Miso.", session="s", turn=1).skipped == "known"   # same turn again
+    assert mem.capture("the cat is called  Miso.", session="s", turn=4).skipped == "known"  # said again
+    (new,) = mem.capture("The cat is called Mochi.", session="s", turn=1).stored              # an edited turn
+    assert new.supersedes and mem.get(new.supersedes).status == "retired"
+    assert [e.statement for e in mem.list(status="active")] == ["The cat is called Mochi."]
+
+
+def test_bad_input_is_one_clear_error(mem: Memory) -> None:
+    for kwargs, word in (({"session": ""}, "session"), ({"turn": -1}, "turn"), ({"role": "bot"}, "role"),
+                         ({"mode": "some"}, "capture mode"), ({"scope": "proj x"}, "scope")):
+        args = {"session": "s", "turn": 0, **kwargs}
+        with pytest.raises(ValidationError, match=word):
+            mem.capture("The cat is called Miso.", **args)
+    assert mem.list() == []
+
+
+def test_sessions_and_forget_session(mem: Memory) -> None:
+    mem.capture("The cat is called Miso.", session="chat-a", turn=0)
+    mem.capture("The dog is called Rex.", session="chat-a", turn=1)
+    mem.capture("Deploys go out on Tuesdays.", session="chat-b", turn=0, scope="project:ops")
+    mem.capture("The cat is called Mochi.", session="chat-a", turn=0)            # an edit: a retired version
+    keep = mem.learn("Unrelated note.")
+    mem.recall("what is the cat called?")
+    listed = {s.session: s for s in mem.sessions()}
+    assert set(listed) == {"chat-a", "chat-b"} and listed["chat-a"].turns == 2
+    assert [s.session for s in mem.sessions(scope="project:ops")] == ["chat-b"]
+    gone = mem.forget_session("chat-a")
+    assert len(gone) == 3                                              # both turns and the retired version
+    assert {e.statement for e in mem.list()} == {"Deploys go out on Tuesdays.", keep.statement}
+    assert all(e.id not in mem.stats.engram_ids() for e in gone)
+    with pytest.raises(NotFoundError, match="plur sessions"):
+        mem.forget_session("chat-a")
+
+
+def _plur(home: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLUR_")}
+    env.update(PLUR_HOME=str(home), PLUR_MODEL="none", PLUR_AUTOSTART_SERVICE="0")
+    return subprocess.run([sys.executable, "-m", "plur", *args], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_cli_sessions_and_forget_session(plur_home: Path) -> None:
+    with Memory(plur_home, model="none", capture="user") as m:
+        m.capture("The cat is called Miso.", session="chat-a", turn=0)
+        m.capture("Deploys go out on Tuesdays.", session="chat-b", turn=0)
+    out = _plur(plur_home, "sessions", "--json")
+    assert out.returncode == 0, out.stderr
+    assert {s["session"] for s in json.loads(out.stdout)["sessions"]} == {"chat-a", "chat-b"}
+    out = _plur(plur_home, "forget", "--session", "chat-a", "-y")
+    assert out.returncode == 0 and "forgotten: session chat-a (1 engram)" in out.stdout, out.stderr
+    assert "chat-a" not in _plur(plur_home, "sessions").stdout
+    bad = _plur(plur_home, "forget", "--session", "chat-zzz", "-y")
+    assert bad.returncode != 0 and "plur sessions" in bad.stderr
+    both = _plur(plur_home, "forget")
+    assert both.returncode == 2 and "--session" in both.stderr
+
+
+def test_service_capture_endpoint(plur_home: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from plur.prompt.worker import RecallWorker
+    from plur.service.api import create_api
+
+    with Memory(plur_home, model="none", capture="user") as m, RecallWorker(m, capture=False) as worker:
+        (plur_home / "work" / "shop" / ".git").mkdir(parents=True)
+        client = TestClient(create_api(m, worker, token="t"))
+        auth = {"Authorization": "Bearer t"}
+        body = {"text": f"The build box is hammer-3 and its token is {KEY}.", "session": "dsh-1", "turn": 0,
+                "cwd": str(plur_home / "work" / "shop" / "src")}
+        r = client.post("/api/v1/capture", json={**body, "wait": True}, headers=auth)
+        assert r.status_code == 200, r.text
+        got = r.json()
+        assert got["scope"] == "project:shop" and got["redacted"] == ["openai-key"] and len(got["stored"]) == 1
+        r = client.post("/api/v1/capture", json={**body, "turn": 1, "text": "Backups run nightly at 2am."},
+                        headers=auth)
+        assert r.json() == {"queued": True, "scope": "project:shop"}
+        deadline = time.monotonic() + 60
+        while len(m.list()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(m.list()) == 2
+        bad = client.post("/api/v1/capture", json={"text": "x", "session": "s", "turn": 0}, headers=auth)
+        assert bad.status_code == 400 and "cwd" in bad.json()["error"]["message"]
+        bad = client.post("/api/v1/capture", json={**body, "role": "bot"}, headers=auth)
+        assert bad.status_code == 400 and "role" in bad.json()["error"]["message"]
