@@ -65,17 +65,32 @@ def start_and_report(home: Path | None, host: str, port: int | None, allow_hosts
         _open(home_of(home))
 
 
-def page_login_url(home: Path) -> str:
+def page_login_url(home: Path, wait_s: float | None = None) -> str:
     """The URL that logs the owner's browser in to the running service's pages.
 
+    A service still starting (an auto-started one loading its model: it holds the lock but has not written
+    ``service.json``) is waited for, at most ``wait_s`` (default: as long as ``plur service start`` waits).
+
     Raises:
-        ServiceError: no service runs for ``home`` (or it has not written ``service.json`` yet).
+        ServiceError: no service runs for ``home``, or it is still starting after ``wait_s`` (said so).
     """
-    info = files.read_service_file(home) if files.service_alive(home) else None
-    if info is None or not isinstance(info.get("login"), str) or not info.get("url"):
-        raise ServiceError(f"no plur service running for {home}; start one with `plur service start` "
-                           "(or `plur serve --open`)")
-    return files.login_url(info)
+    import time
+
+    from .daemon import START_TIMEOUT_S
+
+    deadline = time.monotonic() + (START_TIMEOUT_S if wait_s is None else wait_s)
+    while True:
+        alive = files.service_alive(home)
+        info = files.read_service_file(home) if alive else None
+        if info is not None and isinstance(info.get("login"), str) and info.get("url"):
+            return files.login_url(info)
+        if info is not None or not alive:
+            raise ServiceError(f"no plur service running for {home}; start one with `plur service start` "
+                               "(or `plur serve --open`)")
+        if time.monotonic() >= deadline:
+            raise ServiceError(f"the plur service for {home} is still starting (indexes and model loading); "
+                               f"run this again once `plur service status` shows its url (log: {home / files.LOG_FILE})")
+        time.sleep(0.05)
 
 
 def _open(home: Path) -> None:
