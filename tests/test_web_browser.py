@@ -220,3 +220,25 @@ def test_cross_site_form_post_is_refused(served: tuple[str, str], browser_page, 
         page.evaluate("document.getElementById('f').submit()")
     assert "cross-origin request refused" in page.content()
     assert memory.store.path_for(e.id).exists()
+
+
+def test_filter_by_conversation_and_the_secrets_card(served: tuple[str, str], browser_page, memory: Memory) -> None:
+    """Captured conversations are a filter of the table; the statistics page counts redacted secrets."""
+    memory.capture("My sister Lena moved to Vienna.", session="chat-lena", turn=0, mode="user")
+    memory.capture("She works at the opera house.", session="chat-lena", turn=1, mode="user")
+    memory.capture("Deploys go out on Tuesdays, token " + "gh" + "p_" + "Q7f3K9x2LmZ8aB4cD6eF1gH5jK0pR2sT9vW3",
+                   session="chat-ops", turn=0, mode="user")
+    memory.learn("A note typed by hand.")
+    base_url, login = served
+    page = browser_page
+    page.goto(login)
+    page.goto(base_url + "/")
+    assert page.locator("table.engrams tbody tr").count() == 4
+    page.select_option("select[name=session]", "chat-lena")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url("**session=chat-lena**")
+    rows = page.locator("table.engrams tbody tr td.statement").all_inner_texts()
+    assert sorted(rows) == ["My sister Lena moved to Vienna.", "She works at the opera house."]
+    page.goto(base_url + "/stats")
+    assert page.locator("#secrets-redacted").inner_text().strip() == "1"
+    assert page.console_errors == []

@@ -38,6 +38,7 @@ class TableQuery:
         type: one of :data:`plur.store.engram.TYPES` ('' = any).
         tag: exact tag ('' = any).
         status: ``active``, ``retired`` or '' (any).
+        session: a conversation's id (``source.session`` of captured or ingested turns; '' = any).
         sort: one of :data:`SORT_KEYS`.
         order: ``asc`` or ``desc``.
         page: 1-based page number.
@@ -49,6 +50,7 @@ class TableQuery:
     type: str = ""
     tag: str = ""
     status: str = ""
+    session: str = ""
     sort: str = "created"
     order: str = "desc"
     page: int = 1
@@ -74,7 +76,7 @@ class TableQuery:
             return int(raw)
 
         query = cls(q=text("q"), scope=text("scope"), type=text("type"), tag=text("tag"), status=text("status"),
-                    sort=text("sort") or "created", order=text("order") or "", page=positive("page", 1),
+                    session=text("session"), sort=text("sort") or "created", order=text("order") or "", page=positive("page", 1),
                     per_page=min(positive("per_page", PER_PAGE_DEFAULT), PER_PAGE_MAX))
         if query.sort not in SORT_KEYS:
             raise ValidationError(f"sort={query.sort!r} is not a column; use one of {', '.join(SORT_KEYS)}")
@@ -94,7 +96,7 @@ class TableQuery:
         """Non-default parameters (after ``changes``) for building links; page 1 and defaults omitted."""
         merged = replace(self, **changes)
         out: dict[str, str] = {}
-        for name in ("q", "scope", "type", "tag", "status"):
+        for name in ("q", "scope", "type", "tag", "status", "session"):
             if getattr(merged, name):
                 out[name] = getattr(merged, name)
         if merged.sort != "created" or merged.order != "desc":
@@ -127,6 +129,8 @@ def matches(e: Engram, query: TableQuery, needle: str) -> bool:
     if query.status and e.status != query.status:
         return False
     if query.tag and query.tag not in e.tags:
+        return False
+    if query.session and session_of(e) != query.session:
         return False
     if needle and needle not in e.statement.casefold() and needle not in e.id.casefold() \
             and not any(needle in t.casefold() for t in e.tags):
@@ -174,11 +178,23 @@ def row(e: Engram, counts: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             "last_recalled": iso(c["last_recalled"])}
 
 
-def facets(engrams: Sequence[Engram]) -> dict[str, list[list[Any]]]:
-    """Values for the filter menus with their counts: ``{scopes, types, tags, statuses: [[value, n]...]}``.
+def session_of(e: Engram) -> str:
+    """The conversation an engram came from (``source.session`` of a conversation turn), else ''."""
+    src = e.source or {}
+    return src["session"] if src.get("kind") == "conversation" and isinstance(src.get("session"), str) else ""
 
-    Scopes, types and statuses sort by value; tags by count (most used first), top 200.
+
+def facets(engrams: Sequence[Engram]) -> dict[str, list[list[Any]]]:
+    """Values for the filter menus with their counts: ``{scopes, types, tags, statuses, sessions: [[value, n]...]}``.
+
+    Scopes, types and statuses sort by value; tags by count (most used first), top 200; sessions (the
+    conversations captured or ingested) newest first, top 200.
     """
+    newest: dict[str, Any] = {}
+    for e in engrams:
+        if (sid := session_of(e)) and (sid not in newest or e.created > newest[sid]):
+            newest[sid] = e.created
+    per_session = Counter(filter(None, map(session_of, engrams)))
     scopes = Counter(map(attrgetter("scope"), engrams))
     types = Counter(map(attrgetter("type"), engrams))
     statuses = Counter(map(attrgetter("status"), engrams))
@@ -186,7 +202,8 @@ def facets(engrams: Sequence[Engram]) -> dict[str, list[list[Any]]]:
     return {"scopes": [[k, v] for k, v in sorted(scopes.items())],
             "types": [[k, v] for k, v in sorted(types.items())],
             "statuses": [[k, v] for k, v in sorted(statuses.items())],
-            "tags": [[k, v] for k, v in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))[:200]]}
+            "tags": [[k, v] for k, v in sorted(tags.items(), key=lambda kv: (-kv[1], kv[0]))[:200]],
+            "sessions": [[k, per_session[k]] for k in sorted(newest, key=lambda k: (newest[k], k), reverse=True)[:200]]}
 
 
 class FacetCache:
@@ -232,7 +249,7 @@ def table_page(engrams: Sequence[Engram], counts: Mapping[str, Mapping[str, Any]
         is clamped to the last page.
     """
     needle = query.q.casefold()
-    filtered = bool(needle or query.scope or query.type or query.tag or query.status)
+    filtered = bool(needle or query.scope or query.type or query.tag or query.status or query.session)
     hits = [e for e in engrams if matches(e, query, needle)] if filtered else list(engrams)
     if not (newest_first and query.sort == "created" and query.order == "desc"):
         hits.sort(key=_sort_key(query.sort, counts), reverse=query.order == "desc")
@@ -243,7 +260,7 @@ def table_page(engrams: Sequence[Engram], counts: Mapping[str, Mapping[str, Any]
         "total": len(engrams), "matched": len(hits), "page": page, "pages": pages, "per_page": query.per_page,
         "sort": query.sort, "order": query.order,
         "filters": {"q": query.q, "scope": query.scope, "type": query.type, "tag": query.tag,
-                    "status": query.status},
+                    "status": query.status, "session": query.session},
         "rows": [row(e, counts) for e in hits[start:start + query.per_page]],
         "facets": facet_values if facet_values is not None else facets(engrams),
     }
