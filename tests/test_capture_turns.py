@@ -157,3 +157,35 @@ def test_service_capture_endpoint(plur_home: Path) -> None:
         assert bad.status_code == 400 and "cwd" in bad.json()["error"]["message"]
         bad = client.post("/api/v1/capture", json={**body, "role": "bot"}, headers=auth)
         assert bad.status_code == 400 and "role" in bad.json()["error"]["message"]
+
+
+def test_claude_code_hook_captures_the_prompt_and_under_all_the_answer(tmp_path: Path) -> None:
+    """The hook without a service (in-process): UserPromptSubmit stores the prompt (turn 0, the project of cwd);
+    Stop stores the assistant's last answer from the transcript (turn 1) only when capture = all."""
+    from test_doors import _env
+
+    work = tmp_path / "work" / "shop"
+    (work / ".git").mkdir(parents=True)
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(json.dumps(x) for x in [
+        {"type": "user", "message": {"role": "user", "content": "My sister Lena moved to Vienna."}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "..."}, {"type": "text", "text": "Vienna is a lovely city for Lena."}]}},
+    ]) + "\n")
+    for mode, kept in (("user", ["My sister Lena moved to Vienna."]),
+                       ("all", ["My sister Lena moved to Vienna.", "Vienna is a lovely city for Lena."])):
+        home = tmp_path / mode
+        env = _env(home, PLUR_CAPTURE=mode, PLUR_MODEL="none")
+        assert subprocess.run([sys.executable, "-m", "plur", "init"], env=env, capture_output=True,
+                              timeout=120).returncode == 0
+        for event in ({"hook_event_name": "UserPromptSubmit", "prompt": "My sister Lena moved to Vienna."},
+                      {"hook_event_name": "Stop", "transcript_path": str(transcript), "stop_hook_active": False}):
+            proc = subprocess.run([sys.executable, "-m", "plur", "hook", "claude-code"], env=env, timeout=300,
+                                  input=json.dumps({"session_id": "cc-1", "cwd": str(work), **event}),
+                                  capture_output=True, text=True)
+            assert proc.returncode == 0, proc.stderr
+        with Memory(home, model="none") as m:
+            got = sorted(m.list(), key=lambda e: e.source["turn"])
+            assert [e.statement for e in got] == kept, mode
+            assert {e.scope for e in got} == {"project:shop"}
+            assert [(e.source["turn"], e.type) for e in got][-1] == ((1, "reference") if mode == "all" else (0, "user"))

@@ -247,7 +247,7 @@ def test_the_hook_injects_nothing_below_the_floor_and_counts_each_injection(
 
 def test_the_hook_refuses_bad_input_in_one_line_without_blocking_the_prompt(plur_home: Path) -> None:
     for stdin, args, needle in [("not json", [], "not JSON"),
-                                ('{"session_id": "a", "hook_event_name": "Stop"}', [], "'Stop' is not handled"),
+                                ('{"session_id": "a", "hook_event_name": "PreToolUse"}', [], "'PreToolUse' is not handled"),
                                 ('{"hook_event_name": "SessionStart"}', [], "no session_id"),
                                 ("{}", ["--max-engrams", "many"], "'many' is not a number"),
                                 ('{"session_id": "a", "hook_event_name": "SessionStart"}', ["--home", ""],

@@ -35,7 +35,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is ~2 ms of 
 if TYPE_CHECKING:
     from typing import Any
 
-EVENTS = ("UserPromptSubmit", "SessionStart")
+EVENTS = ("UserPromptSubmit", "SessionStart", "Stop")
 #: Seconds the hook waits for the service's answer (Claude Code's own limit for a command hook is 60 s).
 TIMEOUT_S = 10.0
 MAX_ENGRAMS = 4
@@ -277,6 +277,9 @@ def answer(event: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any] | None
     home = _home(opts["home"])
     name = event["hook_event_name"]
     path = state_path(home, event["session_id"])
+    if name == "Stop":
+        _capture_answer(event, opts, home, path)
+        return None
     if name == "SessionStart" and event.get("source") in ("clear", "compact", "startup"):
         shown: list[str] = []  # a new or emptied conversation holds none of what was shown before
     else:
@@ -325,6 +328,27 @@ def answer(event: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any] | None
     if note:
         out["systemMessage"] = note
     return out or None
+
+
+def _capture_answer(event: dict[str, Any], opts: dict[str, Any], home: str, path: str) -> None:
+    """``Stop``: hand the assistant's answer to capture (kept only under ``capture = "all"``: :mod:`.stop`)."""
+    from .stop import assistant_text
+
+    text = assistant_text(event)
+    if not text.strip() or not os.path.isdir(home):
+        return
+    turn = load_turn(path)
+    body = {"text": text, "session": event["session_id"], "turn": turn, "role": "assistant",
+            "scope": project_scope(event, opts["scope"], home), "agent_id": "claude-code"}
+    info = _service_info(home)
+    if info is None or post(info, "/capture", body, opts["timeout_s"]) is None:
+        from ..memory import Memory
+
+        with Memory(home) as memory:
+            if memory.settings.capture == "all":
+                memory.capture(text, session=body["session"], turn=turn, role="assistant", scope=body["scope"],
+                               agent="claude-code")
+    save_shown(path, load_shown(path), turn + 1)
 
 
 def main(argv: list[str] | None = None) -> int:
