@@ -249,11 +249,14 @@ class StatsDB:
     def forget_engram(self, engram_id: str) -> None:
         """Drop every event row naming ``engram_id`` (used when a person forgets an engram).
 
-        Erased: its feedback rows; every recall that returned it -- the ``recalls`` row (the query
-        text) and all of that recall's ``recall_hits`` rows, other engrams' included; its
-        ``injection_engrams`` rows (the ``injections`` row, which holds no text, stays). Deleted rows
-        are zeroed (``secure_delete``) and the WAL is truncated and the file VACUUMed, so no copy
-        of the query remains in the file, its journal or free pages.
+        Erased: its feedback rows (with their query text); its own ``recall_hits`` rows; the query text
+        of every recall that returned it (blanked: a query that found the engram may repeat its words);
+        its ``injection_engrams`` rows. Kept: those recalls' other hits, so forgetting one note does not
+        take other notes' recall counts with it (issue 38: an unrelated note's forget took another's
+        count from 10 to 0), and the rows that hold no text (``recalls`` time, mode, latency;
+        ``injections``). Deleted and overwritten bytes are zeroed (``secure_delete``) and the WAL is
+        truncated and the file VACUUMed, so no copy of the query remains in the file, its journal or
+        free pages.
 
         Raises:
             StoreError: the home is read-only (nothing can be erased there).
@@ -270,8 +273,8 @@ class StatsDB:
                 self._db.execute("DELETE FROM _gone")
                 self._db.execute("INSERT OR IGNORE INTO _gone SELECT recall_id FROM recall_hits WHERE engram_id=?",
                                  (engram_id,))
-                self._db.execute("DELETE FROM recall_hits WHERE recall_id IN (SELECT id FROM _gone)")
-                self._db.execute("DELETE FROM recalls WHERE id IN (SELECT id FROM _gone)")
+                self._db.execute("DELETE FROM recall_hits WHERE engram_id=?", (engram_id,))
+                self._db.execute("UPDATE recalls SET query='' WHERE id IN (SELECT id FROM _gone)")
                 self._db.execute("DELETE FROM injection_engrams WHERE engram_id=?", (engram_id,))
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:

@@ -41,3 +41,21 @@ def test_zero_width_characters_are_shown_escaped_in_list_show_and_recall(plur_ho
         assert "admin\\u200b@\\u200bexample.com" in low and "\\ufeffbilling\\u2060" in low, out
         assert not any(c in out for c in "\u200b\ufeff\u2060"), out
     assert "👨\u200d👩\u200d👧" in plur("list")                          # emoji and scripts keep their joiners
+
+
+def test_forgetting_one_note_keeps_other_notes_recall_statistics(plur_home: Path) -> None:
+    from plur.memory import Memory
+
+    with Memory(plur_home, model="none") as mem:
+        kept = mem.learn("The user's dog is called Rex and loves the beach.")
+        other = mem.learn("The user's dog walker comes on Tuesdays.")
+        for _ in range(10):
+            hits = mem.recall("what is the user's dog called", k=5, mode="bm25")
+            assert {h.engram.id for h in hits} == {kept.id, other.id}
+        before = mem.stats.engram_counts()[kept.id]
+        mem.forget(other.id)
+        after = mem.stats.engram_counts()[kept.id]
+        assert after == before and after["recalls"] + after["below_floor"] == 10, (before, after)
+        assert other.id not in mem.stats.engram_counts()
+        queries = {r[0] for r in mem.stats._db.execute("SELECT query FROM recalls")}
+        assert queries == {""}      # the query that found the forgotten note is blanked, the rows kept
