@@ -246,3 +246,43 @@ def test_an_oversized_turn_is_left_out_and_named_and_the_rest_is_ingested(plur_h
         assert "2000 bytes" in out.problems[0][1]
         with pytest.raises(ValidationError, match="pathlib.Path"):
             mem.ingest("chat.json")
+
+
+def _turn(session: str, n: int, text: str) -> Any:
+    return conv.Turn("messages", session, n, "user", text, None)
+
+
+def test_one_turn_per_call_does_not_reread_every_engram(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Capture ingests one turn per call: the provenance map is kept between calls (per store generation and
+    carried over its own writes) instead of re-read from every engram each time (O(n) per turn)."""
+    mem = Memory(tmp_path / "home", model="none", fsync=False)
+    mem.ingest([_turn("s1", i, f"fact number {i} about the garden") for i in range(60)])
+    calls = [0]
+    real = conv.source_key
+
+    def counted(src: Any) -> Any:
+        calls[0] += 1
+        return real(src)
+
+    monkeypatch.setattr(conv, "source_key", counted)
+    for i in range(60, 70):
+        assert len(mem.ingest([_turn("s1", i, f"fact number {i} about the garden")]).added) == 1
+    assert calls[0] <= 3 * 10 + 70, calls[0]            # before: every engram's provenance at every call (~650)
+    again = mem.ingest([_turn("s1", i, f"fact number {i} about the garden") for i in range(70)])
+    assert again.added == () and again.skipped == 70
+    mem.close()
+
+
+def test_the_kept_provenance_follows_forget_and_other_writers(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    mem = Memory(home, model="none", fsync=False, refresh_interval_s=0)
+    first = mem.ingest([_turn("s1", 0, "my sister Lena moved to Vienna")]).added[0]
+    mem.ingest([_turn("s1", 1, "she works at the opera")])
+    mem.forget(first.id)                                  # a forgotten turn is ingested again
+    assert len(mem.ingest([_turn("s1", 0, "my sister Lena moved to Vienna")]).added) == 1
+    with Memory(home, model="none", fsync=False) as other:  # another process stores turn 2
+        other.ingest([_turn("s1", 2, "her cat is called Mozart")])
+    out = mem.ingest([_turn("s1", 2, "her cat is called Mozart"), _turn("s1", 3, "she visits in May")])
+    assert [e.statement for e in out.added] == ["she visits in May"] and out.skipped == 1
+    assert len(mem.list()) == 4
+    mem.close()

@@ -86,11 +86,7 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
     kept = [t for t in turns if t.role in roles]
     with mem._lock:
         mem._scan()
-        have: dict[Any, Engram] = {}  # provenance key -> its engram (the active one when superseded)
-        for e in mem.store.all():
-            if e.scope == scope and (k := conv.source_key(e.source)) is not None:
-                if k not in have or e.status == "active":
-                    have[k] = e
+        have = _provenance(mem, scope)  # provenance key -> its engram (the active one when superseded)
     file = (source or {}).get("file") or (messages.name if isinstance(messages, Path) else None)
     kept = conv.keep_file_session(kept, have.values(), data, fmt, session, file)
     # a derived session that disagrees with a turn another file (or no file) stored is another conversation
@@ -132,11 +128,13 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
     with tqdm(total=len(engrams), desc=f"ingest ({fmt})", unit="turn", disable=not show) as bar:
         for start in range(0, len(engrams), 1000):  # the lock is taken per batch: recalls interleave
             with mem._lock:
+                gen = mem._generation
                 results = mem.store.add_many(engrams[start:start + 1000], dedupe=False)
                 batch = [e for e, created in results if created]
                 if mem._indexes is not None:
                     mem._indexes.add(batch)
                 mem._note_own_write()
+                _provenance_added(mem, scope, gen, batch)
             added += batch
             bar.update(len(results))
     changed = []
@@ -176,6 +174,49 @@ def _wrong_format(data: Any, fmt: str, where: str) -> None:
     hint = (f"it looks like {guess}: drop --format (or pass --format {guess})" if guess and guess != fmt
             else f"check the file, or pass another --format ({', '.join(conv.FORMATS)})")
     raise ValidationError(f"{where} read as {fmt} holds no turns; {hint}")
+
+
+def _provenance(mem: Any, scope: str) -> dict[Any, Engram]:
+    """Provenance key -> its engram in ``scope`` (the active one when superseded); the caller holds ``mem._lock``.
+
+    Kept per store generation (``mem._generation``, bumped by every change Memory writes or a scan sees) and carried
+    forward over this module's own writes (:func:`_provenance_added`): capture ingests one turn per call, and
+    reading every engram's provenance each time made a turn cost ~100 ms at 5k engrams (O(n) per turn). Never
+    mutated once built (a concurrent ingest may be reading it outside the lock).
+    """
+    from ..store import ingest as conv
+
+    cached = getattr(mem, "_provenance_cache", None)
+    if cached is not None and cached[0] == mem._generation and cached[1] == scope:
+        return cached[2]
+    have: dict[Any, Engram] = {}
+    engrams = mem.store.all()
+    for e in engrams:
+        if e.scope == scope and (k := conv.source_key(e.source)) is not None:
+            if k not in have or e.status == "active":
+                have[k] = e
+    mem._provenance_cache = (mem._generation, scope, have, len(engrams))
+    return have
+
+
+def _provenance_added(mem: Any, scope: str, gen: int, batch: Sequence[Engram]) -> None:
+    """After our own ``add_many`` (generation ``gen`` -> ``mem._generation``): the cache plus ``batch``, when nothing
+    else changed meanwhile (same generation before the add, and the store grew by exactly the batch: an add also
+    takes in other writers' files, which only a rebuild reads)."""
+    from ..store import ingest as conv
+
+    cached = getattr(mem, "_provenance_cache", None)
+    if cached is None or cached[0] != gen or cached[1] != scope:
+        return
+    total = len(mem.store.all())
+    if total != cached[3] + len(batch):
+        mem._provenance_cache = None
+        return
+    have = dict(cached[2])
+    for e in batch:
+        if (k := conv.source_key(e.source)) is not None and (k not in have or e.status == "active"):
+            have[k] = e
+    mem._provenance_cache = (mem._generation, scope, have, total)
 
 
 def _captured(have: dict[Any, Engram], t: Any) -> bool:
