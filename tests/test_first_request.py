@@ -67,6 +67,8 @@ def test_readme_example_verbatim_first_request_carries_the_note(framework: str, 
         requests = list(fake.requests)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "terminate called" not in out.stderr and not _plur_frames(out.stderr), out.stderr[-3000:]
+    # a user runs the example as written: no traceback at all, whoever's (ADK's synchronous runner left one)
+    assert "Traceback" not in out.stderr and "migrate to the async method" not in out.stderr, out.stderr[-3000:]
     asked = code.count("?")                    # one printed answer per question
     assert out.stdout.count(REPLY) == asked, out.stdout
     model_calls = [r for r in requests if r["path"].split("?")[0].rsplit("/", 1)[-1] in
