@@ -59,3 +59,25 @@ def test_forgetting_one_note_keeps_other_notes_recall_statistics(plur_home: Path
         assert other.id not in mem.stats.engram_counts()
         queries = {r[0] for r in mem.stats._db.execute("SELECT query FROM recalls")}
         assert queries == {""}      # the query that found the forgotten note is blanked, the rows kept
+
+
+def test_a_huge_recall_query_is_read_up_to_its_bound_at_every_door(memory) -> None:
+    from starlette.testclient import TestClient
+
+    from plur.memory.recall import MAX_QUERY_CHARS
+    from plur.prompt.worker import RecallWorker
+    from plur.service.api import create_api
+
+    memory.learn("The user's dog is called Rex.")
+    big = "what is the dog called " + "filler " * 500_000            # 3.5 MB
+    hits = memory.recall(big, k=3, mode="bm25")
+    assert [h.engram.statement for h in hits] == ["The user's dog is called Rex."]
+    worker = RecallWorker(memory)
+    try:
+        with TestClient(create_api(memory, worker, "tok")) as c:
+            r = c.post("/api/v1/recall", json={"query": big, "mode": "bm25"}, headers={"Authorization": "Bearer tok"})
+            assert r.status_code == 200 and len(r.json()["hits"]) == 1, r.text[:200]
+    finally:
+        worker.close()
+    lengths = [r[0] for r in memory.stats._db.execute("SELECT length(query) FROM recalls")]
+    assert lengths and max(lengths) <= MAX_QUERY_CHARS, lengths     # the work and the record are bounded

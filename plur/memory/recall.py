@@ -16,6 +16,21 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..index.recall import Hit
 
 
+#: Longest query recall reads, characters; a longer one is cut to its start. The dense leg reads its first
+#: 512 tokens anyway; BM25 and the tokenizer cost time with every further term, and a 4 MB query held the
+#: service for 5.8 s while a concurrent small recall waited (issue 38). 8,192 characters is several pages.
+MAX_QUERY_CHARS = 8192
+
+
+def bound_query(query: str) -> str:
+    """``query`` cut to :data:`MAX_QUERY_CHARS` characters (at a word boundary when one is near the end)."""
+    if len(query) <= MAX_QUERY_CHARS:
+        return query
+    cut = query[:MAX_QUERY_CHARS]
+    space = cut.rfind(" ", MAX_QUERY_CHARS - 200)
+    return cut[:space] if space > 0 else cut
+
+
 def check_query(mem: Any, query: Any, k: Any, scope: str | None) -> None:
     if not isinstance(query, str):
         raise ValidationError(f"query must be text, got {type(query).__name__} {query!r:.60}")
@@ -37,7 +52,8 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
     """Engrams relevant to ``query``, best first.
 
     Args:
-        query: free text (any language); empty or stop-word-only queries give ``[]``.
+        query: free text (any language); empty or stop-word-only queries give ``[]``; only the first
+            :data:`MAX_QUERY_CHARS` characters are read.
         k: maximum number of hits (top-k); 0 gives ``[]``.
         scope: ``None`` = every scope; ``'project:a'`` = that scope plus ``global`` only
             (an authorisation boundary, never a ranking hint).
@@ -67,6 +83,7 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
         ValidationError: bad query type, k, scope, mode, min_score or ``now``.
     """
     check_query(mem, query, k, scope)
+    query = bound_query(query)
     from ..index.recall import check_mode, combine
 
     check_mode(mode)
@@ -132,6 +149,7 @@ def recall_legs(mem: Any, query: str, k: int = 10, *, scope: str | None = None, 
         ``{"hybrid": [...], "bm25": [...], "dense": [...]}``; ``dense`` is empty without a model.
     """
     check_query(mem, query, k, scope)
+    query = bound_query(query)
     if k == 0 or not query.strip():
         return {"hybrid": [], "bm25": [], "dense": []}
     from ..index.recall import combine
