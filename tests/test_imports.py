@@ -246,7 +246,12 @@ def test_a_claude_code_memory_folder_imports_into_its_projects_scope(run, plur_h
     folder.mkdir(parents=True)
     (folder / "feedback_tabs.md").write_text("---\nname: tabs\ndescription: indentation\nmetadata:\n  type: feedback\n"
                                              "---\n\nIndent with tabs.\n")
-    assert run("import", str(folder)).exit_code == 0
+    scope = project_scope(app, plur_home, register=False)
+    r = run("import", str(folder), "--dry-run")             # the preview says where the notes would land
+    assert r.exit_code == 0 and f"into {scope} (--dry-run" in r.stdout, r.stdout
+    assert json.loads(run("import", str(folder), "--dry-run", "--json").stdout)["scopes"] == [scope]
+    r = run("import", str(folder))
+    assert r.exit_code == 0 and f"from {folder} into {scope}" in r.stdout, r.stdout
     (e,) = engrams(plur_home)
     assert e.scope == project_scope(app, plur_home) and e.type == "feedback"
 

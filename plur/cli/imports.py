@@ -76,11 +76,14 @@ def import_(app: App, sources: tuple[Path, ...], fmt: str | None, scope: str | N
                    "files": [str(p) for p in paths], "dry_run": dry_run,
                    "added": [e.id for e in out.added], "already_known": [e.id for e in out.known],
                    "new_ids": dict(out.renamed), "secrets_removed": out.secrets,
+                   "scopes": sorted({e.scope for e in [*out.added, *out.known]}),
                    **({"preview": [e.to_dict() for e in out.added]} if dry_run else {})})
     else:
         verb = "would import" if dry_run else "imported"
+        into = sorted({e.scope for e in [*out.added, *out.known]})   # said like plur ingest: where they land
         echo(f"{verb} {out.added.__len__()} new engram{'s' if len(out.added) != 1 else ''}, "
-             f"{len(out.known)} already known, from {where}" + (" (--dry-run: nothing written)" if dry_run else ""))
+             f"{len(out.known)} already known, from {where}" + (f" into {', '.join(into)}" if into not in ([], ["global"]) else "")
+             + (" (--dry-run: nothing written)" if dry_run else ""))
         if dry_run:
             for line in preview_lines(out.added):
                 echo(line)
