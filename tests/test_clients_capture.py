@@ -27,7 +27,7 @@ from plur.service import daemon
 def _env(home: Path) -> dict[str, str]:
     """A plur process's environment with the setting capture at its default (user)."""
     env = _env_off(home)
-    env.pop("PLUR_CAPTURE")
+    env.pop("PLUR_CAPTURE", None)
     return env
 
 KEY = "gh" + "p_" + "Q7f3K9x2LmZ8aB4cD6eF1gH5jK0pR2sT9vW3"
@@ -44,7 +44,7 @@ WAIT_S = 120.0
 def _claude(home: Path, scratch: Path, cwd: Path, url: str, prompt: str, *session: str) -> None:
     env = {**_node_env(home), "HOME": str(scratch), "ANTHROPIC_BASE_URL": url,
            "ANTHROPIC_API_KEY": "sk-local-test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    env.pop("PLUR_CAPTURE")
+    env.pop("PLUR_CAPTURE", None)
     proc = subprocess.run([str(NODE_MODULES / ".bin" / "claude"), "-p", prompt, *session], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
