@@ -55,6 +55,20 @@ def test_project_which_list_bind_unbind(run, home: Path, folders: dict[str, Path
     assert r.exit_code == 2 and "'🚀' (U+1F680, ROCKET) is not allowed" in r.stderr
 
 
+def test_which_on_a_missing_folder_and_list_on_a_new_home_say_what_they_did(run, home: Path, tmp_path: Path) -> None:
+    """A typo in `plur project which` printed a plausible scope and nothing else; `plur project list` on a home
+    that does not exist yet said `plur project which` registers a folder, right after one that could not."""
+    r = run("project", "which", str(tmp_path / "nowhere" / "app"))
+    assert r.exit_code == 0 and r.stdout.strip() == "project:app"
+    assert f"{tmp_path / 'nowhere' / 'app'} is no folder here" in r.stderr
+    (tmp_path / "real").mkdir()
+    assert run("project", "which", str(tmp_path / "real")).stderr == ""
+    r = run("project", "list")
+    assert r.exit_code == 0 and not home.exists() and f"once the home {home} exists" in r.stderr, r.stderr
+    learn_id(run, "The build uses Bazel.")
+    assert "once the home" not in run("project", "list").stderr
+
+
 @pytest.mark.parametrize("command", sorted(set(SCOPED) - {"mcp"}))
 def test_every_scope_option_takes_here(run, home: Path, tmp_path: Path, folders: dict[str, Path],
                                        monkeypatch: pytest.MonkeyPatch, command: str) -> None:

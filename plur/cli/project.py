@@ -31,6 +31,8 @@ def which(ctx: click.Context, folder: str | None, as_json: bool) -> None:
     from ..project import resolve
 
     got = resolve(folder if folder is not None else os.getcwd(), home_of_ctx(ctx))
+    if folder is not None and not os.path.isdir(folder) and not as_json:  # a typo still gets a plausible scope
+        echo(f"note: {got.folder} is no folder here; {got.scope} is the scope it would have", err=True)
     if as_json:
         emit_json({"folder": got.folder, "root": got.root, "scope": got.scope, "how": got.how,
                    "registered": got.registered})
@@ -70,8 +72,10 @@ def list_(ctx: click.Context, as_json: bool) -> None:
         for folder in row["bound"]:
             echo(f"{'':<24} {'':>14}  bound: {folder}")
     if not out:
+        home = home_of_ctx(ctx)
+        when = "" if home.is_dir() else f" once the home {home} exists (`plur init`, or a first `plur learn`)"
         echo("no projects yet: a folder registers the first time a door (hook, MCP, DSH, `plur project which`) "
-             "resolves it", err=True)
+             f"resolves it{when}", err=True)
 
 
 @project.command("bind")
