@@ -312,3 +312,24 @@ def test_chat_histories_given_to_import_point_at_ingest_at_every_shape(run, plur
     ok = tmp_path / "engrams.jsonl"                                  # engrams as JSON Lines still import
     ok.write_text(json.dumps({"statement": "The staging database is refreshed nightly."}) + "\n")
     assert run("import", str(ok)).exit_code == 0 and len(files_of(plur_home)) == 1
+
+
+def test_chatgpt_memories_copied_with_the_dialogs_title_are_chatgpts(run, plur_home: Path, tmp_path: Path) -> None:
+    """Copied from ChatGPT's memory dialog, the list comes under its title: that line became a note of its own
+    and the whole list was read as notes (type fact, notes-import) instead of ChatGPT's (type user)."""
+    want = FIX.joinpath("chatgpt_memories.txt").read_text().splitlines()
+    for head in ("Saved memories\n\n", "Saved memories\n", "Manage memories:\n"):
+        for bullet in ("", "- "):
+            src = tmp_path / "memories.txt"
+            src.write_text(head + "".join(f"{bullet}{line}\n" for line in want))
+            r = run("import", str(src), "--dry-run", "--json")
+            assert r.exit_code == 0, r.output
+            got = json.loads(r.stdout)["preview"]
+            assert [e["statement"] for e in got] == want, (head, bullet)
+            assert {e["type"] for e in got} == {"user"} and all("chatgpt-import" in e["tags"] for e in got)
+    prose = tmp_path / "notes.txt"                 # a title over prose paragraphs stays notes
+    prose.write_text("Memories\n\nWe hiked the Rota Vicentina in May.\nIt rained on day two.\n\n"
+                     "The ferry to Porto Santo leaves at 8.\nBook it a week ahead.\n")
+    r = run("import", str(prose), "--dry-run", "--json")
+    assert r.exit_code == 0 and all("notes-import" in e["tags"] for e in json.loads(r.stdout)["preview"])
+    assert files_of(plur_home) == set()

@@ -6,7 +6,8 @@
     YAML frontmatter at the top is skipped. Tag ``notes-import``.
 ``chatgpt-memory``
     What ChatGPT's Settings > Personalization > Manage memories shows, copied as text: one memory per
-    line (a leading ``-``/``*``/number is dropped). ChatGPT's memories are about the user, so each is
+    line (a leading ``-``/``*``/number is dropped; the dialog's title "Saved memories", copied with it, is no
+    memory but marks the list as ChatGPT's). ChatGPT's memories are about the user, so each is
     type ``user``. Tag ``chatgpt-import``.
 """
 
@@ -46,10 +47,23 @@ def read_notes(text: str) -> list[Note]:
     return out
 
 
+#: The title of ChatGPT's memory dialog, copied with the list ("Saved memories"): not a memory, and it says
+#: what the list is.
+_CHATGPT_TITLE = re.compile(r"^\s*(?:#{1,6}\s*)?(?:saved memories|manage memories|memories)\s*:?\s*$", re.I)
+
+
+def _untitled(text: str) -> tuple[str, bool]:
+    """``text`` without a first line that is ChatGPT's memory dialog title, and whether it had one."""
+    lines = text.strip().splitlines()
+    if lines and _CHATGPT_TITLE.match(lines[0]):
+        return "\n".join(lines[1:]), True
+    return text, False
+
+
 def read_chatgpt_memory(text: str) -> list[Note]:
     """One ``user`` note per non-blank line (see the module doc)."""
     out = []
-    for line in text.splitlines():
+    for line in _untitled(text)[0].splitlines():
         item = _BULLET.sub("", line).strip()
         if item and not _HEADING.match(line):
             out.append(note(item, "", CHATGPT_TAG, default_type="user"))
@@ -58,7 +72,9 @@ def read_chatgpt_memory(text: str) -> list[Note]:
 
 def looks_like_chatgpt_memory(text: str) -> bool | None:
     """``True`` when ``text`` is a list of ChatGPT-worded memories, ``False`` when it is not a one-per-line
-    list at all (paragraphs, headings), ``None`` when it is a plain list that could be either."""
+    list at all (paragraphs, headings), ``None`` when it is a plain list that could be either. A list under
+    the dialog's title ("Saved memories") is ChatGPT's."""
+    text, titled = _untitled(text)
     lines = [line for line in text.splitlines() if line.strip()]
     if len(lines) < 2 or any(_HEADING.match(line) for line in lines):
         return False
@@ -66,6 +82,6 @@ def looks_like_chatgpt_memory(text: str) -> bool | None:
     if any(len(b.splitlines()) > 1 for b in blocks) and len(blocks) > 1:
         return False  # paragraphs of several lines: prose notes
     items = [_BULLET.sub("", line).strip() for line in lines]
-    if sum(1 for i in items if _CHATGPT_START.match(i)) * 2 >= len(items):
+    if titled or sum(1 for i in items if _CHATGPT_START.match(i)) * 2 >= len(items):
         return True
     return None
