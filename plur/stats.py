@@ -134,6 +134,43 @@ class StatsDB:
             raise StoreError(f"{self.path} is not a usable stats database ({exc}); "
                              "move it aside and plur will start a fresh one") from None
         self._db.row_factory = sqlite3.Row
+        if self.writable:
+            self._apply_pending_forgets()
+
+    # -- forgets that could not be written (a full disk) ------------------------------------
+    @property
+    def pending_path(self) -> Path:
+        """``stats.db.forget-pending``: ids whose rows are to be erased once stats.db can be written."""
+        return self.path.with_name(self.path.name + ".forget-pending")
+
+    def note_pending_forget(self, engram_id: str) -> bool:
+        """Remember to erase ``engram_id``'s rows at the next writable open (a few bytes: it fits where
+        stats.db's journal does not). Returns whether the note was written."""
+        import os
+
+        try:
+            fd = os.open(self.pending_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                os.write(fd, engram_id.encode("ascii") + b"\n")
+            finally:
+                os.close(fd)
+            return True
+        except (OSError, UnicodeEncodeError):
+            return False
+
+    def _apply_pending_forgets(self) -> None:
+        try:
+            ids = sorted(set(self.pending_path.read_text(encoding="ascii").split()))
+        except (OSError, UnicodeDecodeError):
+            return
+        try:
+            for engram_id in ids:
+                self.forget_engram(engram_id)
+        except StoreError as exc:
+            log.warning("pending forgets in %s not applied yet: %s", self.pending_path, exc)
+            return
+        with suppress(OSError):
+            self.pending_path.unlink()
 
     # -- writes ---------------------------------------------------------------------------
     def record_recall(self, *, agent: str | None, scope: str | None, query: str, mode: str,

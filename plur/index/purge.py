@@ -14,9 +14,12 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from contextlib import suppress
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
+
+from ..errors import StoreError
 
 log = logging.getLogger("plur.index.purge")
 
@@ -60,16 +63,28 @@ def purge_saved(folder: Path, ids: Collection[str]) -> None:
         manifest = None
     if not isinstance(manifest, dict):
         manifest = None
-    _purge_lexical(folder / "lexical", ids)
-    _purge_dense(folder / "dense", ids)
-    if manifest is not None:
-        for leg in ("lexical", "dense"):
-            if isinstance(manifest.get(leg), dict):
-                for i in ids:
-                    manifest[leg].pop(i, None)
-        from .indexes import _atomic_write_json
+    try:
+        _purge_lexical(folder / "lexical", ids)
+        _purge_dense(folder / "dense", ids)
+        if manifest is not None:
+            for leg in ("lexical", "dense"):
+                if isinstance(manifest.get(leg), dict):
+                    for i in ids:
+                        manifest[leg].pop(i, None)
+            from .indexes import _atomic_write_json
 
-        _atomic_write_json(manifest_path, manifest)
+            _atomic_write_json(manifest_path, manifest)
+    except (OSError, StoreError) as exc:   # a full disk: rewriting needs space, deleting frees it (issue 38)
+        drop_saved(folder, f"could not rewrite them without the forgotten engrams ({exc})")
+
+
+def drop_saved(folder: Path, why: str) -> None:
+    """Delete the saved indexes in ``folder`` (they are caches: rebuilt from the store on the next recall)."""
+    log.warning("saved indexes in %s removed: %s; they are rebuilt from the store on the next recall", folder, why)
+    for leg in ("lexical", "dense"):
+        shutil.rmtree(Path(folder) / leg, ignore_errors=True)
+    with suppress(OSError):
+        (Path(folder) / "manifest.json").unlink()
 
 
 def _purge_lexical(path: Path, ids: set[str]) -> None:

@@ -8,7 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import logging
+
+from ..errors import StoreError
 from ..store.engram import Engram
+
+log = logging.getLogger("plur")
 
 
 def forget(mem: Any, engram_id: str) -> Engram:
@@ -24,7 +29,7 @@ def forget(mem: Any, engram_id: str) -> Engram:
     Raises:
         NotFoundError, InvalidIdError: no such engram. StoreError: the home cannot be written.
     """
-    from ..index.purge import erase_dense, purge_saved
+    from ..index.purge import drop_saved, erase_dense, purge_saved
 
     with mem._lock:
         if getattr(mem.store, "remote", False):  # the feed tells every machine which cached vectors to erase
@@ -36,14 +41,43 @@ def forget(mem: Any, engram_id: str) -> Engram:
             mem._indexes.remove([removed.id])
             erase_dense(mem._indexes.dense)
             mem._indexes.dirty = True
-            mem.save()
+            try:
+                mem.save()
+            except (OSError, StoreError) as exc:   # a full disk: the saved copies go instead (rebuilt later)
+                drop_saved(mem.home / "index", f"could not save them without the forgotten engram ({exc})")
         else:
             purge_saved(mem.home / "index", [removed.id])
         mem._note_own_write()
         forget_cached_vectors(mem, removed)
-    mem.stats.forget_engram(removed.id)
+    forget_stats(mem, removed.id)
     forget_quarantined(mem, removed.id)
     return removed
+
+
+def forget_stats(mem: Any, engram_id: str) -> None:
+    """Erase ``engram_id``'s rows in stats.db; on a full disk stats.db was opened read-only, so after the
+    deletions above freed space it is opened again and tried once more (issue 38: a full disk refused every
+    forget, so plur could not free space).
+
+    Raises:
+        StoreError: stats.db still cannot be written; the engram itself is already gone (the message says so).
+    """
+    try:
+        mem.stats.forget_engram(engram_id)
+        return
+    except StoreError:
+        pass
+    with mem._lock:
+        if mem._stats is not None:
+            mem._stats.close()
+            mem._stats = None
+    try:
+        mem.stats.forget_engram(engram_id)
+    except StoreError as exc:
+        if not mem.stats.note_pending_forget(engram_id):
+            raise StoreError(f"forgot {engram_id} (its file and index entries are erased), but {exc}") from None
+        log.warning("forgot %s; stats.db cannot be written now (%s): its rows naming it are erased the next "
+                    "time plur opens stats.db with free space (%s)", engram_id, exc, mem.stats.pending_path.name)
 
 
 def forget_cached_vectors(mem: Any, engram: Engram) -> None:
