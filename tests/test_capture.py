@@ -3,6 +3,7 @@ default), through Memory.capture (screen, trivial filter, ingest path), deduplic
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -11,6 +12,8 @@ import pytest
 from plur.memory import Memory
 from plur.prompt.section import MemorySection
 from plur.prompt.worker import RecallWorker
+
+from conftest import wait_for
 
 WAIT_S = 30.0
 
@@ -97,3 +100,49 @@ def test_a_captured_message_is_embedded_between_turns(memory: Memory) -> None:
         assert worker.stats()["captured"] == 2
         state = memory.index_state()
         assert state["open"] and state["pending_dense"] == 0, state
+
+
+class ColdModelMemory(Memory):
+    """The real Memory whose warm-up recall (a cold process's model load) waits on ``gate``; every other
+    recall's (query, mode) is logged in ``calls``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()
+        self.calls: list[tuple[str, str]] = []
+
+    def recall(self, query: str, k: int = 10, **kwargs: Any):  # type: ignore[override]
+        if query == "warm up":
+            assert self.gate.wait(WAIT_S), "test never opened the gate"
+        else:
+            self.calls.append((query, kwargs.get("mode", "hybrid")))
+        return super().recall(query, k, **kwargs)
+
+
+def test_a_cold_warm_gets_its_hybrid_recall_with_capture_on_and_captures_once(plur_home: Path) -> None:
+    """warm() in a cold process: the keyword-only first recall is followed by a hybrid one once the model is
+    ready, with capture on (the default) as with it off; the message is captured once, after that last
+    recall, and is not recalled into its own block (warm skipped the hybrid recall whenever capture was on)."""
+    for capture in ("user", "off"):
+        m = ColdModelMemory(plur_home / capture, model="none", fsync=False, capture=capture)
+        m.learn("The user's dog is called Rex.", scope="project:a")
+        text = "what is my dog called"
+        try:
+            with RecallWorker(m) as worker:
+                got: list[str] = []
+                warming = threading.Thread(target=lambda: got.append(worker.warm("A", text, scope="project:a")))
+                warming.start()
+                wait_for(lambda: worker.stats()["keyword"] == 1, "the keyword recall of the cold worker")
+                assert [c.statement for c in m.list(scope="project:a")] == ["The user's dog is called Rex."]
+                m.gate.set()
+                warming.join(WAIT_S)
+                assert not warming.is_alive()
+                assert worker.wait_idle(WAIT_S)
+                assert m.calls == [(text, "bm25"), (text, "hybrid")], (capture, m.calls)
+                assert "Rex" in got[0] and text not in got[0]
+                assert worker.stats()["captured"] == (capture == "user")
+            statements = [e.statement for e in m.list()]
+            assert sorted(statements) == sorted(["The user's dog is called Rex."] + [text] * (capture == "user"))
+        finally:
+            m.gate.set()
+            m.close()

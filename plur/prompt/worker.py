@@ -214,11 +214,13 @@ class RecallWorker:
             recall failed or the wait timed out. Not counted as an injection (no prompt was assembled).
         """
         warmed = self._ready.is_set()
-        gen = self.submit(agent_id, text, scope)
+        # cold: the first recall may be keyword-only, so it is submitted again once the model is ready; the
+        # capture rides on that last submission, learned after its recall (never recalled into its own block,
+        # never captured twice)
+        gen = self.submit(agent_id, text, scope, capture=None if warmed else False)
         t0 = time.monotonic()
         self._ready.wait(timeout_s)  # a cold start (index open, model load) is waited for in full
-        # a keyword-only first recall gets a hybrid one; not when capturing (the text would enter its own block)
-        if not warmed and self._ready.is_set() and not self.capture:
+        if not warmed:  # a hybrid recall once warm (after a timeout: the capture at least, recalled by keyword)
             gen = self.submit(agent_id, text, scope)
         limit: float | None = (max(0.0, timeout_s - (time.monotonic() - t0)) if timeout_s is not None
                                else self.timeout_s if self.timeout_s > 0 else None)
