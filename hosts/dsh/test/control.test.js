@@ -21,7 +21,7 @@ before(async () => {
   sharedId = (await service.api.request('POST', '/learn', { statement: 'SHARED: Lin reviews every pull request.', scope: 'global', type: 'user' })).engram.id
   await warm(service.api)
   host = await bootHost()
-  await host.root.plugin(plur, { home, timeoutMs: 15000, waitMs: 15000, turnWaitMs: 15000, autoStart: false, plurCommand: [PYTHON, '-m', 'plur'] })
+  await host.root.plugin(plur, { capture: 'off', home, timeoutMs: 15000, waitMs: 15000, turnWaitMs: 15000, autoStart: false, plurCommand: [PYTHON, '-m', 'plur'] })
   const cwd = join(home, 'work', 'delta')
   await mkdir(cwd, { recursive: true })
   delta = (await host.createAgent('agent-delta', cwd)).agent
@@ -154,4 +154,22 @@ test('capture = all: the answer to the latest typed message, numbered as its que
   const agent = { session: { events: [typed('a'), said('first answer'), typed('b'), said('thinking...'), { type: 'tool/result' }, said('Lena lives in Vienna.')] } }
   assert.deepEqual(answerOf(agent), { text: 'Lena lives in Vienna.', turn: 1 })
   assert.equal(answerOf({ session: { events: [typed('a')] } }), undefined, 'no answer yet')
+})
+
+test('capture on: a typed message reaches plur\'s capture after its recall, with DSH\'s session and its turn number; a key in it is not stored', async () => {
+  assert.match((await command('/plur capture on')).text, /Capture on/)
+  const key = 'ghp_' + 'A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8'
+  await host.say(delta, `DELTA-CAPTURE: the delta staging box is called kiwi, token ${key}.`)
+  const deadline = Date.now() + 60000
+  let found
+  while (found === undefined && Date.now() < deadline) {
+    found = (await service.api.request('POST', '/list', { text: 'kiwi', limit: 5 })).engrams[0]
+    if (found === undefined) await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  assert.ok(found, 'the typed message was captured')
+  assert.equal(found.scope, 'project:delta')
+  assert.deepEqual([found.source.format, found.source.session, found.source.role], ['capture', 'agent-delta', 'user'])
+  assert.equal(found.source.turn, 1, 'the second message typed in this session')
+  assert.ok(!found.statement.includes(key), `the token is screened out: ${found.statement}`)
+  assert.match((await command('/plur capture off')).text, /Capture off/)
 })

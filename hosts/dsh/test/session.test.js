@@ -55,7 +55,7 @@ before(async () => {
   host = await bootHost()
   root = host.root
   // Generous bounds: a shared 2-core CI machine (the defaults are 5000 / 1500 / 250 ms).
-  await root.plugin(plur, { home, timeoutMs: 15000, waitMs: 15000, turnWaitMs: 15000 })
+  await root.plugin(plur, { capture: 'off', home, timeoutMs: 15000, waitMs: 15000, turnWaitMs: 15000 })
   const work = join(home, 'work')
   await mkdir(join(work, 'alpha'), { recursive: true })
   await mkdir(join(work, 'beta'), { recursive: true })

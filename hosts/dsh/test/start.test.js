@@ -35,7 +35,7 @@ test('plurCommand pointing nowhere: the first request\'s block says memory is of
   const home = await homeWith(['BISCUIT: Lin\'s dog is called Biscuit.'])
   const host = await bootHost()
   try {
-    await host.root.plugin(plur, { home, plurCommand: '/nowhere/bin/plur', waitMs: 20000 })
+    await host.root.plugin(plur, { capture: 'off', home, plurCommand: '/nowhere/bin/plur', waitMs: 20000 })
     const agent = (await host.createAgent('agent-off', home)).agent
     const before = host.model.requests.length
     await host.say(agent, 'What is my dog called?')
@@ -55,7 +55,7 @@ test('no service running: the plugin starts one with plurCommand; the next turn\
   const home = await homeWith(['BISCUIT: Lin\'s dog is called Biscuit.', 'PORTO: Lin moved to Porto in 2024.'])
   const host = await bootHost()
   try {
-    await host.root.plugin(plur, { home, plurCommand: [PYTHON, '-m', 'plur'], waitMs: 20000, turnWaitMs: 20000, timeoutMs: 20000 })
+    await host.root.plugin(plur, { capture: 'off', home, plurCommand: [PYTHON, '-m', 'plur'], waitMs: 20000, turnWaitMs: 20000, timeoutMs: 20000 })
     const agent = (await host.createAgent('agent-start', home)).agent
     let before = host.model.requests.length
     await host.say(agent, 'What is my dog called?')
@@ -93,7 +93,7 @@ test('DSH\'s settings seam: enabled off means no block and no plur tools in the 
     await service.api.request('POST', '/learn', { statement: 'BISCUIT: Lin\'s dog is called Biscuit.', scope: 'global' })
     await warm(service.api)
     const seam = await memorySettings(host.root, {})
-    await host.root.plugin(plur, { home, waitMs: 20000, turnWaitMs: 20000, timeoutMs: 20000, autoStart: false })
+    await host.root.plugin(plur, { capture: 'off', home, waitMs: 20000, turnWaitMs: 20000, timeoutMs: 20000, autoStart: false })
     const agent = (await host.createAgent('agent-switch', home)).agent
     const plurTools = () => host.root.tools.schemas().map((s) => s.name).filter((n) => n.startsWith('plur_'))
     const ask = async () => {
@@ -102,7 +102,7 @@ test('DSH\'s settings seam: enabled off means no block and no plur tools in the 
       return host.model.requests[before]
     }
     await new Promise((resolve) => setTimeout(resolve, 50))
-    assert.deepEqual(host.root.settings.get('plur'), { enabled: true, capture: 'user', scope: 'cwd' }, 'the namespace resolves to the profile config')
+    assert.deepEqual(host.root.settings.get('plur'), { enabled: true, capture: 'off', scope: 'cwd' }, 'the namespace resolves to the profile config')
     assert.match((await ask()).system, /BISCUIT/)
     assert.equal(plurTools().length, 8)
 
@@ -121,9 +121,9 @@ test('DSH\'s settings seam: enabled off means no block and no plur tools in the 
     await refreshed
     assert.equal(plurTools().length, 8, 'and the tools')
 
-    const capture = await host.root.commands.execute(agent, '/plur capture off', [], AbortSignal.timeout(20000))
-    assert.match(capture.result.text, /Capture off \(saved in DSH settings, namespace plur\)/)
-    assert.equal(seam.document().plur.capture, 'off')
+    const capture = await host.root.commands.execute(agent, '/plur capture on', [], AbortSignal.timeout(20000))
+    assert.match(capture.result.text, /Capture on \(saved in DSH settings, namespace plur\)/)
+    assert.equal(seam.document().plur.capture, 'user')
     await assert.rejects(host.root.settings.update('plur', { scope: 'nowhere' }), /plur.scope "nowhere" is invalid/)
   } finally {
     await host.close()

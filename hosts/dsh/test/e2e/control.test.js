@@ -83,6 +83,9 @@ async function profile (name, { plurHome = service.home, config } = {}) {
     ...install.env, HOME: join(root, 'home'), DSH_HOME: join(root, 'dsh'), PLUR_HOME: plurHome, HF_HUB_OFFLINE: '1',
     DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'sk-e2e-not-a-key', DSH_TELEMETRY_DISABLED: '1',
   }
+  // capture has its own e2e (capture.test.js); these runs ask some questions twice, which capture would store
+  await mkdir(env.DSH_HOME, { recursive: true })
+  await writeFile(join(env.DSH_HOME, 'settings.yaml'), 'plur:\n  capture: \'off\'\n')
   assert.equal((await dsh(['plugin', '--profile', 'headless', 'add', './hosts/dsh'], { cwd: clone, env })).code, 0)
   if (config !== undefined) await writeFile(join(env.DSH_HOME, 'profiles', 'headless', 'cordis.patch.yml'), `- id: plur\n  config: ${JSON.stringify(config)}\n`)
   return env
@@ -131,11 +134,11 @@ test('another project\'s id is refused at plur_update, plur_show and plur_forget
 
 test('DSH\'s settings document switches memory off (no block, no plur tools) and on again', async () => {
   const settings = join(env.DSH_HOME, 'settings.yaml')
-  await writeFile(settings, 'plur:\n  enabled: false\n')
+  await writeFile(settings, 'plur:\n  enabled: false\n  capture: \'off\'\n')
   const off = await ask(Q.dog, env)
   assert.equal(blockOf(off.first), '', 'no block')
   assert.deepEqual(off.first.tools.map((t) => t.function?.name).filter((n) => n.startsWith('plur_')), [], 'no plur tools')
-  await writeFile(settings, 'plur:\n  enabled: true\n')
+  await writeFile(settings, 'plur:\n  enabled: true\n  capture: \'off\'\n')
   const on = await ask(Q.dog, env)
   assert.match(blockOf(on.first), /Biscuit/)
   assert.equal(on.first.tools.filter((t) => t.function?.name.startsWith('plur_')).length, 8)
@@ -262,7 +265,7 @@ test('`dsh web` in a real browser: the plur card in Settings > Plugins shows the
         if (Date.now() > deadline) throw new Error(`the host never applied plur.enabled=${enabled} within 60 s`)
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
-      assert.match(await readFile(settings, 'utf8'), new RegExp(`plur:\\s+enabled: ${enabled}`), 'kept in the user\'s settings document')
+      assert.match(await readFile(settings, 'utf8'), new RegExp(`plur:[\\s\\S]*enabled: ${enabled}`), 'kept in the user\'s settings document')
       say(`  web settings: plur memory ${enabled ? 'on' : 'off'} through the card; settings.yaml ${JSON.stringify(await readFile(settings, 'utf8'))}`)
       await page.getByRole('button', { name: 'Close', exact: true }).click()
       await page.getByRole('switch', { name: 'plur memory on' }).waitFor({ state: 'detached' })

@@ -107,6 +107,10 @@ after(async () => {
 async function isolated (name) {
   const root = join(work, name)
   await mkdir(join(root, 'home'), { recursive: true })
+  // The same questions come back across these runs; capture (its own e2e: capture.test.js) would store
+  // each one, and a question asked again recalls its earlier self first. Off here, in DSH's settings.
+  await mkdir(join(root, 'dsh'), { recursive: true })
+  await writeFile(join(root, 'dsh', 'settings.yaml'), 'plur:\n  capture: \'off\'\n')
   return {
     ...install.env,
     HOME: join(root, 'home'),
