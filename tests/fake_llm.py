@@ -1,12 +1,13 @@
-"""An instant local model server speaking enough of the OpenAI and Gemini APIs for the README's examples.
+"""An instant local model server speaking enough of the OpenAI, Gemini and Anthropic APIs for the docs' examples.
 
 It records every request body and answers at once with one short text reply:
 
 * ``POST /v1/chat/completions`` (pydantic-ai, langchain-openai), streaming (SSE) or not;
 * ``POST /v1/responses`` (the OpenAI Agents SDK), streaming or not;
-* ``POST /v1beta/models/<model>:generateContent`` and ``:streamGenerateContent`` (google-genai, ADK).
+* ``POST /v1beta/models/<model>:generateContent`` and ``:streamGenerateContent`` (google-genai, ADK);
+* ``POST /v1/messages`` (the Anthropic SDK, its tool runner), streaming or not: a text reply, no tool call.
 
-Point ``OPENAI_BASE_URL`` at ``url + "/v1"`` and ``GOOGLE_GEMINI_BASE_URL`` at ``url``. Run it as a script
+Point ``OPENAI_BASE_URL`` at ``url + "/v1"``, ``GOOGLE_GEMINI_BASE_URL`` and ``ANTHROPIC_BASE_URL`` at ``url``. Run it as a script
 (``python tests/fake_llm.py [PORT]``) to try the README examples without a paid key; it prints its URL.
 """
 
@@ -64,6 +65,20 @@ def _gemini(body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]
     return whole, [whole]
 
 
+def _anthropic(body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    whole = {"id": "msg_local", "type": "message", "role": "assistant", "model": body.get("model", "claude"),
+             "content": [{"type": "text", "text": REPLY}], "stop_reason": "end_turn", "stop_sequence": None,
+             "usage": {"input_tokens": 10, "output_tokens": 1}}
+    events = [{"type": "message_start", "message": {**whole, "content": [], "stop_reason": None}},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": REPLY}},
+              {"type": "content_block_stop", "index": 0},
+              {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+               "usage": {"output_tokens": 1}},
+              {"type": "message_stop"}]
+    return whole, events
+
+
 class FakeLLM:
     """Serve on ``127.0.0.1:<port>`` in a thread; ``requests`` as recorded, ``{"path", "body"}`` each.
 
@@ -90,6 +105,8 @@ class FakeLLM:
                     whole, parts = _chat(body)
                 elif path.endswith("/responses"):
                     whole, parts = _response(body)
+                elif path.endswith("/v1/messages"):
+                    whole, parts = _anthropic(body)
                 elif ":generateContent" in path or ":streamGenerateContent" in path:
                     whole, parts = _gemini(body)
                     if ":streamGenerateContent" in path:
@@ -99,7 +116,7 @@ class FakeLLM:
                     self._send(404, "application/json", json.dumps({"error": {"message": path}}).encode())
                     return
                 if body.get("stream"):
-                    self._sse(parts, events=path.endswith("/responses"))
+                    self._sse(parts, events=path.endswith(("/responses", "/messages")))
                 else:
                     self._send(200, "application/json", json.dumps(whole).encode())
 
@@ -135,6 +152,7 @@ class FakeLLM:
         """The variables that point every framework of the README at this server, with dummy keys."""
         return {"OPENAI_BASE_URL": self.url + "/v1", "OPENAI_API_KEY": "sk-fake",
                 "GOOGLE_GEMINI_BASE_URL": self.url, "GOOGLE_API_KEY": "fake",
+                "ANTHROPIC_BASE_URL": self.url, "ANTHROPIC_API_KEY": "fake",
                 "OPENAI_AGENTS_DISABLE_TRACING": "1"}
 
     def __enter__(self) -> "FakeLLM":

@@ -171,3 +171,18 @@ def test_exiting_while_the_model_loads_does_not_abort(plur_home: Path) -> None:
     out = subprocess.run([sys.executable, "-c", EXIT_SCRIPT], capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0 and "terminate called" not in out.stderr, (out.returncode, out.stderr[-2000:])
     assert out.stdout.strip() == "exiting while the model loads"
+
+
+def test_the_anthropic_example_runs_against_the_fake_model_the_docs_name(plur_home: Path) -> None:
+    """docs/hosts/index.md's "without a paid key" recipe (tests/fake_llm.py and its exports) for the Anthropic
+    memory tool's example too: the fake answered only OpenAI and Gemini, so the example died on a 404."""
+    code = _example("tool_runner(")
+    env = {**os.environ, "PLUR_HOME": str(plur_home), "PLUR_MODEL": "none"}
+    with FakeLLM() as fake:
+        env.update(fake.env())
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+        requests = list(fake.requests)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert out.stdout.strip() == REPLY
+    (call,) = [r for r in requests if r["path"].split("?")[0] == "/v1/messages"]
+    assert any(t.get("type") == "memory_20250818" for t in call["body"]["tools"]), call["body"]
