@@ -172,10 +172,14 @@ def settings_markdown() -> str:
     """The settings reference table of the docs (name, environment variable, default, range, meaning), from
     :data:`SETTINGS`; ``scripts/docs_hooks.py`` puts it in ``docs/reference/settings.md`` at every build."""
     rows = ["| name | environment | default | range | meaning |", "|---|---|---|---|---|"]
-    pipe = "\\|"  # a | inside a cell
-    rows += [f"| `{s.name}` | `PLUR_{s.name.upper()}` | `{s.default!r}` | {_range_text(s)} | {s.help.replace('|', pipe)} |"
+    rows += [f"| `{s.name}` | `PLUR_{s.name.upper()}` | `{s.default!r}` | {_range_text(s)} | {_cell(s.help)} |"
              for s in SETTINGS]
     return "\n".join(rows)
+
+
+def _cell(text: str) -> str:
+    """Help text as a Markdown table cell: ``|`` escaped, and ``<home>`` shown, not taken for an HTML tag."""
+    return text.replace("|", "\\|").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _num(x: float) -> str:

@@ -89,6 +89,15 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     return markdown
 
 
+#: Placeholders in command help (``<home>/service.log``, ``already known: <id>``) that mkdocs-click passes
+#: to the page as Markdown, where they would be taken for HTML tags and vanish.
+PLACEHOLDER = re.compile(r"<(home|id|terms|name|scope|port|session|agent|project|path|key|model|folder)>")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    return PLACEHOLDER.sub(r"&lt;\1&gt;", html)
+
+
 def bench_figure(data: dict[str, Any]) -> bytes:
     """A bar chart (SVG) of one benchmark summary: ``{"title", "metrics": [...], "rows": [{"label", "values"}]}``."""
     import matplotlib

@@ -208,6 +208,7 @@ def test_every_setting_and_option_is_documented_in_the_generated_references() ->
     spec.loader.exec_module(hooks)
     table = hooks.settings_table()
     assert all(f"| `{s.name}` | `PLUR_{s.name.upper()}` |" in table for s in SETTINGS)
+    assert "<home>" not in table and "&lt;home&gt;" in table  # shown, not taken for an HTML tag
     assert hooks.SETTINGS_MARK in (root / "docs" / "reference" / "settings.md").read_text(encoding="utf-8")
     assert hooks.undocumented() == []
     assert len(hooks.walk_commands()) > 25  # the lazy group's commands were all loaded
