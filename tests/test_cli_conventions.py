@@ -92,6 +92,7 @@ def test_json_of_every_command_parses(run, home: Path, tmp_path: Path) -> None:
     chat.write_text(json.dumps([{"role": "user", "content": "I live in Porto."},
                                 {"role": "assistant", "content": "Noted."}]), encoding="utf-8")
     assert len(j("ingest", str(chat))["added"]) == 1
+    assert isinstance(j("sessions"), (list, dict))
     assert "reindexed" in j("reindex")
     assert j("doctor", "--no-model")["engrams"]["total"] >= 3
     assert isinstance(j("migrate", "--to", str(tmp_path / "copy")), dict)
