@@ -10,7 +10,7 @@ from typing import Any
 
 import logging
 
-from ..errors import StoreError
+from ..errors import DatabaseUnavailableError, StoreError
 from ..store.engram import Engram
 
 log = logging.getLogger("plur")
@@ -48,7 +48,19 @@ def forget(mem: Any, engram_id: str) -> Engram:
         else:
             purge_saved(mem.home / "index", [removed.id])
         mem._note_own_write()
-        forget_cached_vectors(mem, removed)
+        try:
+            forget_cached_vectors(mem, removed)
+        except DatabaseUnavailableError as exc:
+            # The forget has committed (the database's vectors went in its transaction): never answer "nothing
+            # was half-written, run it again" now. This machine's cached copies are erased from the file.
+            log.warning("forgot %s; the database went away after it committed (%s); erasing this machine's "
+                        "cached vectors from %s instead", removed.id, type(exc).__name__, mem.cache_dir)
+            path = mem.cache_dir / "embeddings.sqlite"
+            if path.exists():
+                from ..embed.cache import EmbeddingCache
+
+                with EmbeddingCache(path) as local:
+                    local.forget(vector_keys(mem, removed))
     forget_stats(mem, removed.id)
     forget_quarantined(mem, removed.id)
     return removed
