@@ -131,6 +131,16 @@ def require(module: str, extra: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        import sys
+
+        top = sys.modules.get(module.partition(".")[0])
+        origin = getattr(top, "__file__", None)
+        if "." in module and top is not None and getattr(top, "__path__", None) is None and origin:
+            # e.g. a script saved as anthropic.py: `import anthropic` finds it, not the installed package
+            raise MissingDependencyError(
+                f"{module.partition('.')[0]!r} is {origin}, a file that hides the installed package "
+                f"(so {module!r} cannot load); rename that file"
+            ) from exc
         raise MissingDependencyError(
             f"optional dependency {module!r} is not installed ({exc}); "
             f"install it with: {install_hint(extra)}"

@@ -145,3 +145,17 @@ def test_a_key_the_model_writes_is_redacted_and_counted(tool: Any, plur_home: Pa
     assert ok and key not in text and "[redacted" in text
     assert tool.files.memory.stats.screened_counts()
     assert not [p for p in plur_home.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+
+
+def test_an_example_saved_as_anthropic_py_is_told_its_file_hides_the_sdk(tmp_path: Path, plur_home: Path) -> None:
+    """The docs' example saved as anthropic.py imports itself for `import anthropic`: plur said the SDK "is not
+    installed" and to pip install the extra (which changes nothing); it names the file instead."""
+    script = tmp_path / "anthropic.py"
+    script.write_text("import anthropic\nfrom plur.hosts.anthropic_memory import PlurMemoryTool\n")
+    env = {**os.environ, "PLUR_HOME": str(plur_home), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path,
+                         timeout=300)
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert f"'anthropic' is {script}, a file that hides the installed package" in last, out.stderr[-2000:]
+    assert "pip install" not in last
