@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sys
 
@@ -129,6 +130,30 @@ def _state(path: str) -> dict[str, Any]:
 def load_shown(path: str) -> list[str]:
     shown = _state(path).get("shown")
     return [x for x in shown if isinstance(x, str)] if isinstance(shown, list) else []
+
+
+#: A line of plur's block: ``- [ENG-2026-12-06-940678 | user | global | 2026-12-06] ...`` (plur.prompt.block).
+_BLOCK_LINE = re.compile(r"\[(ENG-\d{4}-\d{2}-\d{2}-[0-9a-f]{6}) \|")
+#: Most transcript bytes read for it (the newest; a copied history is read once per forked session).
+TRANSCRIPT_MAX_BYTES = 32 * 1024 * 1024
+
+
+def shown_in_transcript(transcript: Any) -> list[str]:
+    """Ids of the notes plur's blocks already put into a conversation's transcript (Claude Code's JSONL).
+
+    Unreadable, missing or not a file: ``[]`` (the session then starts from nothing, as before).
+    """
+    if not isinstance(transcript, str) or not transcript:
+        return []
+    try:
+        with open(transcript, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > TRANSCRIPT_MAX_BYTES:
+                fh.seek(size - TRANSCRIPT_MAX_BYTES)
+            data = fh.read(TRANSCRIPT_MAX_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return []
+    return list(dict.fromkeys(_BLOCK_LINE.findall(data)))
 
 
 def load_turn(path: str) -> int:
@@ -282,6 +307,10 @@ def answer(event: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any] | None
         return None
     if name == "SessionStart" and event.get("source") in ("clear", "compact", "startup"):
         shown: list[str] = []  # a new or emptied conversation holds none of what was shown before
+    elif not os.path.exists(path):
+        # a session seen for the first time that is not new: resumed and forked (--resume ID --fork-session
+        # gives the copied history a new session_id); what its history already holds is not shown again
+        shown = shown_in_transcript(event.get("transcript_path"))
     else:
         shown = load_shown(path)
     query = event.get("prompt") if name == "UserPromptSubmit" else ""
