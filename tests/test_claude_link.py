@@ -126,6 +126,22 @@ def test_plur_link_claude_code_cli_links_the_project_folder(plur_home: Path, tmp
     assert r.exit_code == 0 and "unlinked" in r.stdout
 
 
+def test_plur_link_claude_code_refuses_a_project_folder_that_does_not_exist(plur_home: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo linked ~/.claude/projects/<typo>/memory (and made it) to project:<typo>, exit 0, like a real project."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    env = {"PLUR_MODEL": "none", "PLUR_AUTOSTART_SERVICE": "0"}
+    missing = tmp_path / "ap"
+    r = CliRunner().invoke(cli, ["--home", str(plur_home), "link", "claude-code", str(missing)], env=env)
+    assert r.exit_code == 2 and f"cannot link {str(missing)!r}: not an existing folder" in r.stderr, r.output
+    assert "--memory-dir" in r.stderr and not (tmp_path / "claude").exists()
+    assert "no linked folders" in CliRunner().invoke(cli, ["--home", str(plur_home), "link", "list"], env=env).stdout
+    memory = tmp_path / "synced" / "memory"                  # a project of another machine: name its memory folder
+    r = CliRunner().invoke(cli, ["--home", str(plur_home), "link", "claude-code", str(missing), "--memory-dir",
+                                 str(memory), "--json"], env=env)
+    assert r.exit_code == 0 and json.loads(r.stdout)["folder"] == str(memory), r.output
+
+
 #: The shape Claude Code 2.1.328 gives a memory file it writes (it rewrites the Write tool's frontmatter so).
 CLAUDE_WRITTEN = ("---\nname: sister-in-vienna\ndescription: \"where the user's sister lives\"\nmetadata:\n"
                   "  node_type: memory\n  type: user\n  originSessionId: 0a1b2c3d-0000-4000-8000-000000000001\n"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from ..errors import ValidationError
 from ..service.session import Session as App
 from .output import echo, emit_json, json_option
 
@@ -39,6 +40,9 @@ def claude_code(app: App, project_dir: Path | None, memory_dir: Path | None, sco
     from ..store.scope import check_scope
 
     project = Path(os.path.realpath(project_dir or Path.cwd()))
+    if memory_dir is None and not project.is_dir():  # a typo would link (and create) a folder nobody uses
+        raise ValidationError(f"cannot link {str(project_dir)!r}: not an existing folder; give the project's "
+                              "folder, or --memory-dir for a memory folder whose project is not on this machine")
     folder = Path(os.path.realpath(memory_dir)) if memory_dir is not None else claude_memory_folder(project)
     mem = app.memory
     scope = check_scope(scope) if scope else resolve(project, mem.home).scope
