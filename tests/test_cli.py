@@ -446,7 +446,8 @@ def _scope_commands() -> set[str]:
 #: command -> its arguments without --scope ({tmp}: the test's temporary folder)
 SCOPED = {"learn": ["learn", "x"], "list": ["list"], "recall": ["recall", "x"],
           "section": ["section", "x", "--agent", "a"], "export": ["export", "{tmp}/out.jsonl"], "import": ["import", "{tmp}/in.jsonl"],
-          "ingest": ["ingest", "{tmp}/in.jsonl"], "mcp": ["mcp"]}
+          "ingest": ["ingest", "{tmp}/in.jsonl"], "mcp": ["mcp"], "sessions": ["sessions"],
+          "link claude-code": ["link", "claude-code", "{tmp}"]}
 
 
 def test_the_scope_table_names_every_command_with_a_scope_option() -> None:

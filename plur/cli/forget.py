@@ -8,6 +8,7 @@ from ..service.session import Session as App
 from ..store.engram import Engram
 from .ask import confirm
 from .output import echo, emit_json, engram_line, json_option
+from .scopes import HERE_HELP, scope_value
 
 
 @click.command()
@@ -69,7 +70,8 @@ def _forget_session(app: App, session: str, yes: bool, as_json: bool) -> None:
 
 
 @click.command()
-@click.option("--scope", default=None, help="Only conversations with turns in this scope.")
+@click.option("--scope", default=None, callback=scope_value,
+              help="Only conversations with turns in this scope; " + HERE_HELP)
 @json_option
 @click.pass_obj
 def sessions(app: App, scope: str | None, as_json: bool) -> None:

@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
+from ..store.engram import _check_scope
 
 #: The ``format`` of captured turns' provenance.
 FORMAT = "capture"
@@ -167,7 +168,13 @@ def _session_of(e: Any) -> tuple[str, str] | None:
 
 
 def sessions(mem: Any, scope: str | None = None) -> list[Session]:
-    """Conversations memory holds turns of (active engrams), newest first; ``scope`` keeps one scope."""
+    """Conversations memory holds turns of (active engrams), newest first; ``scope`` keeps one scope.
+
+    Raises:
+        ValidationError: ``scope`` is not a valid scope name.
+    """
+    if scope is not None:
+        _check_scope(scope)
     groups: dict[str, list[Any]] = {}
     fmts: dict[str, str] = {}
     for e in mem.store.all():
