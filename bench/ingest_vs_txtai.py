@@ -89,7 +89,8 @@ def run_plur(sample: dict[str, Any], root: Path) -> dict[str, float]:
     t2 = time.perf_counter()
     mem.close()
     t3 = time.perf_counter()
-    return {"s": t3 - t0, "write_s": t1 - t0, "embed_s": t2 - t1, "save_s": t3 - t2, "turns": len(out.added)}
+    return {"s": t3 - t0, "write_s": t1 - t0, "embed_s": t2 - t1, "save_s": t3 - t2, "turns": len(out.added),
+            "embedder": str(getattr(res.embedder, "identity", None) or getattr(res.embedder, "name", ""))}
 
 
 def run_capture(sample: dict[str, Any], root: Path) -> dict[str, float]:
