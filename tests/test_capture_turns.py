@@ -189,3 +189,28 @@ def test_claude_code_hook_captures_the_prompt_and_under_all_the_answer(tmp_path:
             assert [e.statement for e in got] == kept, mode
             assert {e.scope for e in got} == {"project:shop"}
             assert [(e.source["turn"], e.type) for e in got][-1] == ((1, "reference") if mode == "all" else (0, "user"))
+
+
+def test_service_capture_embeds_between_turns(plur_home: Path, embedder) -> None:
+    """A turn queued to POST /capture is embedded by the capture thread right after it is stored, so the next
+    turn's POST /block does not embed it first (capture off the turn path; bench: python -m bench capture-wait)."""
+    from starlette.testclient import TestClient
+
+    from plur.embed.models_lock import PACKAGED_MODEL
+    from plur.prompt.worker import RecallWorker
+    from plur.service.api import create_api
+
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, capture="user") as m, \
+            RecallWorker(m, capture=False) as worker:
+        m.learn("The team meets on Thursdays.")
+        client = TestClient(create_api(m, worker, token="t"))
+        auth = {"Authorization": "Bearer t"}
+        assert client.post("/api/v1/block", json={"agent_id": "a", "query": "When does the team meet?"},
+                           headers=auth).status_code == 200           # the indexes are open, the model loaded
+        r = client.post("/api/v1/capture", json={"text": "My sister Lena moved to Vienna last spring.",
+                                                 "session": "s1", "turn": 0, "scope": "global"}, headers=auth)
+        assert r.json()["queued"] is True
+        deadline = time.monotonic() + 60
+        while (len(m.list()) < 2 or m.index_state()["pending_dense"]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(m.list()) == 2 and m.index_state()["pending_dense"] == 0, m.index_state()

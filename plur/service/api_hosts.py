@@ -91,8 +91,11 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
         mem = c.memory
 
         def run() -> Any:
-            return mem.capture(text, session=session, turn=turn, role=role, scope=scope, when=when,
-                               agent=agent_id)
+            got = mem.capture(text, session=session, turn=turn, role=role, scope=scope, when=when,
+                              agent=agent_id)
+            if got.stored and hasattr(mem, "embed_queued"):
+                mem.embed_queued()  # now, between turns, not in the next turn's /block (bench: capture-wait)
+            return got
         if not wait:
             from .capture_queue import check
 
