@@ -286,3 +286,23 @@ def test_the_kept_provenance_follows_forget_and_other_writers(tmp_path: Path) ->
     assert [e.statement for e in out.added] == ["she visits in May"] and out.skipped == 1
     assert len(mem.list()) == 4
     mem.close()
+
+
+def test_claude_code_skips_slash_commands_shell_commands_and_their_output(tmp_path: Path) -> None:
+    """Claude Code logs what the user did as user events: `/model`, its output, `!ls`, an interruption. They were
+    ingested as notes about the user; now skipped, and the turns after them keep their numbers."""
+    events = [json.loads(line) for line in (FIX / "claude_code.jsonl").read_text().splitlines() if line.strip()]
+    said = [e for e in events if e.get("type") == "user" and not e.get("isMeta") and not e.get("isSidechain")
+            and isinstance(e["message"]["content"], str)]
+    did = ["<command-name>/model</command-name>\n<command-message>model</command-message>\n<command-args></command-args>",
+           "<local-command-stdout>Set model to opus</local-command-stdout>",
+           "<bash-input>ls -la</bash-input>", "<bash-stdout>total 8</bash-stdout><bash-stderr></bash-stderr>",
+           "[Request interrupted by user for tool use]"]
+    before = conv.read_conversation(FIX / "claude_code.jsonl")
+    out = tmp_path / "session.jsonl"
+    at = events.index(said[-1])                        # the commands come before the last thing the user said
+    extra = [{**said[0], "uuid": f"did-{n}", "message": {"role": "user", "content": text}} for n, text in enumerate(did)]
+    out.write_text("".join(json.dumps(e) + "\n" for e in [*events[:at], *extra, *events[at:]]))
+    turns = conv.read_conversation(out)
+    assert [t.text for t in turns] == [t.text for t in before]
+    assert turns[-1].turn == before[-1].turn + len(did)      # they keep their place in the numbering
