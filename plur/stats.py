@@ -284,7 +284,11 @@ class StatsDB:
                 "UNION SELECT engram_id FROM injection_engrams")}
 
     def forget_engram(self, engram_id: str) -> None:
-        """Drop every event row naming ``engram_id`` (used when a person forgets an engram).
+        """:meth:`forget_engrams` of one engram."""
+        self.forget_engrams([engram_id])
+
+    def forget_engrams(self, engram_ids: list[str]) -> None:
+        """Drop every event row naming one of ``engram_ids`` (a person forgets engrams), in one transaction.
 
         Erased: its feedback rows (with their query text); its own ``recall_hits`` rows; the query text
         of every recall that returned it (blanked: a query that found the engram may repeat its words);
@@ -298,26 +302,28 @@ class StatsDB:
         Raises:
             StoreError: the home is read-only (nothing can be erased there).
         """
+        named = engram_ids[0] if len(engram_ids) == 1 else f"{len(engram_ids)} engrams"
         if not self.writable:
-            raise StoreError(f"cannot erase the stats of {engram_id}: {self.path} is read-only")
+            raise StoreError(f"cannot erase the stats of {named}: {self.path} is read-only")
         from .store.sqlite_files import scrub
 
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._db.execute("DELETE FROM feedback WHERE engram_id=?", (engram_id,))
                 self._db.execute("CREATE TEMP TABLE IF NOT EXISTS _gone(id INTEGER PRIMARY KEY)")
                 self._db.execute("DELETE FROM _gone")
-                self._db.execute("INSERT OR IGNORE INTO _gone SELECT recall_id FROM recall_hits WHERE engram_id=?",
-                                 (engram_id,))
-                self._db.execute("DELETE FROM recall_hits WHERE engram_id=?", (engram_id,))
+                for engram_id in engram_ids:
+                    self._db.execute("DELETE FROM feedback WHERE engram_id=?", (engram_id,))
+                    self._db.execute("INSERT OR IGNORE INTO _gone SELECT recall_id FROM recall_hits "
+                                     "WHERE engram_id=?", (engram_id,))
+                    self._db.execute("DELETE FROM recall_hits WHERE engram_id=?", (engram_id,))
+                    self._db.execute("DELETE FROM injection_engrams WHERE engram_id=?", (engram_id,))
                 self._db.execute("UPDATE recalls SET query='' WHERE id IN (SELECT id FROM _gone)")
-                self._db.execute("DELETE FROM injection_engrams WHERE engram_id=?", (engram_id,))
                 self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
-                raise StoreError(f"cannot erase the stats of {engram_id} in {self.path} ({exc}); "
+                raise StoreError(f"cannot erase the stats of {named} in {self.path} ({exc}); "
                                  "check free space and permissions, then forget again") from None
             scrub(self._db)
 

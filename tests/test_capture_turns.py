@@ -214,3 +214,41 @@ def test_service_capture_embeds_between_turns(plur_home: Path, embedder) -> None
         while (len(m.list()) < 2 or m.index_state()["pending_dense"]) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(m.list()) == 2 and m.index_state()["pending_dense"] == 0, m.index_state()
+
+
+def test_forget_session_through_a_running_service_takes_every_turn_in_one_write(tmp_path: Path) -> None:
+    """plur forget --session with a service running: a conversation larger than /list's 5,000 rows goes whole,
+    in one write (it found the turns through /list limit=5000 and forgot them one request, one save, each)."""
+    import shutil
+    import tempfile
+
+    home = Path(tempfile.mkdtemp(prefix="plur-fs-", dir="/tmp")) / "home"   # a unix socket path stays short
+    turns = 5_030
+    with Memory(home, model="none", fsync=False) as m:
+        m.ingest([{"role": "user", "content": f"Turn {i}: the user mentioned parcel {i:05d} to the courier."}
+                  for i in range(turns)], session="big-chat", scope="project:ship")
+        m.ingest([{"role": "user", "content": "Another chat about the garden fence."}], session="other-chat")
+        keep = m.learn("An unrelated note about tea.")
+        assert len(m.list(scope="project:ship")) == turns
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PLUR_")}
+    env.update(PLUR_HOME=str(home), PLUR_MODEL="none", PLUR_AUTOSTART_SERVICE="0", PLUR_FSYNC="0")
+
+    def plur(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "plur", *args], env=env, capture_output=True, text=True,
+                              timeout=600)
+    started = plur("service", "start", "--port", "0")
+    assert started.returncode == 0, started.stderr + started.stdout
+    try:
+        out = plur("forget", "--session", "big-chat", "-y", "--json")
+        assert out.returncode == 0, out.stderr
+        assert len(json.loads(out.stdout)["forgotten"]) == turns
+        listed = plur("list", "--json", "--limit", "5000")
+        assert listed.returncode == 0, listed.stderr
+        assert "parcel" not in listed.stdout and keep.id in listed.stdout and "garden fence" in listed.stdout
+    finally:
+        stopped = plur("service", "stop")
+        assert stopped.returncode == 0, stopped.stderr
+    assert not list((home / "engrams").glob("*.yaml")) or all(
+        "parcel" not in p.read_text() for p in (home / "engrams").glob("*.yaml"))
+    assert {s.session for s in Memory(home, model="none").sessions()} == {"other-chat"}
+    shutil.rmtree(home.parent, ignore_errors=True)

@@ -45,24 +45,20 @@ def _forget_session(app: App, session: str, yes: bool, as_json: bool) -> None:
 
     client = app.service("forget")
     if client is not None:
-        rows = client.list_engrams(limit=5000).get("engrams", [])
-        ids = [r["id"] for r in rows if (r.get("source") or {}).get("session") == session]
-        for status in ("retired",):   # /list answers active engrams by default: the superseded versions too
-            rows = client.list_engrams(limit=5000, status=status).get("engrams", [])
-            ids += [r["id"] for r in rows if (r.get("source") or {}).get("session") == session]
+        ids = client.forget_session(session, dry_run=True)["engrams"]
     else:
         from ..memory.capture import session_engrams
 
         ids = [e.id for e in session_engrams(app.memory, session)]
-    ids = list(dict.fromkeys(ids))
-    if not ids:
-        raise NotFoundError(f"no conversation {session!r} in memory; list them with: plur sessions")
+        if not ids:
+            raise NotFoundError(f"no conversation {session!r} in memory; list them with: plur sessions")
     if not yes and not confirm(f"Forget conversation {session} ({len(ids)} engram{'s' if len(ids) != 1 else ''})?",
                                "forget needs a confirmation: run it in a terminal or pass -y"):
         echo(f"not forgotten: session {session} (answered no)", err=True)
         raise SystemExit(1)
-    for eid in ids:
-        client.forget(eid) if client is not None else app.memory.forget(eid)
+    # one write for the whole conversation, whatever its size (every turn of it, found again at this moment)
+    ids = client.forget_session(session)["forgotten"] if client is not None else \
+        [e.id for e in app.memory.forget_session(session)]
     if as_json:
         emit_json({"forgotten": ids, "session": session})
     else:

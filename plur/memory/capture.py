@@ -203,7 +203,8 @@ def session_engrams(mem: Any, session: str) -> list[Any]:
 
 def forget_session(mem: Any, session: str) -> list[Any]:
     """Forget every engram of conversation ``session`` (each as :meth:`plur.memory.Memory.forget` does:
-    the file, index rows, cached vectors and its stats.db rows); returns them.
+    the file, index rows, cached vectors and its stats.db rows), as one write of any size
+    (:func:`plur.memory.forget.forget_many`); returns them.
 
     Raises:
         NotFoundError: memory holds no turn of ``session``.
@@ -213,4 +214,6 @@ def forget_session(mem: Any, session: str) -> list[Any]:
     found = session_engrams(mem, session)
     if not found:
         raise NotFoundError(f"no conversation {session!r} in memory; list them with: plur sessions")
-    return [mem.forget(e.id) for e in found]
+    from .forget import forget_many
+
+    return forget_many(mem, [e.id for e in found])

@@ -29,53 +29,87 @@ def forget(mem: Any, engram_id: str) -> Engram:
     Raises:
         NotFoundError, InvalidIdError: no such engram. StoreError: the home cannot be written.
     """
+    return forget_many(mem, [engram_id])[0]
+
+
+def forget_many(mem: Any, engram_ids: list[str]) -> list[Engram]:
+    """:func:`forget` of several engrams at once, as one write: every file deleted under one hold of the
+    memory's lock, then the manifest, the indexes (saved once) and stats.db (one transaction, one VACUUM)
+    for all of them, so a conversation of thousands of turns (``plur forget --session``) costs one save,
+    not one per engram. Returns what was removed, in order.
+
+    Raises:
+        NotFoundError, InvalidIdError: an id names no engram (nothing after it is erased; the ones before are).
+        StoreError: the home cannot be written.
+    """
     from ..index.purge import drop_saved, erase_dense, purge_saved
 
+    removed: list[Engram] = []
+    failed: Exception | None = None
     with mem._lock:
-        if getattr(mem.store, "remote", False):  # the feed tells every machine which cached vectors to erase
-            removed = mem.store.delete(engram_id, erase_keys=vector_keys(mem, mem.store.get(engram_id)))
-        else:
-            removed = mem.store.delete(engram_id)
-        mem.store.save_manifest()
-        if mem._indexes is not None:
-            mem._indexes.remove([removed.id])
-            erase_dense(mem._indexes.dense)
-            mem._indexes.dirty = True
+        for engram_id in dict.fromkeys(engram_ids):
             try:
-                mem.save()
-            except (OSError, StoreError) as exc:   # a full disk: the saved copies go instead (rebuilt later)
-                drop_saved(mem.home / "index", f"could not save them without the forgotten engram ({exc})")
-        else:
-            purge_saved(mem.home / "index", [removed.id])
-        mem._note_own_write()
+                if getattr(mem.store, "remote", False):  # the feed tells every machine which vectors to erase
+                    removed.append(mem.store.delete(engram_id,
+                                                    erase_keys=vector_keys(mem, mem.store.get(engram_id))))
+                else:
+                    removed.append(mem.store.delete(engram_id))
+            except Exception as exc:  # noqa: BLE001 - what was deleted before it is still erased everywhere
+                failed = exc
+                break
+        if removed:
+            _erase_traces(mem, removed, drop_saved, erase_dense, purge_saved)
+    if removed:
+        forget_stats(mem, [e.id for e in removed])
+        for e in removed:
+            forget_quarantined(mem, e.id)
+    if failed is not None:
+        raise failed
+    return removed
+
+
+def _erase_traces(mem: Any, removed: list[Engram], drop_saved: Any, erase_dense: Any, purge_saved: Any) -> None:
+    """The manifest, index and cached-vector part of :func:`forget_many` (the caller holds the lock)."""
+    ids = [e.id for e in removed]
+    mem.store.save_manifest()
+    if mem._indexes is not None:
+        mem._indexes.remove(ids)
+        erase_dense(mem._indexes.dense)
+        mem._indexes.dirty = True
         try:
-            forget_cached_vectors(mem, removed)
+            mem.save()
+        except (OSError, StoreError) as exc:   # a full disk: the saved copies go instead (rebuilt later)
+            drop_saved(mem.home / "index", f"could not save them without the forgotten engram ({exc})")
+    else:
+        purge_saved(mem.home / "index", ids)
+    mem._note_own_write()
+    for e in removed:
+        try:
+            forget_cached_vectors(mem, e)
         except DatabaseUnavailableError as exc:
             # The forget has committed (the database's vectors went in its transaction): never answer "nothing
             # was half-written, run it again" now. This machine's cached copies are erased from the file.
             log.warning("forgot %s; the database went away after it committed (%s); erasing this machine's "
-                        "cached vectors from %s instead", removed.id, type(exc).__name__, mem.cache_dir)
+                        "cached vectors from %s instead", e.id, type(exc).__name__, mem.cache_dir)
             path = mem.cache_dir / "embeddings.sqlite"
             if path.exists():
                 from ..embed.cache import EmbeddingCache
 
                 with EmbeddingCache(path) as local:
-                    local.forget(vector_keys(mem, removed))
-    forget_stats(mem, removed.id)
-    forget_quarantined(mem, removed.id)
-    return removed
+                    local.forget(vector_keys(mem, e))
 
 
-def forget_stats(mem: Any, engram_id: str) -> None:
-    """Erase ``engram_id``'s rows in stats.db; on a full disk stats.db was opened read-only, so after the
-    deletions above freed space it is opened again and tried once more (issue 38: a full disk refused every
-    forget, so plur could not free space).
+def forget_stats(mem: Any, engram_ids: str | list[str]) -> None:
+    """Erase these engrams' rows in stats.db (one transaction); on a full disk stats.db was opened read-only,
+    so after the deletions above freed space it is opened again and tried once more (issue 38: a full disk
+    refused every forget, so plur could not free space).
 
     Raises:
-        StoreError: stats.db still cannot be written; the engram itself is already gone (the message says so).
+        StoreError: stats.db still cannot be written; the engrams themselves are already gone (the message says so).
     """
+    ids = [engram_ids] if isinstance(engram_ids, str) else list(engram_ids)
     try:
-        mem.stats.forget_engram(engram_id)
+        mem.stats.forget_engrams(ids)
         return
     except StoreError:
         pass
@@ -84,12 +118,13 @@ def forget_stats(mem: Any, engram_id: str) -> None:
             mem._stats.close()
             mem._stats = None
     try:
-        mem.stats.forget_engram(engram_id)
+        mem.stats.forget_engrams(ids)
     except StoreError as exc:
-        if not mem.stats.note_pending_forget(engram_id):
-            raise StoreError(f"forgot {engram_id} (its file and index entries are erased), but {exc}") from None
-        log.warning("forgot %s; stats.db cannot be written now (%s): its rows naming it are erased the next "
-                    "time plur opens stats.db with free space (%s)", engram_id, exc, mem.stats.pending_path.name)
+        named = ids[0] if len(ids) == 1 else f"{len(ids)} engrams"
+        if not all([mem.stats.note_pending_forget(i) for i in ids]):
+            raise StoreError(f"forgot {named} (files and index entries are erased), but {exc}") from None
+        log.warning("forgot %s; stats.db cannot be written now (%s): its rows naming them are erased the next "
+                    "time plur opens stats.db with free space (%s)", named, exc, mem.stats.pending_path.name)
 
 
 def forget_cached_vectors(mem: Any, engram: Engram) -> None:

@@ -72,6 +72,20 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
         return {"folder": got.folder, "root": got.root, "scope": got.scope, "how": got.how,
                 "registered": got.registered}
 
+    def forget_session(c: Any, session: str, dry_run: bool) -> dict[str, Any]:
+        if not hasattr(c.memory, "forget_session"):
+            raise ValidationError("forgetting a conversation is the owner's; a team member's token cannot")
+        if dry_run:
+            from ..errors import NotFoundError
+            from ..memory.capture import session_engrams
+
+            found = session_engrams(c.memory, session)
+            if not found:
+                raise NotFoundError(f"no conversation {session!r} in memory; list them with: plur sessions")
+            return {"session": session, "engrams": [e.id for e in found], "forgotten": []}
+        gone = [e.id for e in c.memory.forget_session(session)]
+        return {"session": session, "engrams": gone, "forgotten": gone}
+
     from .capture_queue import CaptureQueue
 
     queue = CaptureQueue(lock)
@@ -112,6 +126,8 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
             "text": ((str,), R), "session": ((str,), R), "turn": ((int,), R), "role": ((str,), "user"),
             "scope": (text_or_none, None), "cwd": (text_or_none, None), "when": (text_or_none, None),
             "agent_id": (text_or_none, None), "wait": ((bool,), False)}), methods=["POST"]),
+        Route(PREFIX + "/forget-session", endpoint("forget_session", forget_session, {
+            "session": ((str,), R), "dry_run": ((bool,), False)}), methods=["POST"]),
         Route(PREFIX + "/project", endpoint("project", project, {"folder": ((str,), R)}), methods=["POST"]),
         Route(PREFIX + "/list", endpoint("list", list_, {
             "scope": (text_or_none, None), "type": (text_or_none, None), "tag": (text_or_none, None),

@@ -205,6 +205,11 @@ class Client:
         """``GET /engrams/{id}`` -> ``{"engram": {...}}``."""
         return self.request("GET", f"/engrams/{quote(engram_id, safe='')}")
 
+    def forget_session(self, session: str, *, dry_run: bool = False) -> dict[str, Any]:
+        """``POST /forget-session`` -> ``{"session", "engrams": ids, "forgotten": ids}`` (every engram of the
+        conversation, forgotten as one write; ``dry_run``: only found, ``forgotten`` empty)."""
+        return self.request("POST", "/forget-session", {"session": session, "dry_run": dry_run})
+
     def forget(self, engram_id: str) -> dict[str, Any]:
         """``POST /forget`` -> ``{"forgotten": id}``."""
         return self.request("POST", "/forget", {"id": engram_id})
