@@ -333,3 +333,21 @@ def test_chatgpt_memories_copied_with_the_dialogs_title_are_chatgpts(run, plur_h
     r = run("import", str(prose), "--dry-run", "--json")
     assert r.exit_code == 0 and all("notes-import" in e["tags"] for e in json.loads(r.stdout)["preview"])
     assert files_of(plur_home) == set()
+
+
+def test_ingest_of_a_projects_folder_names_the_memory_folders_it_left_alone(run, plur_home: Path,
+                                                                            tmp_path: Path) -> None:
+    """`plur ingest ~/.claude/projects` read the sessions and said nothing of the memory folders beside them."""
+    projects = _claude_projects(tmp_path / "claude", tmp_path / "app")
+    memory = next(projects.iterdir()) / "memory"
+    memory.mkdir()
+    (memory / "MEMORY.md").write_text("# Memory index\n\n- [tabs](feedback_tabs.md) — indentation\n")
+    (memory / "feedback_tabs.md").write_text("---\nname: tabs\ndescription: indentation\ntype: feedback\n---\n\n"
+                                             "Indent with tabs.\n")
+    for target in (projects, memory.parent):
+        r = run("ingest", str(target), "--dry-run")
+        assert r.exit_code == 0 and f"1 Claude Code memory folder beside the sessions (e.g. {memory})" in r.stderr
+        assert f"plur import {memory}" in r.stderr
+    r = run("ingest", str(projects), "--dry-run", "--json")        # --json: the document alone
+    assert r.exit_code == 0 and "memory folder" not in r.stderr
+    assert "memory folder" not in run("ingest", str(CHATS / "claude_code.jsonl"), "--dry-run").stderr

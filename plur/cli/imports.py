@@ -132,6 +132,23 @@ def ingest(app: App, sources: tuple[Path, ...], fmt: str | None, session: str | 
         results.append(app.memory.ingest(src.path, format=fmt, session=session, date=date, scope=where,
                                          roles=roles, tags=tags, source={"file": src.path.name}, dry_run=dry_run))
     _report_ingest(files, results, scopes, as_json, dry_run)
+    if not as_json:
+        _memory_folders_note(sources)
+
+
+def _memory_folders_note(sources: Sequence[Path]) -> None:
+    """Say on stderr that Claude Code memory folders beside the ingested sessions were left alone (notes, not chats)."""
+    from ..store.transfer import is_claude_dir
+
+    found = []
+    for p in sources:
+        if p.is_dir():
+            found += [m for m in [p / "memory", *(d / "memory" for d in sorted(p.iterdir()) if d.is_dir())]
+                      if m.is_dir() and is_claude_dir(m)]
+    if found:
+        echo(f"note: {_plural(len(found), 'Claude Code memory folder')} beside the sessions (e.g. {found[0]}) "
+             f"hold notes, not chats, and were left alone: `plur import {found[0]}` files one under its project's "
+             "scope; `plur link claude-code PROJECT_DIR` keeps one in step", err=True)
 
 
 def _claude_memory_scope(path: Path, home: Path, register: bool) -> str | None:

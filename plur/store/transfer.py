@@ -97,7 +97,7 @@ def import_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         p = Path(raw).expanduser()
         if not p.exists():
             raise ValidationError(f"no file or folder {str(p)!r}; check the path")
-        if not p.is_dir() or _is_claude_dir(p):
+        if not p.is_dir() or is_claude_dir(p):
             out.append(p)
             continue
         found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in _NOTE_FILES
@@ -142,7 +142,8 @@ def chat_format(p: Path, lines: int = 50) -> str | None:
         return None
 
 
-def _is_claude_dir(p: Path) -> bool:
+def is_claude_dir(p: Path) -> bool:
+    """Whether folder ``p`` is a Claude memory folder: a ``MEMORY.md``, or markdown files opening with frontmatter."""
     if (p / "MEMORY.md").is_file():
         return True
     for f in p.glob("*.md"):
