@@ -10,6 +10,7 @@ import click
 from ..errors import ValidationError
 from ..service.session import Session as App
 from .output import echo, emit_json, json_option
+from .scopes import HERE_HELP, scope_value
 
 
 @click.group()
@@ -21,7 +22,8 @@ def link() -> None:
 @click.argument("project_dir", required=False, type=click.Path(path_type=Path, file_okay=False))
 @click.option("--memory-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="The memory folder; default Claude Code's for PROJECT_DIR (~/.claude/projects/<path>/memory).")
-@click.option("--scope", default=None, help="The scope its memories live in; default PROJECT_DIR's project scope.")
+@click.option("--scope", default=None, callback=scope_value,
+              help="The scope its memories live in; default PROJECT_DIR's project scope; " + HERE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
 def claude_code(app: App, project_dir: Path | None, memory_dir: Path | None, scope: str | None,
