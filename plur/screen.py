@@ -8,8 +8,9 @@ the kinds found are counted (``stats.db``, table ``screened``); the secret text 
 
 Why redact instead of skipping the whole turn: the sentence around a key is often the very fact
 worth keeping (which host, which service), and redaction here is conservative: a match is widened
-to the whole whitespace-delimited word it sits in (a key glued to punctuation or a longer token is
-not half-kept), and a PEM block runs to its END line or to the end of the text. Only the password
+to the whole whitespace-delimited word it sits in (a key glued to a longer token is not half-kept),
+less the sentence punctuation that opens or closes that word (``key sk-..., keep it`` keeps its
+comma; see :func:`_widen`), and a PEM block runs to its END line or to the end of the text. Only the password
 of a ``scheme://user:password@host`` URL is cut, so the host stays.
 
 What is found (patterns after gitleaks' and detect-secrets' rules for the same vendors):
@@ -104,6 +105,9 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 _ENGRAM_ID = re.compile(r"ENG-\d{4}-\d{2}-\d{2}-[0-9a-f]{6}")
 _CASE_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+")
 _SPACE = re.compile(r"\s")
+#: Punctuation a widened match gives back where its word begins / ends (never a key's character).
+_OPENING = frozenset("([{<\"'`\u201c\u2018\u00ab")
+_CLOSING = frozenset(",.;:!?)]}>\"'`\u201d\u2019\u00bb")
 
 #: Minimum Shannon entropy (bits per character) of a random-looking word. A random base62 word of
 #: 20 characters averages about 4.0 bits (40 characters: 4.7); English CamelCase runs 3.3-3.9.
@@ -145,12 +149,22 @@ def _random_looking(word: str) -> bool:
 
 
 def _widen(text: str, start: int, end: int) -> tuple[int, int]:
-    """Widen ``[start, end)`` to the whitespace-delimited word(s) it touches."""
-    while start > 0 and not _SPACE.match(text[start - 1]):
-        start -= 1
-    while end < len(text) and not _SPACE.match(text[end]):
-        end += 1
-    return start, end
+    """Widen ``[start, end)`` to the whitespace-delimited word(s) it touches, less the sentence punctuation
+    around them: opening brackets/quotes where the word begins and closing punctuation (``, . ; : ! ? ) ] }``,
+    quotes) where it ends are given back, so ``key sk-..., keep it`` keeps its comma.
+
+    Only characters outside the match itself are given back, and none of them is in a key's alphabet (base64
+    and JWTs use letters, digits, ``-_+/=`` and inner dots), so no part of a key survives."""
+    lo, hi = start, end
+    while lo > 0 and not _SPACE.match(text[lo - 1]):
+        lo -= 1
+    while hi < len(text) and not _SPACE.match(text[hi]):
+        hi += 1
+    while lo < start and text[lo] in _OPENING:
+        lo += 1
+    while hi > end and text[hi - 1] in _CLOSING:
+        hi -= 1
+    return lo, hi
 
 
 def find_secrets(text: str) -> list[Finding]:

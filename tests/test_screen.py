@@ -69,6 +69,22 @@ def test_a_key_glued_to_other_characters_goes_whole() -> None:
         assert key not in out.text and key[:10] not in out.text and key[-10:] not in out.text, out.text
 
 
+def test_sentence_punctuation_around_a_key_is_kept() -> None:
+    key = "sk" + "-proj-4fGhT9kLmN2pQrS7uVwX8yZaB3cDeF6gHiJ1kLmN0oPqR5sTuV"
+    assert screen(f"key {key}, keep it").text == "key [redacted openai-key], keep it"
+    assert redact(f"Use ({key}).") == "Use ([redacted openai-key])."
+    assert redact(f'it is "{key}"; then: {key}! or {key}?') == \
+        'it is "[redacted openai-key]"; then: [redacted openai-key]! or [redacted openai-key]?'
+    assert redact(f"[{key}]: \u201c{key}\u201d") == "[[redacted openai-key]]: \u201c[redacted openai-key]\u201d"
+    b64 = rnd(38, B62 + "+/", seed=3) + "=="          # base64 padding is the key's, not punctuation
+    assert redact(f"secret {b64}.") == "secret [redacted high-entropy]."
+    jwt = "ey" + "JhbGciOiJub25lIn0." + "ey" + "JzdWIiOiIxMjM0NTY3ODkwIn0."   # unsigned: its last dot is its own
+    assert redact(f"token {jwt} done") == "token [redacted jwt] done"
+    assert redact(f"token {jwt}.") == "token [redacted jwt]."
+    glued = f"{key}.backup,"                          # a longer token still goes whole, its comma stays
+    assert redact(f"file {glued} ok") == "file [redacted openai-key], ok"
+
+
 def test_pem_private_key_block_to_its_end_line() -> None:
     body = "\n".join(rnd(64, B62 + "+/", seed=i) for i in range(5))
     pem = f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----"
