@@ -19,7 +19,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 #: of a lower layer, or itself. ``store`` < ``index``/``embed`` < ``memory`` < ``prompt`` < ``hosts`` <
 #: ``service``/``web`` < ``mcp``/``hooks`` < ``cli`` < ``launch``. ``errors``/``config`` are the floor every layer may use.
 LAYERS: dict[str, float] = {
-    "errors": 0, "values": 0.5, "screen": 0.5, "config": 1, "net": 1, "display": 1, "jsonio": 1, "logincode": 1, "browser": 1, "bodylimit": 1,
+    "errors": 0, "values": 0.5, "screen": 0.5, "screenlog": 0.6, "config": 1, "net": 1, "display": 1, "jsonio": 1, "logincode": 1, "browser": 1, "bodylimit": 1,
     "store": 2, "project": 2.5,   # project: a folder's project identity (registry writes go through the store's lock)
     "index": 3, "embed": 3, "stats": 3,
     "memory": 4,

@@ -101,7 +101,9 @@ def log_to_stderr() -> None:
                 if text in self.said:
                     return
                 self.said.add(text)
-            sys.stderr.write(text + "\n")  # the current stderr (click's test runner swaps it)
+            from ..screenlog import redact_line
+
+            sys.stderr.write(redact_line(text) + "\n")  # the current stderr (click's test runner swaps it)
 
     logger = logging.getLogger("plur")
     if not any(type(h).__name__ == "Stderr" for h in logger.handlers):

@@ -102,7 +102,10 @@ class PlurGroup(LazyGroup):
         try:
             return super().invoke(ctx)
         except PlurError as exc:
-            click.echo(f"plur: error: {safe_text(one_line(str(exc)))}", err=True)
+            from ..screenlog import redact_line
+
+            # a hook's or a service's stderr may be kept: a key the message quotes never is
+            click.echo(f"plur: error: {safe_text(one_line(redact_line(str(exc))))}", err=True)
             ctx.exit(exc.exit_code)
         except OSError as exc:  # last resort: a failing disk or folder is one line, not a traceback
             if isinstance(exc, BrokenPipeError):

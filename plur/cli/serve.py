@@ -27,8 +27,11 @@ def serve(app: App, host: str, port: int, allow_hosts: tuple[str, ...], open_bro
     if daemon:
         commands.start_and_report(app.home, host, port, allow_hosts, open_browser=open_browser)
         return
+    from ..screenlog import screen_stdio
     from ..service.runner import run
     from ..web.server import create_app
+
+    screen_stdio()  # stdout and stderr are <home>/service.log when started in the background: no key reaches it
 
     run(app.home, host, port, web_factory=create_app, allow_hosts=allow_hosts, open_browser=open_browser,
         idle_exit_s=idle_exit_s)

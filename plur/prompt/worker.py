@@ -146,7 +146,8 @@ class RecallWorker:
         if not isinstance(agent_id, str) or not agent_id:
             raise ValidationError(f"agent_id must be a non-empty string, got {agent_id!r}")
         if not isinstance(text, str) or not text.strip():
-            raise ValidationError(f"text to recall for must be non-blank text, got {text!r:.60}")
+            got = "blank text" if isinstance(text, str) else type(text).__name__   # never the value: it may be logged
+            raise ValidationError(f"text to recall for must be non-blank text, got {got}")
         if scope is not None and (not isinstance(scope, str) or not SCOPE_RE.match(scope)):
             raise ValidationError(f"invalid scope {scope!r}: use 'global', 'project:<name>' or 'agent:<name>'")
         with self._lock:
