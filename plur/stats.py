@@ -220,6 +220,11 @@ class StatsDB:
         return {r["kind"]: r["n"] for r in self._rows(
             "SELECT kind, COUNT(*) AS n FROM screened GROUP BY kind ORDER BY n DESC, kind")}
 
+    def screened_by_door(self) -> dict[str, int]:
+        """Secrets redacted so far, by door (``capture``, ``recall``, ``import``...; ``{}`` when none)."""
+        return {r["door"]: r["n"] for r in self._rows(
+            "SELECT COALESCE(door, '') AS door, COUNT(*) AS n FROM screened GROUP BY door ORDER BY n DESC, door")}
+
     def record_injection(self, *, agent: str, engram_ids: Sequence[str], block_hash: str = "",
                          tokens: int = 0, ts: float | None = None) -> int:
         """Log that a memory block with ``engram_ids`` (in block order) reached ``agent``'s prompt."""

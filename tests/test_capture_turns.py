@@ -191,6 +191,36 @@ def test_claude_code_hook_captures_the_prompt_and_under_all_the_answer(tmp_path:
             assert [(e.source["turn"], e.type) for e in got][-1] == ((1, "reference") if mode == "all" else (0, "user"))
 
 
+def test_a_prompt_with_a_key_sent_twice_is_counted_once_in_notes(tmp_path: Path) -> None:
+    """The same prompt sent twice through the hook keeps one note: the key is counted once in notes and once per
+    recall-log row, and `plur doctor` says so (docs/security.md#secrets)."""
+    from test_doors import _env
+
+    work = tmp_path / "work" / "shop"
+    (work / ".git").mkdir(parents=True)
+    home = tmp_path / "home"
+    env = _env(home, PLUR_CAPTURE="user", PLUR_MODEL="none")
+    assert subprocess.run([sys.executable, "-m", "plur", "init"], env=env, capture_output=True,
+                          timeout=120).returncode == 0
+    prompt = f"The billing key is {KEY}, keep it safe."
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-m", "plur", "hook", "claude-code"], env=env, timeout=300,
+                              input=json.dumps({"session_id": "cc-1", "cwd": str(work),
+                                                "hook_event_name": "UserPromptSubmit", "prompt": prompt}),
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    with Memory(home, model="none") as m:
+        assert [e.statement for e in m.list()] == ["The billing key is [redacted openai-key], keep it safe."]
+        assert m.stats.screened_by_door() == {"recall": 2, "capture": 1}
+    out = subprocess.run([sys.executable, "-m", "plur", "doctor"], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert "3 redacted before writing (openai-key 3): 1 in notes, 2 in the recall log" in out.stdout, out.stdout
+    report = json.loads(subprocess.run([sys.executable, "-m", "plur", "doctor", "--json"], env=env,
+                                       capture_output=True, text=True, timeout=300).stdout)
+    assert report["secrets_redacted"] == {"openai-key": 3}
+    assert report["secrets_redacted_by_door"] == {"recall": 2, "capture": 1}
+
+
 def test_service_capture_embeds_between_turns(plur_home: Path, embedder) -> None:
     """A turn queued to POST /capture is embedded by the capture thread right after it is stored, so the next
     turn's POST /block does not embed it first (capture off the turn path; bench: python -m bench capture-wait)."""

@@ -7,6 +7,9 @@ import click
 from ..service.session import Session as App
 from .output import echo, emit_json, json_option, one_line, summary
 
+#: Doors of the screen (``stats.db`` table ``screened``) that write to the logs of ``stats.db`` rather than notes.
+LOG_DOORS = ("recall", "feedback")
+
 
 @click.command()
 @json_option
@@ -99,8 +102,11 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, discard
     echo(f"  by scope   {counts(eng['by_scope'])}")
     echo(f"  by type    {counts(eng['by_type'])}")
     redacted = report.get("secrets_redacted") or {}
-    echo(f"secrets      {sum(redacted.values())} redacted before storing"
-         + (f" ({counts(redacted)})" if redacted else "") + " (captured turns, the recall log)")
+    doors = report.get("secrets_redacted_by_door") or {}
+    logged = sum(n for door, n in doors.items() if door in LOG_DOORS)
+    echo(f"secrets      {sum(redacted.values())} redacted before writing"
+         + (f" ({counts(redacted)})" if redacted else "")
+         + f": {sum(doors.values()) - logged} in notes, {logged} in the recall log")
     lock = report["lock"]
     owner = lock.get("owner") or {}
     held = f"held (pid {owner.get('pid', '?')} since {owner.get('since', '?')})" if lock["locked"] else "free"

@@ -123,8 +123,6 @@ def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user",
     from ..screen import screen
 
     shown = screen(text)
-    if shown.kinds:
-        mem.stats.record_screened(shown.kinds, "capture")
     if not text.strip() or trivial(shown.text):
         return CaptureResult(skipped="trivial", redacted=shown.kinds)
     statement = shown.text.strip()
@@ -139,6 +137,8 @@ def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user",
     item = Turn(FORMAT, session, turn, role, statement, created=created, extra=extra)
     result = mem.ingest([item], scope=scope, roles=(role,), date=created, progress=False)
     stored = tuple(result.added) + tuple(result.changed)
+    if stored:  # counted when the screened text is written, not when the turn is a repeat (docs/security.md#secrets)
+        mem.stats.record_screened(shown.kinds, "capture")
     return CaptureResult(stored=stored, skipped="" if stored else "known", redacted=shown.kinds)
 
 

@@ -13,7 +13,9 @@ def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
         too_open (["<path> <mode>"] of entries group or others can reach), engrams: {total, by_scope,
         by_type, by_status}, quarantined: [...], lock: {...},
         model: {requested, name, identity, dims, source, reason, warnings, device} , index: {...},
-        secrets_redacted: {kind: n} (secrets the screen cut out of captured turns and the recall log)}``.
+        secrets_redacted: {kind: n} (secrets the screen cut out of what plur wrote: notes and the recall log,
+        each counted once per write, docs/security.md#secrets), secrets_redacted_by_door: {door: n} (``capture``,
+        ``import``, ``recall``...)}``.
     """
     mem._scan(force=True)
     engrams = mem.store.all()
@@ -40,13 +42,14 @@ def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
                                                 "by_type": count("type"), "by_status": count("status")},
             "quarantined": mem.store.quarantined(), "lock": mem.store.lock_state(), "model": model,
             "settings": {k: _shown(k, v) for k, v in vars(mem.settings).items()},
-            "secrets_redacted": _screened(mem)}
+            "secrets_redacted": _screened(mem, "screened_counts"),
+            "secrets_redacted_by_door": _screened(mem, "screened_by_door")}
 
 
-def _screened(mem: Any) -> dict[str, int]:
-    """Secrets redacted so far, by kind (``{}`` when there is no stats database)."""
+def _screened(mem: Any, how: str) -> dict[str, int]:
+    """Secrets redacted so far, by kind or door (``{}`` when there is no stats database)."""
     try:
-        return mem.stats.screened_counts()
+        return getattr(mem.stats, how)()
     except Exception:  # noqa: BLE001 - a report must not fail on its statistics
         return {}
 
