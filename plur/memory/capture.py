@@ -16,6 +16,12 @@ out-of-process hosts), and the Claude Code / Codex hook (through the service). I
    the same ``(session, turn)`` again is skipped, a changed text supersedes the stored one (an edited turn);
    a text the same conversation already said (another turn) is not stored twice.
 
+A turn that only asks (:func:`only_asks`: "What food allergy do I have?") is stored like any other (its
+neighbours' context reads it, the conversation stays whole), but recall never returns it
+(:func:`plur.memory.filters.blocked`): asked again in a later session, the stored question would match
+itself almost perfectly, rank first and push the note that answers it ("I am allergic to peanuts") out of
+the block. Measured in docs/concepts/capture.md#questions.
+
 ``plur forget --session S`` (:func:`forget_session`) removes a whole conversation; :func:`sessions`
 lists them.
 """
@@ -49,6 +55,19 @@ should would could can please that this which who but and so if then than not do
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 _REDACTED = re.compile(r"\[redacted [a-z\-]+\]")
 _SLASH = re.compile(r"^/[A-Za-z][\w:\-]*(?:\s|$)")
+#: One sentence: up to its end mark (Latin, full-width CJK and Arabic marks).
+_SENTENCE = re.compile(r"[^.!?。！？؟\n]+(?:[.!?。！？؟]+|$)")
+_ASKS = ("?", "？", "؟")
+_CLAUSE = re.compile(r"\s*[,;:，、；–—]\s*|\s+-\s+")
+#: Words an English clause of a question starts with (a clause starting otherwise, of 3+ words, is a statement:
+#: "..., my wife is vegan?"); conjunctions and fillers in front are skipped.
+_ASK_START = frozenset("""what what's whats which who who's whom whose when when's where where's why why's how how's
+how'd is are was were am do does did don't doesn't didn't can can't could couldn't will won't would wouldn't
+shall should shouldn't may might must have has had haven't hasn't isn't aren't wasn't weren't any anything
+remind tell""".split())
+_SELF = frozenset("i i'm im i've i'd i'll we we're we've we'd my our me".split())
+_FILLER = frozenset("""and or but so also then well by the way btw anyway quick question again just hey hi hello oh
+um uh ok okay sorry please now""".split())
 
 
 @dataclass(frozen=True)
@@ -88,6 +107,38 @@ def trivial(text: str) -> bool:
             and not any(w in _PROSE for w in words):
         return True
     return False
+
+
+def only_asks(text: str) -> bool:
+    """Whether a turn only asks for information: every sentence is a question (it ends with ``?``,
+    ``？`` or ``؟``) and no clause of one is a statement ("Can you book a table, my wife is vegan?"
+    holds a fact: its clause "my wife is vegan" does not start like a question; nor does "I'm planning a
+    trip to Japan, could you recommend...?", which starts with the speaker); greetings and
+    acknowledgements beside the question ("Hi! What is my dog called?") do not count as content.
+
+    Pure. The question mark decides in any language; the clause checks read English clause starts,
+    so in another language a question with a comma clause is kept (when unsure, store).
+    """
+    t = _REDACTED.sub(" ", text).strip()
+    sentences = [s.strip() for s in _SENTENCE.findall(t) if s.strip()]
+    if not sentences or not sentences[-1].endswith(_ASKS):
+        return False
+    asked = False
+    for sentence in sentences:
+        if not sentence.endswith(_ASKS):
+            if trivial(sentence) or all(w.lower() in _FILLER or w.lower() in _ACK
+                                        for w in _WORD.findall(sentence)):
+                continue                                   # "Hi!", "Thanks."
+            return False                                   # a statement beside the question
+        asked = True
+        clauses = [c for c in _CLAUSE.split(sentence.rstrip("?？؟ ")) if _WORD.search(c)]
+        for clause in clauses:
+            words = [w.lower() for w in _WORD.findall(clause)]
+            while words and words[0] in _FILLER:
+                words = words[1:]
+            if len(words) >= 3 and (words[0] in _SELF or (len(clauses) > 1 and words[0] not in _ASK_START)):
+                return False          # "I'm planning a trip to Japan and wondered if...?", "..., my wife is vegan?"
+    return asked
 
 
 def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user", scope: str = "global",

@@ -10,8 +10,18 @@ from typing import Any
 
 
 def _bounded(e: Any) -> bool:
-    """Can ``e`` be or become non-current (retired, or with a validity bound)?"""
-    return e.status != "active" or e.valid_until is not None or e.valid_from is not None
+    """Can ``e`` be or become non-current (retired, or with a validity bound), or is it never a hit?"""
+    return e.status != "active" or e.valid_until is not None or e.valid_from is not None or asks(e)
+
+
+def asks(e: Any) -> bool:
+    """A captured turn that only asks (:func:`plur.memory.capture.only_asks`): never a recall hit, since the
+    same question asked again would recall it first instead of the note that answers it."""
+    if not (isinstance(e.source, dict) and e.source.get("capture") is True):
+        return False
+    from .capture import only_asks
+
+    return only_asks(e.statement)
 
 
 def not_current(mem: Any) -> set[str]:
@@ -26,6 +36,16 @@ def not_current(mem: Any) -> set[str]:
         mem._bounded_cache = (mem._generation, bounded)
     now = datetime.now(timezone.utc)
     return {i for i, e in mem._bounded_cache[1].items() if not e.is_current(now)}
+
+
+def blocked(mem: Any, include_expired: bool = False) -> set[str]:
+    """Ids recall never returns: captured turns that only ask (:func:`asks`), and unless ``include_expired``
+    the engrams not current now (:func:`not_current`)."""
+    out = not_current(mem)                                   # also brings the cache to this generation
+    generation, held = mem._bounded_cache
+    if mem._asks_cache is None or mem._asks_cache[0] != generation:
+        mem._asks_cache = (generation, frozenset(i for i, e in held.items() if asks(e)))
+    return set(mem._asks_cache[1]) if include_expired else out | mem._asks_cache[1]
 
 
 def note_changes(mem: Any, before: int, changed: Iterable[Any], removed: Iterable[str]) -> None:

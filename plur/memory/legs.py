@@ -27,7 +27,7 @@ def legs(mem: Any, query: str, k: int, scope: str | None, types: Sequence[str] |
     if allowed is not None and not allowed:
         return [], [], 0.0, ({}, {})
     n = max(k, mem.settings.candidates)
-    blocked = set() if include_expired else mem._not_current()
+    blocked = mem._blocked(include_expired)
     if len(blocked) > 4 * n:  # many retired/expired: filter before the top-n cut instead of over-fetching
         allowed = (set(mem._by_id()) if allowed is None else allowed) - blocked
         blocked = set()
