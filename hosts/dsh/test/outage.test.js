@@ -25,7 +25,7 @@ before(async () => {
   }
   await warm(service.api)
   host = await bootHost()
-  await host.root.plugin(plur, { capture: 'off', home, timeoutMs: TIMEOUT_MS, waitMs: WAIT_MS, turnWaitMs: WAIT_MS, autoStart: false })
+  await host.root.plugin(plur, { home, timeoutMs: TIMEOUT_MS, waitMs: WAIT_MS, turnWaitMs: WAIT_MS, autoStart: false })
   const cwd = join(home, 'work', 'gamma')
   await mkdir(cwd, { recursive: true })
   agent = (await host.createAgent('agent-gamma', cwd)).agent
@@ -113,7 +113,7 @@ test('no service at all and auto-start off: the plugin boots, the block says in 
   const empty = await tempHome()
   const other = await bootHost()
   try {
-    await other.root.plugin(plur, { capture: 'off', home: empty, autoStart: false })
+    await other.root.plugin(plur, { home: empty, autoStart: false })
     const lone = (await other.createAgent('agent-lone', empty)).agent
     const refreshed = nextRefresh(other.root, lone.id)
     await other.say(lone, 'Anything about the database?')

@@ -27,7 +27,7 @@ before(async () => {
   await service.api.request('POST', '/learn', { statement: 'Project omega OMEGA-db: omega stores orders in DynamoDB.', scope: 'project:omega' })
   await warm(service.api)
   host = await bootHost()
-  await host.root.plugin(plur, { capture: 'off', home, timeoutMs: 15000, waitMs: 15000, turnWaitMs: 15000 })
+  await host.root.plugin(plur, { home, timeoutMs: 15000, waitMs: 15000, turnWaitMs: 15000 })
   const cwd = join(home, 'work', 'delta')
   await mkdir(cwd, { recursive: true })
   delta = (await host.createAgent('agent-delta', cwd)).agent
@@ -53,7 +53,7 @@ test('trap 1 (stale `latest` tags): every installed @deepseek-ai/dsh-* package i
 test('trap 2 (undeclared service access throws): the plugin boots on a profile with no tool, command or skill registry, and mounts them when they arrive', async () => {
   const minimal = await bootHost({ tools: false, commands: false, skills: false })
   try {
-    await minimal.root.plugin(plur, { capture: 'off', home })
+    await minimal.root.plugin(plur, { home })
     const assembly = await minimal.root.systemPrompt.assemble()
     assert.equal(memorySection(assembly), '', 'the section is registered and empty without an agent')
     await minimal.root.plugin(ToolRuntime, {})
@@ -109,7 +109,7 @@ test('trap 4 (skills need `content` and `source`; a wrong shape only fails when 
 test('trap 5 (event payloads are objects) and trap 7 (ctx.effect disposes): agent/disposed clears the entry; disposing the plugin removes everything; a reload works', async () => {
   const other = await bootHost()
   try {
-    const fiber = await other.root.plugin(plur, { capture: 'off', home, waitMs: 15000 })
+    const fiber = await other.root.plugin(plur, { home, waitMs: 15000 })
     const cwd = join(home, 'work', 'delta')
     const handle = await other.createAgent('agent-short-lived', cwd)
     const agent = handle.agent
@@ -125,7 +125,7 @@ test('trap 5 (event payloads are objects) and trap 7 (ctx.effect disposes): agen
     const gone = await other.root.systemPrompt.assemble()
     assert.equal(memorySection(gone), undefined, 'the section left with the plugin')
     assert.equal(other.root.tools.schemas().some((s) => s.name.startsWith('plur_')), false, 'the tools left with the plugin')
-    await other.root.plugin(plur, { capture: 'off', home })
+    await other.root.plugin(plur, { home })
     assert.equal(memorySection(await other.root.systemPrompt.assemble()), '', 'a reload registers the section again (no duplicate-name throw)')
   } finally {
     await other.close()

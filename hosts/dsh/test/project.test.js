@@ -84,7 +84,7 @@ test('in a real host with a real service: the CJK folder, a nested package folde
     const ids = {}
     for (const [k, scope] of Object.entries(scopes)) ids[k] = (await service.api.request('POST', '/learn', { statement: `IDENT-${k}: the ${k} cache server runs on host cache-${k}.`, scope })).engram.id
     await warm(service.api)
-    await host.root.plugin(plur, { capture: 'off', home, timeoutMs: 30000, waitMs: 30000, turnWaitMs: 30000 })
+    await host.root.plugin(plur, { home, timeoutMs: 30000, waitMs: 30000, turnWaitMs: 30000 })
     for (const [k, dir] of Object.entries(dirs)) {
       const agent = (await host.createAgent(`agent-${k}`, dir)).agent
       const refreshed = nextRefresh(host.root, agent.id, 60000)

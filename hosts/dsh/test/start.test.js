@@ -35,7 +35,7 @@ test('plurCommand pointing nowhere: the first request\'s block says memory is of
   const home = await homeWith(['BISCUIT: Lin\'s dog is called Biscuit.'])
   const host = await bootHost()
   try {
-    await host.root.plugin(plur, { capture: 'off', home, plurCommand: '/nowhere/bin/plur', waitMs: 20000 })
+    await host.root.plugin(plur, { home, plurCommand: '/nowhere/bin/plur', waitMs: 20000 })
     const agent = (await host.createAgent('agent-off', home)).agent
     const before = host.model.requests.length
     await host.say(agent, 'What is my dog called?')
@@ -55,7 +55,7 @@ test('no service running: the plugin starts one with plurCommand; the next turn\
   const home = await homeWith(['BISCUIT: Lin\'s dog is called Biscuit.', 'PORTO: Lin moved to Porto in 2024.'])
   const host = await bootHost()
   try {
-    await host.root.plugin(plur, { capture: 'off', home, plurCommand: [PYTHON, '-m', 'plur'], waitMs: 20000, turnWaitMs: 20000, timeoutMs: 20000 })
+    await host.root.plugin(plur, { home, plurCommand: [PYTHON, '-m', 'plur'], waitMs: 20000, turnWaitMs: 20000, timeoutMs: 20000 })
     const agent = (await host.createAgent('agent-start', home)).agent
     let before = host.model.requests.length
     await host.say(agent, 'What is my dog called?')

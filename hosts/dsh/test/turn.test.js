@@ -49,7 +49,7 @@ test('first request carries the block; DSH\'s loop-guard nudge is not a query; o
   try {
     // DSH's own loop guard: a reminder (a user-role message, source plugin) after the 2nd identical call.
     await host.root.plugin(RepeatToolReminder, { thresholds: [2, 3] })
-    await host.root.plugin(plur, { capture: 'off', home, ...BOUNDS })
+    await host.root.plugin(plur, { home, ...BOUNDS })
     const seen = events(host.root)
     const agent = (await host.createAgent('agent-kappa', cwd)).agent
     const same = { name: 'plur_recall', arguments: { query: 'orders database' } }
@@ -80,7 +80,7 @@ test('a block that lands mid-turn is shown from the next turn on, never between 
   const host = await bootHost()
   try {
     // No wait at all: the refresh is still in flight when the first request goes out.
-    await host.root.plugin(plur, { capture: 'off', home, timeoutMs: 15000, waitMs: 0, turnWaitMs: 0 })
+    await host.root.plugin(plur, { home, timeoutMs: 15000, waitMs: 0, turnWaitMs: 0 })
     const seen = events(host.root)
     const agent = (await host.createAgent('agent-late', cwd)).agent
     const landed = nextRefresh(host.root, agent.id)
@@ -111,7 +111,7 @@ test('the first request waits at most waitMs for a service that does not answer,
   service.proc.kill('SIGSTOP')
   const host = await bootHost()
   try {
-    await host.root.plugin(plur, { capture: 'off', home, timeoutMs: 60000, waitMs: 300, turnWaitMs: 0 })
+    await host.root.plugin(plur, { home, timeoutMs: 60000, waitMs: 300, turnWaitMs: 0 })
     const seen = events(host.root)
     const agent = (await host.createAgent('agent-stalled', cwd)).agent
     await host.say(agent, 'What is my dog called?')
@@ -128,7 +128,7 @@ test('the first request waits at most waitMs for a service that does not answer,
 test('plur_learn advertises the types GET /api/v1/schema gives (the store\'s), through the real tool registry', async () => {
   const host = await bootHost()
   try {
-    await host.root.plugin(plur, { capture: 'off', home, ...BOUNDS })
+    await host.root.plugin(plur, { home, ...BOUNDS })
     const deadline = Date.now() + 30000
     let learn
     while ((learn = host.root.tools.schemas().find((s) => s.name === 'plur_learn')) === undefined) {
@@ -154,7 +154,7 @@ test('a tool mount that fails is logged once through the host\'s logger, and the
     // Another plugin already owns the name plur_status: registering ours throws.
     const { module: { defineTool } } = await importFromHost('@deepseek-ai/dsh-tools')
     host.root.tools.register(defineTool({ name: 'plur_status', description: 'someone else\'s', parameters: {}, output: { schema: { type: 'string' }, render: (_a, v) => [{ type: 'text', text: v }] }, execute: async () => 'x' }))
-    await host.root.plugin(plur, { capture: 'off', home, ...BOUNDS })
+    await host.root.plugin(plur, { home, ...BOUNDS })
     const deadline = Date.now() + 30000
     const text = (m) => m.args.map(String).join(' ')
     const warnings = () => host.root.logger.buffer.filter((m) => m.name === 'plur' && m.type === 'error' && /tools not mounted/.test(text(m)))
