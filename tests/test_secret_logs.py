@@ -100,3 +100,21 @@ def test_a_cli_error_quoting_a_key_is_screened(tmp_path: Path) -> None:
                          env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode != 0 and "plur: error:" in out.stderr
     assert TOKEN not in out.stderr, out.stderr
+
+
+def test_an_in_process_hosts_log_gets_no_key(plur_home: Path, caplog) -> None:
+    """A Python host's own logging (a file it keeps): the worker's warning about a failed recall quotes no key."""
+    from plur.memory import Memory
+    from plur.prompt.worker import RecallWorker
+
+    class Failing(Memory):
+        def recall(self, query: str, k: int = 10, **kwargs):  # type: ignore[override]
+            if "explode" in query:
+                raise RuntimeError(f"index exploded while answering {query!r}")
+            return super().recall(query, k, **kwargs)
+
+    with Failing(plur_home, model="none", fsync=False, capture="off") as m, RecallWorker(m) as worker:
+        with caplog.at_level(logging.WARNING, logger="plur"):
+            worker.submit("a", f"explode {TOKEN}", awaited=True)
+            assert worker.wait_idle(60)
+    assert "index exploded" in caplog.text and TOKEN not in caplog.text, caplog.text

@@ -41,6 +41,7 @@ from typing import Any
 
 from ..store.engram import SCOPE_RE, Engram
 from ..errors import PlurError, ValidationError
+from ..screen import redact
 from . import capture as capture_mod
 from .block import Block
 from .injected import record_injected
@@ -385,7 +386,7 @@ class RecallWorker:
             outcome = "errors"
             log.log(logging.DEBUG if self._closed or shutting_down() else logging.WARNING,
                     "recall for agent %r failed (%s: %s); keeping its previous memory block",
-                        agent_id, type(exc).__name__, exc)
+                        agent_id, type(exc).__name__, redact(str(exc)))   # a host's log may keep its query
         elapsed = time.monotonic() - t0
         late = block is not None and self.timeout_s > 0 and elapsed > self.timeout_s
         if late:  # the deadline bounds waiting (warm), not usefulness: a slow recall is still published
