@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any
 
 
@@ -19,9 +20,15 @@ def asks(e: Any) -> bool:
     same question asked again would recall it first instead of the note that answers it."""
     if not (isinstance(e.source, dict) and e.source.get("capture") is True):
         return False
+    return _only_asks(e.statement)
+
+
+@lru_cache(maxsize=1 << 16)
+def _only_asks(statement: str) -> bool:
+    """:func:`plur.memory.capture.only_asks`, remembered: the set is rebuilt after every store change."""
     from .capture import only_asks
 
-    return only_asks(e.statement)
+    return only_asks(statement)
 
 
 def not_current(mem: Any) -> set[str]:
