@@ -102,8 +102,14 @@ def test_six_engram_store_block_holds_only_the_dog(six) -> None:
     assert len(sel.kept_out) == 5 and all("< floor" in h.below_floor for h in sel.kept_out)
 
 
-def test_a_question_no_note_answers_gives_an_empty_block(six) -> None:
-    assert recall_block(six, "which telescope did the astronomer buy", agent="a").text == ""
+def test_a_question_no_note_answers_gives_no_note_only_the_overview(six) -> None:
+    """Issue 42 C: no note clears the floor -> no note in the block, the overview of what memory holds instead."""
+    from plur.prompt.overview import WHY_FLOOR
+
+    block = recall_block(six, "which telescope did the astronomer buy", agent="a")
+    assert block.engram_ids == ()
+    assert f"Memory overview ({WHY_FLOOR}): 6 notes" in block.text
+    assert not any(e.statement in block.text for e in six.list())
 
 
 def test_pinned_engrams_are_still_shown_when_nothing_clears_the_floor(six) -> None:
@@ -205,8 +211,10 @@ def test_a_schema_1_stats_db_is_migrated_and_old_hits_count_below(plur_home: Pat
         stats.close()
 
 
-def test_the_worker_replaces_a_block_with_nothing_when_no_note_clears_the_floor(six) -> None:
-    """The section's "no memory" answer is '' (the DSH plugin and every host read it so)."""
+def test_the_worker_replaces_a_block_with_the_overview_when_no_note_clears_the_floor(six) -> None:
+    """The block of a message no note answers is replaced by the overview (issue 42 C), not kept or appended."""
+    from plur.prompt.overview import WHY_FLOOR
+
     from plur.prompt.section import MemorySection
     from plur.prompt.worker import RecallWorker
 
@@ -216,4 +224,5 @@ def test_the_worker_replaces_a_block_with_nothing_when_no_note_clears_the_floor(
         assert "Rex" in first and "Lisbon" not in first
         worker.submit("a", "which telescope did the astronomer buy")
         assert worker.wait_idle(300.0)
-        assert section.text("a") == "" and worker.peek("a") is None
+        text = section.text("a")
+        assert "Rex" not in text and f"Memory overview ({WHY_FLOOR})" in text and text.count("<plur-memory>") == 1
