@@ -47,7 +47,9 @@ def short_home() -> Path:
 def service() -> Iterator[tuple[Path, dict]]:
     """One real service (packaged model) for the module; stopped, and checked clean, at the end."""
     home = short_home()
-    env = {"PLUR_MODEL": PACKAGED_MODEL}
+    # The settings every test's own `plur` runs with (conftest's per-test env: capture off), so the CLI
+    # finds a service with its own settings; a module fixture starts before conftest's monkeypatch.
+    env = {"PLUR_MODEL": PACKAGED_MODEL, "PLUR_CAPTURE": "off"}
     seeded = plur("learn", "The user's dog is called Rex and loves the beach.", "--scope", "project:a", home=home)
     assert seeded.returncode == 0, seeded.stderr
     plur("learn", "Deploys to production happen on Tuesdays.", "--scope", "project:b", home=home)
@@ -90,7 +92,7 @@ def raw(info: dict, method: str, path: str, body: object = None, token: str | No
 def test_service_json_and_socket_are_private(service: tuple[Path, dict]) -> None:
     home, info = service
     assert set(info) == {"api", "version", "pid", "url", "socket", "token", "login", "started", "idle_exit_s", "settings"}
-    assert info["idle_exit_s"] == 0 and info["settings"]["env"] == {"PLUR_MODEL": PACKAGED_MODEL}
+    assert info["idle_exit_s"] == 0 and info["settings"]["env"] == {"PLUR_MODEL": PACKAGED_MODEL, "PLUR_CAPTURE": "off"}
     assert info["login"] != info["token"] and len(info["login"]) >= 43
     assert info["api"] == 1 and info["socket"] == str(home / "plur.sock") and info["url"].startswith("http://127.0.0.1:")
     assert stat.S_IMODE((home / "service.json").stat().st_mode) == 0o600
