@@ -146,3 +146,56 @@ def test_a_cold_warm_gets_its_hybrid_recall_with_capture_on_and_captures_once(pl
         finally:
             m.gate.set()
             m.close()
+
+
+class GatedCaptureMemory(Memory):
+    """The real Memory whose capture, once entered (``entered`` set), waits on ``gate`` before the real one runs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def capture(self, text: str, **kwargs: Any):  # type: ignore[override]
+        self.entered.set()
+        assert self.gate.wait(WAIT_S), "test never opened the gate"
+        return super().capture(text, **kwargs)
+
+
+@pytest.fixture
+def gated(plur_home: Path) -> Iterator[GatedCaptureMemory]:
+    m = GatedCaptureMemory(plur_home, model="none", fsync=False)
+    m.learn("The team meets on Thursdays.")
+    yield m
+    m.gate.set()
+    m.close()
+
+
+def test_a_recall_is_never_queued_behind_a_capture(gated: GatedCaptureMemory) -> None:
+    """Capture stays off the turn path: while the previous message is being captured, the next message's
+    recall publishes its block (before, the worker captured on its recall thread: the block waited)."""
+    with RecallWorker(gated, capture=True) as worker:
+        worker.submit("a", "My sister Lena moved to Vienna last spring.")
+        assert gated.entered.wait(WAIT_S)                       # its capture is in progress, held
+        gen = worker.submit("a", "When does the team meet?", capture=False)
+        assert worker.wait_for("a", gen, WAIT_S)
+        assert "Thursdays" in worker.read("a") and worker.stats()["captured"] == 0
+        assert not worker.wait_idle(0.1)                         # idle means the captures are learned too
+        gated.gate.set()
+        assert worker.wait_idle(WAIT_S)
+        assert worker.stats()["captured"] == 1
+        assert "My sister Lena moved to Vienna last spring." in {e.statement for e in gated.list()}
+
+
+def test_close_learns_the_captures_still_waiting(gated: GatedCaptureMemory) -> None:
+    worker = RecallWorker(gated, capture=True)
+    worker.submit("a", "My sister Lena moved to Vienna last spring.")
+    assert gated.entered.wait(WAIT_S)
+    gen = worker.submit("a", "Our build server runs Debian twelve.")
+    assert worker.wait_for("a", gen, WAIT_S)                     # recalled; its capture waits behind the first
+    gated.gate.set()
+    worker.close()
+    assert worker.stats()["captured"] == 2
+    assert {e.statement for e in gated.list()} == {"The team meets on Thursdays.",
+                                                  "My sister Lena moved to Vienna last spring.",
+                                                  "Our build server runs Debian twelve."}

@@ -9,12 +9,17 @@ conversation provenance ``{"kind": "conversation", "format": "capture", "session
 Privacy: captured text is written as plain YAML under ``<home>/engrams/`` and recalled for every
 agent that may read its scope. The scope is the submission's, else ``agent:<agent id>`` (only that
 agent and unscoped readers see it), else ``global`` when the id is not a valid scope name.
+
+Off the turn path: the worker learns on a thread of its own (:class:`CaptureThread`), never on a recall
+thread, so a message that arrives while the previous one is stored and embedded is recalled at once.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import queue
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -65,3 +70,55 @@ def learn(memory: Any, agent_id: str, captures: Iterable[Capture]) -> tuple[int,
             failed += 1
             log.warning("could not capture a message of agent %r: %s", agent_id, exc)
     return ok, failed
+
+
+_STOP = object()
+
+
+class CaptureThread:
+    """The worker's capture thread: runs ``learn(agent_id, captures, embed)`` for each :meth:`put`, in order.
+
+    A recall thread hands over the messages its recall answered and goes on with the next recall; the store
+    and embedding of a captured message never delay a block (bench: ``python -m bench capture-wait``).
+    """
+
+    def __init__(self, learn: Callable[[str, list[Capture], bool], None]) -> None:
+        self._learn = learn
+        self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="plur-capture", daemon=True)
+        self._thread.start()
+
+    def put(self, agent_id: str, captures: list[Capture], embed: bool = True) -> None:
+        """Queue ``captures`` of ``agent_id`` (``embed``: embed them right after storing, between turns)."""
+        if captures:
+            self._inbox.put((agent_id, list(captures), embed))
+
+    def wait_idle(self, timeout_s: float | None = None) -> bool:
+        """Block until everything put before this call is learned; ``False`` if ``timeout_s`` passed first."""
+        done = threading.Event()
+        self._inbox.put(done)
+        return done.wait(timeout_s)
+
+    def close(self, timeout_s: float | None = None) -> bool:
+        """Learn what is queued, then stop; ``False`` if the thread is still busy after ``timeout_s``."""
+        self._inbox.put(_STOP)
+        self._thread.join(timeout_s)
+        if self._thread.is_alive():
+            from .exit import shutting_down
+
+            log.log(logging.DEBUG if shutting_down() else logging.WARNING,
+                    "capture thread still busy after %s s; left running as a daemon", timeout_s)
+        return not self._thread.is_alive()
+
+    def _run(self) -> None:
+        while True:
+            item = self._inbox.get()
+            if item is _STOP:
+                return
+            if isinstance(item, threading.Event):
+                item.set()
+                continue
+            try:
+                self._learn(*item)
+            except Exception:  # noqa: BLE001 - the capture thread must survive anything
+                log.exception("plur recall worker: unexpected error while capturing")

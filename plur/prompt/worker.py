@@ -18,9 +18,9 @@ Concurrency model:
   dict and swaps the reference under its lock, and readers do a single ``dict.get`` with no lock.
 * An entry is replaced only when the rendered text changes (hash-gated), so an unchanged block
   keeps the host's prompt prefix byte-identical.
-* Capture (the setting ``capture``, :mod:`plur.prompt.capture`): each submitted message is learned on a worker thread
-  after the recall that answers it (never recalled into its own block); captures are not coalesced
-  like recalls, and :meth:`RecallWorker.close` learns those still waiting.
+* Capture (the setting ``capture``, :mod:`plur.prompt.capture`): each submitted message is learned on the
+  capture thread after the recall that answers it (never recalled into its own block), so no recall waits
+  behind a capture; captures are not coalesced like recalls, and :meth:`RecallWorker.close` learns those waiting.
 * Injection events are counted on **first read**: the first :meth:`RecallWorker.read` of each new
   entry puts a notice on the worker's queue (``SimpleQueue.put``, no lock held by the worker), and
   the worker thread writes one ``injections`` row. So stats.db counts blocks that actually reached
@@ -46,7 +46,7 @@ from . import capture as capture_mod
 from .block import Block
 from .injected import record_injected
 from .selection import recall_block
-from .capture import Capture, own_scope
+from .capture import Capture, CaptureThread, own_scope
 from .worker_state import _AgentState, _Entry, _Request
 from .exit import shutting_down, track, untrack
 
@@ -110,6 +110,7 @@ class RecallWorker:
         self._counters = {"submitted": 0, "recalls": 0, "published": 0, "unchanged": 0,
                           "dropped_stale": 0, "timeouts": 0, "errors": 0, "injections": 0,
                           "captured": 0, "capture_errors": 0, "keyword": 0}
+        self._capturer = CaptureThread(self._learn)   # stores and embeds captured messages, off the recall threads
         track(self)
         getattr(memory, "on_close", lambda _: None)(self.close)  # Memory.close() closes this worker first
         # the warm-up (index open, model load) runs beside the recall threads, which use BM25 until it is done
@@ -249,7 +250,7 @@ class RecallWorker:
             return bool(done) and not self._closed and st is not None and st.finished_gen >= gen
 
     def wait_idle(self, timeout_s: float | None = None) -> bool:
-        """Block until everything queued before this call is processed (recalls and injection notices).
+        """Block until everything queued before this call is processed (recalls, injection notices, captures).
 
         Returns:
             ``True`` when idle, ``False`` if ``timeout_s`` passed first or the worker is closed.
@@ -259,11 +260,12 @@ class RecallWorker:
         barrier = threading.Barrier(len(self._threads) + 1)
         for _ in self._threads:
             self._inbox.put(("barrier", barrier))
+        t0 = time.monotonic()
         try:
             barrier.wait(timeout_s)
         except threading.BrokenBarrierError:
             return False
-        return True
+        return self._capturer.wait_idle(None if timeout_s is None else max(0.0, timeout_s - (time.monotonic() - t0)))
 
     def drop(self, agent_id: str) -> None:
         """Forget an agent (its block, generation and pending request), e.g. when its session ends."""
@@ -272,8 +274,8 @@ class RecallWorker:
             if agent_id in self._cache:
                 self._publish(agent_id, None)
             self._cond.notify_all()
-        if st is not None and st.captures:  # messages submitted before the drop are still learned
-            self._inbox.put(("captures", agent_id, st.captures))
+        if st is not None:  # messages submitted before the drop are still learned
+            self._capturer.put(agent_id, st.captures, False)
 
     def stats(self) -> dict[str, int]:
         """Counters: submitted, recalls, published, unchanged (hash gate), dropped_stale, timeouts,
@@ -306,8 +308,9 @@ class RecallWorker:
             if t.is_alive():
                 log.log(logging.DEBUG if shutting_down() else logging.WARNING,
                         "recall thread %s still busy after %.1f s; left running as a daemon", t.name, wait)
-        for agent_id in list(self._agents):
-            self._learn_captures(agent_id, None)
+        for agent_id in list(self._agents):  # captures waiting (their recall skipped) are learned too
+            self._capturer.put(agent_id, self._take_captures(agent_id, None), False)
+        self._capturer.close(wait)
 
     def __enter__(self) -> "RecallWorker":
         return self
@@ -351,8 +354,6 @@ class RecallWorker:
                 if kind == "recall":
                     if not self._closed:
                         self._process(item[1])
-                elif kind == "captures":
-                    self._learn_captures(item[1], None, item[2])
                 elif kind == "read":
                     self._record_injection(item[1], item[2])
                 elif kind == "barrier":
@@ -415,19 +416,23 @@ class RecallWorker:
             if st is not None:
                 st.finished_gen = max(st.finished_gen, req.gen)
             self._cond.notify_all()
-        self._learn_captures(agent_id, req.gen)
+        self._capturer.put(agent_id, self._take_captures(agent_id, req.gen))  # learned on the capture thread
 
-    def _learn_captures(self, agent_id: str, upto_gen: int | None, due: list[Capture] | None = None) -> None:
+    def _take_captures(self, agent_id: str, upto_gen: int | None) -> list[Capture]:  # those recalled (None: all)
         with self._lock:
             st = self._agents.get(agent_id)
-            if due is None and st is not None:
-                due = [c for c in st.captures if upto_gen is None or c.gen <= upto_gen]
-                st.captures = [c for c in st.captures if c not in due]
-        ok, failed = capture_mod.learn(self.memory, agent_id, due or ())
+            if st is None:
+                return []
+            due = [c for c in st.captures if upto_gen is None or c.gen <= upto_gen]
+            st.captures = [c for c in st.captures if c not in due]
+            return due
+
+    def _learn(self, agent_id: str, due: list[Capture], embed: bool) -> None:
+        ok, failed = capture_mod.learn(self.memory, agent_id, due)
         with self._lock:
             self._counters["captured"] += ok
             self._counters["capture_errors"] += failed
-        if ok and upto_gen is not None:  # embed them now, between turns, not in the next turn's recall
+        if ok and embed:  # embed them now, between turns, not in the next turn's recall
             try:
                 getattr(self.memory, "embed_queued", lambda: 0)()
             except Exception as exc:  # noqa: BLE001 - the next recall embeds them itself
