@@ -274,8 +274,7 @@ class RecallWorker:
             if agent_id in self._cache:
                 self._publish(agent_id, None)
             self._cond.notify_all()
-        if st is not None:  # messages submitted before the drop are still learned
-            self._capturer.put(agent_id, st.captures, False)
+        self._capturer.put(agent_id, st.captures if st else [], False)  # submitted before the drop: still learned
 
     def stats(self) -> dict[str, int]:
         """Counters: submitted, recalls, published, unchanged (hash gate), dropped_stale, timeouts,
