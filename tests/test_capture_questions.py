@@ -17,6 +17,8 @@ from plur.memory import Memory
 from plur.memory.capture import only_asks
 from plur.prompt.selection import recall_block
 
+from conftest import PACKAGED_MODEL
+
 #: (what the user said in session 1, what they ask in sessions 2 and 3)
 CASES = (
     ("I am allergic to peanuts, so keep them out of any recipe.", "What food allergy do I have?"),
@@ -84,3 +86,50 @@ def test_a_fact_beside_a_question_is_kept(memory: Memory) -> None:
     assert got.stored
     block = recall_block(memory, "Is anyone in my family vegan?")
     assert got.stored[0].id in block.engram_ids
+
+
+def test_worker_door_a_question_asked_again_recalls_its_answer(memory: Memory) -> None:
+    """RecallWorker (Python hosts): each message recalled, then captured; the question asked in a later
+    session's first request gets the allergy note, not the question captured in the session before."""
+    from plur.prompt.worker import RecallWorker
+
+    with RecallWorker(memory, capture=True) as worker:
+        for session, text in (("s1", "I am allergic to peanuts, so keep them out of any recipe."),
+                              ("s1", "I prefer window seats on trains."), ("s2", "What food allergy do I have?")):
+            worker.submit("a", text, "project:home", session=session)
+            assert worker.wait_idle(120)
+        fact = memory.store.find_duplicate("I am allergic to peanuts, so keep them out of any recipe.", "project:home")
+        assert fact is not None and memory.store.find_duplicate("What food allergy do I have?", "project:home")
+        gen = worker.submit("a", "What food allergy do I have?", "project:home", session="s3")
+        assert worker.wait_for("a", gen, 120)
+        assert fact.id in worker.read_block("a").engram_ids
+
+
+def test_service_door_a_question_asked_again_recalls_its_answer(plur_home, embedder) -> None:
+    """POST /api/v1/capture then POST /api/v1/block (the DSH plugin's and the hooks' path), capture = user."""
+    from starlette.testclient import TestClient
+
+    from plur.prompt.worker import RecallWorker
+    from plur.service.api import create_api
+
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, capture="user") as memory, \
+            RecallWorker(memory, capture=False) as worker:
+        client = TestClient(create_api(memory, worker, token="t"))
+        auth = {"Authorization": "Bearer t"}
+
+        def capture(text: str, session: str) -> dict:
+            r = client.post("/api/v1/capture", json={"text": text, "session": session, "turn": 0, "scope": "global",
+                                                     "wait": True}, headers=auth)
+            assert r.status_code == 200, r.text
+            return r.json()
+
+        def block(text: str) -> list[str]:
+            r = client.post("/api/v1/block", json={"agent_id": "dsh", "query": text, "scope": "global"}, headers=auth)
+            assert r.status_code == 200, r.text
+            return r.json()["engram_ids"]
+
+        (fact,) = capture("Lin's dog is called Biscuit.", "d1")["stored"]
+        block("What is my dog called?")
+        (asked,) = capture("What is my dog called?", "d2")["stored"]
+        got = block("What is my dog called?")
+        assert fact in got and asked not in got
