@@ -13,7 +13,9 @@ It recalls in the project of the event's ``cwd`` (its git root, a bound folder, 
 :mod:`plur.project`, the same scope the DSH plugin and ``plur project which`` give that folder) plus
 ``global``; ``--scope`` overrides it.
 ``SessionStart`` with ``source`` ``clear`` or ``compact`` (the conversation was emptied or
-summarised) forgets that list, so memory can be shown again.
+summarised) forgets that list, so memory can be shown again. A session it has no list for that did not
+start new (resumed and forked, in Claude Code or Codex) starts from what its history already shows
+(:mod:`plur.hooks.transcript`).
 
 The fast path, a running service, imports only ``json``, ``os`` and ``socket`` (a raw HTTP/1.1
 request over the service's unix socket or loopback port), so the hook costs little more than the
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import sys
 
@@ -130,30 +131,6 @@ def _state(path: str) -> dict[str, Any]:
 def load_shown(path: str) -> list[str]:
     shown = _state(path).get("shown")
     return [x for x in shown if isinstance(x, str)] if isinstance(shown, list) else []
-
-
-#: A line of plur's block: ``- [ENG-2026-12-06-940678 | user | global | 2026-12-06] ...`` (plur.prompt.block).
-_BLOCK_LINE = re.compile(r"\[(ENG-\d{4}-\d{2}-\d{2}-[0-9a-f]{6}) \|")
-#: Most transcript bytes read for it (the newest; a copied history is read once per forked session).
-TRANSCRIPT_MAX_BYTES = 32 * 1024 * 1024
-
-
-def shown_in_transcript(transcript: Any) -> list[str]:
-    """Ids of the notes plur's blocks already put into a conversation's transcript (Claude Code's JSONL).
-
-    Unreadable, missing or not a file: ``[]`` (the session then starts from nothing, as before).
-    """
-    if not isinstance(transcript, str) or not transcript:
-        return []
-    try:
-        with open(transcript, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > TRANSCRIPT_MAX_BYTES:
-                fh.seek(size - TRANSCRIPT_MAX_BYTES)
-            data = fh.read(TRANSCRIPT_MAX_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return []
-    return list(dict.fromkeys(_BLOCK_LINE.findall(data)))
 
 
 def load_turn(path: str) -> int:
@@ -308,8 +285,10 @@ def answer(event: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any] | None
     if name == "SessionStart" and event.get("source") in ("clear", "compact", "startup"):
         shown: list[str] = []  # a new or emptied conversation holds none of what was shown before
     elif not os.path.exists(path):
-        # a session seen for the first time that is not new: resumed and forked (--resume ID --fork-session
-        # gives the copied history a new session_id); what its history already holds is not shown again
+        # a session seen for the first time that is not new: resumed and forked (Claude Code's --resume ID
+        # --fork-session, Codex's fork: a new session_id over the old history); what it holds is not shown again
+        from .transcript import shown_in_transcript
+
         shown = shown_in_transcript(event.get("transcript_path"))
     else:
         shown = load_shown(path)
