@@ -104,18 +104,19 @@ class StatsDB:
 
     Args:
         path: the SQLite file, created with its parent folder if missing.
+        read_only: only read, neither creating the file nor changing its mode (``plur doctor``).
 
     Raises:
         StoreError: the file exists but is not a SQLite database.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         from .store.sqlite_files import connect
 
         self.path = Path(path)
         self._lock = threading.Lock()
         try:
-            self._db, self.writable = connect(self.path, timeout_s=5.0)
+            self._db, self.writable = connect(self.path, timeout_s=5.0, read_only=read_only)
             if self.writable:
                 try:
                     self._db.execute("PRAGMA foreign_keys=ON")

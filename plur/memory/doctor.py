@@ -47,8 +47,24 @@ def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
 
 
 def _screened(mem: Any, how: str) -> dict[str, int]:
-    """Secrets redacted so far, by kind or door (``{}`` when there is no stats database)."""
+    """Secrets redacted so far, by kind or door (``{}`` when there is no stats database).
+
+    A report changes nothing: an absent stats.db is not created, and one other users can read (an older
+    home) is read as it is, keeping the mode ``too_open`` names until ``plur doctor --fix``.
+    """
     try:
+        if mem._stats is None:
+            path = mem.home / "stats.db"
+            if not path.exists():
+                return {}
+            if path.stat().st_mode & 0o077:
+                from ..stats import StatsDB
+
+                db = StatsDB(path, read_only=True)
+                try:
+                    return getattr(db, how)()
+                finally:
+                    db.close()
         return getattr(mem.stats, how)()
     except Exception:  # noqa: BLE001 - a report must not fail on its statistics
         return {}

@@ -64,7 +64,7 @@ def connect(path: Path, *, timeout_s: float = 5.0, read_only: bool = False) -> t
             log.warning("%s cannot be written (%s); opened read-only: nothing new is recorded", path, exc)
         else:
             return conn, True
-    else:
+    elif not read_only:  # asked for (a report, or a caller that saw a write fail and says so itself)
         log.warning("%s cannot be written (read-only home?); opened read-only: nothing new is recorded", path)
     if path.exists():
         uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
