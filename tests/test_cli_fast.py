@@ -47,7 +47,9 @@ print(json.dumps(out))
 
 
 def plur(home: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PLUR_MODEL": "none"}
+    # PLUR_CAPTURE=off as conftest gives each test: the module's service then has the settings the tests'
+    # own processes compare against (a module fixture starts before conftest's per-test environment).
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PLUR_MODEL": "none", "PLUR_CAPTURE": "off"}
     return subprocess.run([sys.executable, "-m", "plur", "--home", str(home), *args], capture_output=True, text=True,
                           env=env, timeout=240)
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -38,12 +39,23 @@ def home() -> Iterator[Path]:
     shutil.rmtree(h.parent, ignore_errors=True)
 
 
-def _start(home: Path, *, auto: bool) -> dict:
+@contextmanager
+def _plur_env() -> Iterator[None]:
+    """This process's environment as :func:`plur` gives its commands (no PLUR_* but PLUR_MODEL=none), so a
+    service this process starts or waits for has the settings those commands compare against."""
     env = {**os.environ, "PLUR_MODEL": "none", "HF_HUB_OFFLINE": "1"}
     old = dict(os.environ)
     os.environ.clear()
     os.environ.update({k: v for k, v in env.items() if not k.startswith("PLUR_") or k == "PLUR_MODEL"})
     try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+def _start(home: Path, *, auto: bool) -> dict:
+    with _plur_env():
         if auto:
             door = autostart.door(home)
             assert door.state == "started", door
@@ -52,9 +64,6 @@ def _start(home: Path, *, auto: bool) -> dict:
             client.close()
         else:
             daemon.start(home, port=0)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
     info = read_service_file(home)
     assert info is not None and info["settings"]["env"] == {"PLUR_MODEL": "none"}
     return info
@@ -82,7 +91,8 @@ def test_an_auto_started_service_is_replaced_when_config_toml_changes(home: Path
     assert r.returncode == 0 and "no engrams recalled" in r.stderr, r.stdout + r.stderr  # 'dogs' is not 'dog' now
     assert f"stopped the service pid {old['pid']}" in r.stderr and "config.toml changed" in r.stderr, r.stderr
     assert not pid_alive(old["pid"])
-    client = autostart.wait(home, 300.0)   # its replacement, started with the new settings
+    with _plur_env():
+        client = autostart.wait(home, 300.0)   # its replacement, started with the new settings
     assert client is not None
     client.close()
     new = read_service_file(home)
