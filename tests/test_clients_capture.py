@@ -10,7 +10,6 @@ without capture (no fact in any block) or without the screen (the key in engrams
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from test_clients import NODE_MODULES, _node_env
 from test_doors import _env as _env_off
 
 from plur.service import daemon
+from service_env import start_service
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -71,13 +71,7 @@ def test_claude_code_forms_memory_from_the_conversation(tmp_path: Path, monkeypa
     env = _env(home)
     assert subprocess.run([sys.executable, "-m", "plur", "init"], env=env, capture_output=True,
                           timeout=120).returncode == 0
-    old = dict(os.environ)
-    os.environ.update(env)
-    try:
-        daemon.start(home, port=0)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    start_service(home, env)
     try:
         with Recorder() as rec:
             s1 = str(uuid.uuid4())

@@ -28,6 +28,7 @@ from fake_llm import FakeLLM
 from test_clients import NODE_MODULES, _node_env
 
 from plur.service import daemon
+from service_env import start_service
 
 CODEX = NODE_MODULES / ".bin" / "codex"
 if not CODEX.exists():
@@ -85,13 +86,7 @@ def test_codex_forms_memory_in_the_project_of_its_folder(tmp_path: Path, monkeyp
     env.pop("PLUR_CAPTURE", None)
     assert subprocess.run([sys.executable, "-m", "plur", "init"], env=env, capture_output=True,
                           timeout=120).returncode == 0
-    old = dict(os.environ)
-    os.environ.update(env)
-    try:
-        daemon.start(home, port=0)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    start_service(home, env)
     try:
         with FakeLLM() as fake:
             (scratch / ".codex").mkdir(parents=True)

@@ -6,7 +6,6 @@ whose reply calls Claude Code's Write tool."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 
 from plur.service import daemon
+from service_env import start_service
 from test_clients import NODE_MODULES, _node_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "clients"))
@@ -68,13 +68,7 @@ def test_claude_code_writes_a_memory_file_plur_recalls_it_and_plur_learn_appears
     link = json.loads(linked.stdout)
     folder, scope = Path(link["folder"]), link["scope"]
     assert folder.is_dir() and scope.startswith("project:")
-    old = dict(os.environ)
-    os.environ.update(env)
-    try:
-        daemon.start(plur_home, port=0)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    start_service(plur_home, env)
     try:
         with Recorder(script=writer(folder)) as rec:
             proc = subprocess.run([str(NODE_MODULES / ".bin" / "claude"), "-p", "Remember that my sister Lena "

@@ -10,7 +10,6 @@ the other three's. Fails on a plur whose hook has no project (every scope: all f
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -22,6 +21,7 @@ from test_clients import NODE_MODULES, _node_env
 from test_doors import _env
 
 from plur.service import daemon
+from service_env import start_service
 
 QUESTION = "Which host runs the cache server?"
 
@@ -60,13 +60,7 @@ def test_claude_code_in_four_folders_sees_each_folders_own_project(tmp_path: Pat
                                 capture_output=True, text=True, timeout=120).stdout.strip() for k, f in folders.items()}
     assert scopes == {"cjk": "project:我的项目", "nested": "project:mono", "one": "project:app", "two": "project:app-2"}
 
-    old = dict(os.environ)
-    os.environ.update(env)
-    try:
-        daemon.start(home, port=0)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    start_service(home, env)
     try:
         with Recorder() as rec:
             for k, folder in folders.items():
