@@ -50,7 +50,7 @@ def wait_done(worker: Any, agent: str, gen: int) -> None:
 
 def texts_of(sample: dict[str, Any]) -> list[str]:
     """The conversation's turn texts (plur's LoCoMo parser: ``"<speaker>: <text>"``)."""
-    from plur.store.ingest import locomo
+    from plur.formats.chats import locomo
 
     return [t.text for t in locomo.parse([sample], where="locomo")]
 

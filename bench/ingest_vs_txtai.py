@@ -64,7 +64,7 @@ def pct(values: list[float], q: float) -> float:
 def conversation_docs(sample: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """``(uid, {text, session, turn, date, speaker, dia_id})`` per dialog turn, from plur's own LoCoMo parser,
     so txtai gets the same texts and the same provenance plur stores."""
-    from plur.store.ingest import locomo
+    from plur.formats.chats import locomo
 
     turns = locomo.parse([sample], where="locomo")
     return [(f"{t.session}:{t.turn}", {"text": t.text, "session": t.session, "turn": t.turn,
@@ -97,7 +97,7 @@ def run_capture(sample: dict[str, Any], root: Path) -> dict[str, float]:
     """Like :func:`run_plur`, but one call per turn, as capture stores a conversation: ``Memory.capture``
     when this plur has it (screen, filter, per-turn ingest), else ``Memory.ingest`` of that one turn."""
     from plur.memory import Memory
-    from plur.store.ingest import locomo
+    from plur.formats.chats import locomo
 
     turns = locomo.parse([sample], where="locomo")
     mem = Memory(root / "plur-home", model=MODEL)

@@ -1,7 +1,28 @@
-"""``python -m plur``: the same as the ``plur`` command."""
+"""The ``plur`` console script (``plur.__main__:main``) and ``python -m plur``: ``plur hook ...`` first, then the CLI.
+
+A hook command runs once per prompt, so it is dispatched here before :mod:`plur.cli` (click and
+every command) is imported; anything else goes to :func:`plur.cli.main`.
+"""
+
+from __future__ import annotations
 
 import sys
 
-from .launch import main
+#: ``plur hook <host>`` -> the module whose ``main(argv)`` serves it.
+HOOKS = {"claude-code": "plur.hooks.claude_code"}
 
-sys.exit(main())
+
+def main() -> int:
+    """Run ``plur`` with ``sys.argv``; returns the exit code."""
+    argv = sys.argv[1:]
+    if len(argv) >= 2 and argv[0] == "hook" and argv[1] in HOOKS:
+        import importlib
+
+        return int(importlib.import_module(HOOKS[argv[1]]).main(argv[2:]))
+    from .cli import main as cli_main
+
+    return cli_main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -17,17 +17,18 @@ BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 #: Layer of each top-level unit of ``plur`` (a subpackage or a module). A unit may import only units
 #: of a lower layer, or itself. ``store`` < ``index``/``embed`` < ``memory`` < ``prompt`` < ``hosts`` <
-#: ``service``/``web`` < ``mcp``/``hooks`` < ``cli`` < ``launch``. ``errors``/``config`` are the floor every layer may use.
+#: ``service``/``web`` < ``mcp``/``hooks`` < ``cli`` < ``__main__`` (the console script). ``errors``/``config`` are the floor every layer may use.
 LAYERS: dict[str, float] = {
-    "errors": 0, "values": 0.5, "screen": 0.5, "screenlog": 0.6, "config": 1, "net": 1, "display": 1, "jsonio": 1, "logincode": 1, "browser": 1, "bodylimit": 1,
-    "store": 2, "project": 2.5,   # project: a folder's project identity (registry writes go through the store's lock)
+    "errors": 0, "values": 0.5, "screen": 0.5, "config": 1, "net": 1, "jsonio": 1,
+    "store": 2, "formats": 2.2,  # formats: the world's files read into engrams; storage never imports them
+    "project": 2.5,   # project: a folder's project identity (registry writes go through the store's lock)
     "index": 3, "embed": 3, "stats": 3,
     "memory": 4,
     "prompt": 5,
     "hosts": 6,
     "service": 7, "web": 7,
     "mcp": 8, "hooks": 8,          # thin clients of the service (issue 26)
-    "cli": 9, "launch": 10, "__main__": 11, "__init__": 11,
+    "cli": 9, "__main__": 11, "__init__": 11,
 }
 #: Pairs on the same layer that must still not know each other.
 SIBLINGS_APART = {("index", "embed"), ("embed", "index"), ("index", "stats"), ("embed", "stats"),
@@ -103,7 +104,21 @@ def test_layers_import_downward_only() -> None:
 def test_store_never_imports_index_or_embed() -> None:
     for path in (PKG / "store").rglob("*.py"):
         got = {unit_of(t) for t in imports_of(path, PKG, "plur")}
-        assert not got & {"index", "embed", "stats", "memory", "prompt"}, (path.name, got)
+        assert not got & {"index", "embed", "stats", "memory", "prompt", "formats"}, (path.name, got)
+
+
+def test_the_package_top_holds_only_the_foundation() -> None:
+    """plur/ keeps at most six loose modules (the foundation every layer uses); the rest live in their layer."""
+    loose = sorted(p.name for p in PKG.glob("*.py"))
+    assert len(loose) <= 6, f"move these into the layer that uses them: {loose}"
+
+
+@pytest.mark.parametrize("root", [BENCH])
+def test_no_folder_over_fifteen_modules(root: Path) -> None:
+    """`ls` of a folder reads as its jobs: a folder over fifteen modules (``__init__`` aside) is split by job."""
+    big = {str(d.relative_to(root.parent)): n for d in [root, *root.rglob("*")] if d.is_dir()
+           and (n := len([p for p in d.glob("*.py") if p.name != "__init__.py"])) > 15}
+    assert not big, f"split these folders by job: {big}"
 
 
 def test_the_check_catches_an_upward_import(tmp_path: Path) -> None:

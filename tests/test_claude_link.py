@@ -116,7 +116,7 @@ def test_plur_link_claude_code_cli_links_the_project_folder(plur_home: Path, tmp
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     from plur.project import resolve
-    from plur.store.ingest.sources import encode_project
+    from plur.formats.chats.sources import encode_project
 
     assert out["scope"] == resolve(project, plur_home).scope
     assert out["folder"] == str(tmp_path / "claude" / "projects" / encode_project(project) / "memory")

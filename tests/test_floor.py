@@ -183,7 +183,7 @@ def test_statistics_count_recalled_only_above_the_floor(six) -> None:
 
 
 def test_a_schema_1_stats_db_is_migrated_and_old_hits_count_below(plur_home: Path) -> None:
-    from plur.stats import StatsDB
+    from plur.stats.db import StatsDB
 
     plur_home.mkdir(parents=True, exist_ok=True)
     path = plur_home / "stats.db"

@@ -160,7 +160,7 @@ def test_a_wrong_format_that_reads_nothing_is_an_error_naming_the_right_one(run,
 
 def _claude_projects(root: Path, app: Path) -> Path:
     """A ~/.claude/projects folder with two projects: ``app`` (exists here) and one from another machine."""
-    from plur.store.ingest.sources import encode_project
+    from plur.formats.chats.sources import encode_project
 
     projects = root / "projects"
     lines = (CHATS / "claude_code.jsonl").read_text().splitlines()
@@ -238,7 +238,7 @@ def test_an_api_key_inside_an_ingested_turn_is_not_stored(run, plur_home: Path, 
 
 def test_a_claude_code_memory_folder_imports_into_its_projects_scope(run, plur_home: Path, tmp_path: Path) -> None:
     from plur.cli.imports import project_scope
-    from plur.store.ingest.sources import encode_project
+    from plur.formats.chats.sources import encode_project
 
     app = tmp_path / "src" / "my-app"
     app.mkdir(parents=True)
@@ -287,7 +287,7 @@ def test_chat_histories_given_to_import_point_at_ingest_at_every_shape(run, plur
     gets one line naming what it is and the command for it (was: 'engram is missing required field statement'
     for the first three, and 'looks like a chat export' for any .json)."""
     from plur.errors import ValidationError
-    from plur.store.transfer import read_engrams
+    from plur.formats.transfer import read_engrams
 
     projects = _claude_projects(tmp_path / "claude", tmp_path / "app")
     session = next(next(projects.iterdir()).iterdir())

@@ -12,7 +12,7 @@ import pytest
 
 from plur.errors import ValidationError
 from plur.memory import Memory
-from plur.store import ingest as conv
+from plur.formats import chats as conv
 
 DATA = Path(__file__).resolve().parent / "data"
 FIX = DATA / "ingest"

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from plur.cli import cli
 from plur.memory import Memory
 from plur.project import resolve
-from plur.store import ingest as conv
-from plur.store.ingest import dsh
+from plur.formats import chats as conv
+from plur.formats.chats import dsh
 
 SESSIONS = Path(__file__).resolve().parent / "data" / "ingest" / "dsh" / "sessions"
 LENA = "My sister Lena moved to Vienna last spring."

@@ -24,6 +24,6 @@ def test_one_mit_license_for_the_repository_and_the_dsh_package() -> None:
 def test_the_distribution_is_not_the_pypi_project_called_plur() -> None:
     """PyPI's "plur" is a word pluralizer: the distribution is plur-memory; the import and command stay plur."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["name"] == "plur-memory" and project["scripts"] == {"plur": "plur.launch:main"}
+    assert project["name"] == "plur-memory" and project["scripts"] == {"plur": "plur.__main__:main"}
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "Do not `pip install plur`" in readme

@@ -1,4 +1,4 @@
-"""The secret screen (plur/screen.py): keys, tokens and passwords are redacted; ordinary prose, ids,
+"""The secret screen (plur/screen/text.py): keys, tokens and passwords are redacted; ordinary prose, ids,
 hashes, UUIDs, paths and code names are left alone. Fake keys are assembled at run time (no key-shaped
 literal in the repository)."""
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plur.screen import find_secrets, redact, screen
+from plur.screen.text import find_secrets, redact, screen
 
 B62 = string.ascii_letters + string.digits
 
@@ -119,7 +119,7 @@ def test_assigned_passwords(text: str, value: str) -> None:
     "The token is in the vault.", "token: required", "password: changeme", "the secret is out",
     "Use sk-learn-compatible-pipeline-v2-final for the model.", "run task-2024-roadmap-planning-session",
     "ENG-2026-12-06-a1b2c3 supersedes ENG-2026-11-30-0f9e8d",
-    "/usr/local/lib/python3.11/site-packages/plur/store/ingest/messages.py",
+    "/usr/local/lib/python3.11/site-packages/plur/formats/chats/messages.py",
     "https://docs.google.com/document/d/1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms/edit",
     "useEffectHook2WithDependencyArray and AbstractSingletonProxyFactoryBean2",
     "iPhone15ProMaxUltra2024Edition", "getHTTPResponseCode2XXHandler XMLHttpRequest2EventTarget",
@@ -181,7 +181,7 @@ def test_a_known_key_anywhere_in_prose_is_gone(prefix: str, suffix: str, name: s
 
 
 def test_stats_db_keeps_the_query_redacted_and_counts_it(plur_home) -> None:
-    from plur.stats import StatsDB
+    from plur.stats.db import StatsDB
 
     key = "sk" + "-proj-" + rnd(64, B62 + "_-")
     db = StatsDB(plur_home / "stats.db")

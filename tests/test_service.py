@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from plur.errors import NotFoundError, ValidationError
-from plur.logincode import login_url, page_prefix
+from plur.net.addresses.logincode import login_url, page_prefix
 from plur.service.client import Client
 from plur.service.files import pid_alive
 
@@ -455,7 +455,7 @@ def test_a_start_passes_on_the_exit_code_of_a_service_that_fails(tmp_path: Path)
 
 
 def test_wildcard_bind_answers_on_the_addresses_it_prints() -> None:
-    from plur.net import local_addresses
+    from plur.net.addresses import local_addresses
 
     lan = local_addresses()
     if not lan:
@@ -554,7 +554,7 @@ def test_tcp_listener_gets_nodelay_connections() -> None:
     """Accepted API connections have TCP_NODELAY (without it each loopback request waited ~40 ms on delayed ACKs)."""
     import asyncio
 
-    from plur.net import bind_tcp
+    from plur.net.addresses import bind_tcp
 
     sock = bind_tcp("127.0.0.1", 0)
     seen: list[int] = []

@@ -11,7 +11,7 @@ import yaml
 
 from plur.store.engram import Engram
 from plur.errors import ValidationError
-from plur.store.transfer import FORMATS, detect_format, from_plur, read_engrams, to_plur, write_engrams
+from plur.formats.transfer import FORMATS, detect_format, from_plur, read_engrams, to_plur, write_engrams
 
 #: Shaped like the TypeScript PLUR's engrams.yaml (packages/core/src/schemas/engram.ts):
 #: ids ENG-YYYY-MMDD-NNN, its four types, free-form scopes, activation/relations/feedback blocks.
@@ -253,7 +253,7 @@ def test_export_refuses_to_clobber_without_force(tmp_path: Path) -> None:
 
 def test_import_scope_is_the_default_of_entries_without_one_in_every_format(tmp_path: Path) -> None:
     """`plur import F --scope S` was applied to claude-dir only: JSONL and engrams.yaml entries went to global."""
-    from plur.store.transfer import read_engrams
+    from plur.formats.transfer import read_engrams
 
     jl = tmp_path / "a.jsonl"
     jl.write_text('{"statement": "no scope here"}\n{"statement": "mine", "scope": "agent:x"}\n', encoding="utf-8")

@@ -18,7 +18,7 @@ from plur.errors import ConfigError, ValidationError
 from plur.store.engram import Engram
 from plur.store.safe_yaml import load_yaml
 from plur.store.store import EngramStore
-from plur.store.transfer import read_engrams
+from plur.formats.transfer import read_engrams
 
 
 # -- settings ---------------------------------------------------------------------------

@@ -101,7 +101,7 @@ def log_to_stderr() -> None:
                 if text in self.said:
                     return
                 self.said.add(text)
-            from ..screenlog import redact_line
+            from ..screen.logs import redact_line
 
             sys.stderr.write(redact_line(text) + "\n")  # the current stderr (click's test runner swaps it)
 

@@ -31,7 +31,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is ~2 ms of 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
-from ..display import safe_text
+from ..web.display import safe_text
 from ..errors import PlurError
 from ..service.session import Session
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from ..display import safe_text
+from ..web.display import safe_text
 from ..errors import PlurError
 from .output import one_line, warn_quarantined
 
@@ -102,7 +102,7 @@ class PlurGroup(LazyGroup):
         try:
             return super().invoke(ctx)
         except PlurError as exc:
-            from ..screenlog import redact_line
+            from ..screen.logs import redact_line
 
             # a hook's or a service's stderr may be kept: a key the message quotes never is
             click.echo(f"plur: error: {safe_text(one_line(redact_line(str(exc))))}", err=True)

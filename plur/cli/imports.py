@@ -59,7 +59,7 @@ def import_(app: App, sources: tuple[Path, ...], fmt: str | None, scope: str | N
     memories (one per line) and plain text or Markdown notes. Credentials in a note are removed before
     it is stored. For chat histories use `plur ingest`.
     """
-    from ..store.transfer import import_sources, read_engrams
+    from ..formats.transfer import import_sources, read_engrams
 
     paths = import_sources(sources)
     engrams = []
@@ -119,7 +119,7 @@ def ingest(app: App, sources: tuple[Path, ...], fmt: str | None, session: str | 
     exports (the .zip or its conversations.json), LongMemEval haystacks, LoCoMo conversations. Credentials in a
     turn are removed before it is stored.
     """
-    from ..store.ingest.sources import ingest_sources
+    from ..formats.chats.sources import ingest_sources
 
     roles = ("user", "assistant") if with_assistant else ("user",)
     files = ingest_sources(sources)
@@ -138,7 +138,7 @@ def ingest(app: App, sources: tuple[Path, ...], fmt: str | None, session: str | 
 
 def _memory_folders_note(sources: Sequence[Path]) -> None:
     """Say on stderr that Claude Code memory folders beside the ingested sessions were left alone (notes, not chats)."""
-    from ..store.transfer import is_claude_dir
+    from ..formats.transfer import is_claude_dir
 
     found = []
     for p in sources:
@@ -155,7 +155,7 @@ def _claude_memory_scope(path: Path, home: Path, register: bool) -> str | None:
     """The project scope of a Claude Code memory folder (``~/.claude/projects/<project>/memory``), else ``None``."""
     if not (path.is_dir() and path.name == "memory" and path.parent.name.startswith("-")):
         return None
-    from ..store.ingest.sources import project_folder
+    from ..formats.chats.sources import project_folder
 
     return project_scope(project_folder(path.parent.name), home, register)
 

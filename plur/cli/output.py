@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..display import safe_text
+from ..web.display import safe_text
 from ..service.session import Session as App
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -27,7 +27,7 @@ def serve(app: App, host: str, port: int, allow_hosts: tuple[str, ...], open_bro
     if daemon:
         commands.start_and_report(app.home, host, port, allow_hosts, open_browser=open_browser)
         return
-    from ..screenlog import screen_stdio
+    from ..screen.logs import screen_stdio
     from ..service.runner import run
     from ..web.server import create_app
 

@@ -25,7 +25,7 @@ from .scopes import HERE_HELP, scope_value
 def export(app: App, target: Path, fmt: str | None, scope: str | None, status: str | None, force: bool,
            as_json: bool) -> None:
     """Export engrams (oldest first) to TARGET: JSONL, PLUR engrams.yaml or a Claude memory folder."""
-    from ..store.transfer import write_engrams
+    from ..formats.transfer import write_engrams
 
     engrams = app.memory.list(scope=scope, status=status)[::-1]
     n = write_engrams(engrams, target, fmt, force=force, home=app.memory.home)

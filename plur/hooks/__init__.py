@@ -4,5 +4,5 @@
 * :mod:`plur.hooks.transcript`: the notes a (forked) conversation's history already shows.
 
 A hook runs once per prompt as a new process, so its path to a running service imports almost
-nothing (:mod:`plur.launch` dispatches to it before the CLI is imported).
+nothing (:mod:`plur.__main__` dispatches to it before the CLI is imported).
 """

@@ -4,7 +4,7 @@ Each file under ``/memories`` is one engram of the scope: the file's text is the
 its path is kept on the engram (``memory_path``). Folders are implied by the paths. Active engrams of the
 scope written elsewhere (``plur learn``, another host) show as ``/memories/plur/<slug>_<id>.md``, so a
 model that views ``/memories`` sees what plur holds (conversation turns stored by ingest or capture are
-left out of the tree). Text passes the secret screen (:mod:`plur.screen`) before it is stored. Every verb checks the path first and
+left out of the tree). Text passes the secret screen (:mod:`plur.screen.text`) before it is stored. Every verb checks the path first and
 answers with the tool's documented errors
 (:class:`MemoryToolError`); the texts follow the Anthropic SDK's local-filesystem backend, so a model
 reads the same words whichever backend answers.
@@ -224,8 +224,8 @@ class MemoryFiles:
         self._write(engram, statement=self._screened(text), extra={**dict(engram.extra), PATH_KEY: path})
 
     def _screened(self, text: str) -> str:
-        """``text`` with credentials redacted (capture's screen, :mod:`plur.screen`); they are counted, never kept."""
-        from ..screen import screen
+        """``text`` with credentials redacted (capture's screen, :mod:`plur.screen.text`); they are counted, never kept."""
+        from ..screen.text import screen
 
         shown = screen(text)
         if shown.kinds:

@@ -3,7 +3,7 @@
 A recall returns its top k however weak they are; the floor marks the hits that carry too little
 evidence (:attr:`plur.index.recall.Hit.below_floor` says why), the memory block leaves them out
 (:mod:`plur.prompt.selection`) and the statistics count them as "returned below the floor", not as
-"recalled" (:mod:`plur.stats`). A block may therefore be empty: nothing is padded in.
+"recalled" (:mod:`plur.stats.db`). A block may therefore be empty: nothing is padded in.
 
 Why a threshold on the hybrid score means the same for every query: with the default ``weighted``
 fusion a hit's score is ``(1 - w) * min(1, bm25 / bm25_full) + w * max(0, cosine)``

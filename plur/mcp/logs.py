@@ -23,7 +23,7 @@ class OneLine(logging.Formatter):
             while exc.__cause__ is not None:
                 exc = exc.__cause__
             text += f": {type(exc).__name__}: {exc}"
-        from ..screenlog import redact_line
+        from ..screen.logs import redact_line
 
         return redact_line(" ".join(text.split()))  # an MCP client keeps this stderr in its own log files
 

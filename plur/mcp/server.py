@@ -311,7 +311,7 @@ def _serve_http(server: Any, host: str, port: int, home: Path, announce: Callabl
     """``server`` over streamable HTTP behind :class:`~plur.mcp.auth.BearerGuard`, with uvicorn."""
     import uvicorn
 
-    from ..bodylimit import BodyLimit
+    from ..net.bodylimit import BodyLimit
     from .auth import BearerGuard, ensure_token, token_path
 
     path = token_path(home)

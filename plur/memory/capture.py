@@ -6,7 +6,7 @@ out-of-process hosts), and the Claude Code / Codex hook (through the service). I
 
 1. the setting ``capture`` (``user`` | ``all`` | ``off``) decides whether this role is kept
    (``all`` adds assistant turns, stored as ``reference`` notes);
-2. the secret screen (:mod:`plur.screen`): keys and tokens are replaced by ``[redacted <kind>]``
+2. the secret screen (:mod:`plur.screen.text`): keys and tokens are replaced by ``[redacted <kind>]``
    and counted in ``stats.db`` (the kinds only, never the text);
 3. a turn with nothing to remember (:func:`trivial`: "ok", "thanks", "continue", a bare shell command,
    a slash command) is not stored;
@@ -78,7 +78,7 @@ class CaptureResult:
         stored: the engrams written (a new turn, or the new version of an edited one); empty otherwise.
         skipped: why nothing was written: ``""`` (stored), ``off`` (the setting), ``role`` (an
             assistant turn with ``capture = user``), ``trivial``, ``known`` (this turn is stored already).
-        redacted: the kinds of secret the screen cut out (:attr:`plur.screen.Screened.kinds`).
+        redacted: the kinds of secret the screen cut out (:attr:`plur.screen.text.Screened.kinds`).
     """
 
     stored: tuple[Any, ...] = ()
@@ -171,7 +171,7 @@ def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user",
         return CaptureResult(skipped="off")
     if role == "assistant" and mode != "all":
         return CaptureResult(skipped="role")
-    from ..screen import screen
+    from ..screen.text import screen
 
     shown = screen(text)
     if not text.strip() or trivial(shown.text):
@@ -181,7 +181,7 @@ def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user",
     if same is not None and (_session_of(same) or ("", ""))[0] == session:
         return CaptureResult(skipped="known", redacted=shown.kinds)   # said again in the same conversation
     from ..store.engram import parse_time
-    from ..store.ingest.turns import Turn
+    from ..formats.chats.turns import Turn
 
     created = parse_time(when, "when") if when is not None else None
     extra = {"capture": True, **({"agent": agent} if agent else {})}

@@ -58,7 +58,7 @@ def _screened(mem: Any, how: str) -> dict[str, int]:
             if not path.exists():
                 return {}
             if path.stat().st_mode & 0o077:
-                from ..stats import StatsDB
+                from ..stats.db import StatsDB
 
                 db = StatsDB(path, read_only=True)
                 try:

@@ -33,7 +33,7 @@ from . import imports as _imports, indexing as _indexing, ingest as _ingest, leg
 from . import models as _models, reads as _reads, recall as _recall, writes as _writes
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..stats import StatsDB
+    from ..stats.db import StatsDB
 
 
 class Memory:
@@ -86,7 +86,7 @@ class Memory:
     def stats(self) -> StatsDB:
         """The recall/injection event log (``<home>/stats.db``), opened on first use."""
         if self._stats is None:
-            from ..stats import StatsDB  # sqlite3: not for commands that never record
+            from ..stats.db import StatsDB  # sqlite3: not for commands that never record
 
             with self._lock:
                 if self._stats is None:

@@ -1,4 +1,4 @@
-"""Import wiring: engrams read from files (:mod:`plur.store.transfer`) into the store, screened for
+"""Import wiring: engrams read from files (:mod:`plur.formats.transfer`) into the store, screened for
 secrets, deduplicated, or only previewed.
 """
 
@@ -21,7 +21,7 @@ class ImportResult:
         known: entries the store already holds (same id and text, or the same statement in the scope);
             their new tags are merged (not with ``dry_run``).
         renamed: ``(id in the file, id stored)`` for entries whose id this store uses for other text.
-        secrets: credentials redacted from the text before anything was stored (:mod:`plur.screen`).
+        secrets: credentials redacted from the text before anything was stored (:mod:`plur.screen.text`).
         dry_run: nothing was written.
     """
 
@@ -33,9 +33,9 @@ class ImportResult:
 
 
 def screen(engrams: Iterable[Engram]) -> tuple[list[Engram], list[str]]:
-    """The engrams with credentials redacted from their statements (:func:`plur.screen.screen`, capture's
+    """The engrams with credentials redacted from their statements (:func:`plur.screen.text.screen`, capture's
     screen), and the kind of each secret found."""
-    from ..screen import screen as screen_text
+    from ..screen.text import screen as screen_text
 
     out, kinds = [], []
     for e in engrams:
@@ -55,7 +55,7 @@ def import_engrams(mem: Any, engrams: Iterable[Engram], *, dry_run: bool = False
     Credentials in a statement are removed first (:func:`screen`).
 
     Args:
-        engrams: as read by :func:`plur.store.transfer.read_engrams`.
+        engrams: as read by :func:`plur.formats.transfer.read_engrams`.
         dry_run: only say what would be added and what is known.
 
     Raises:

@@ -1,4 +1,4 @@
-"""Conversation ingest wiring: parse a chat history (:mod:`plur.store.ingest`) and learn one engram
+"""Conversation ingest wiring: parse a chat history (:mod:`plur.formats.chats`) and learn one engram
 per new turn, deduplicated by provenance, in batches that let recalls interleave.
 """
 
@@ -21,7 +21,7 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
     turns, only when ``roles`` includes ``'assistant'``), ``created`` = the turn's own timestamp,
     else its session's date, else ``date``, else now, and ``source`` = the conversation
     provenance ``{kind: conversation, format, session, turn, role, speaker?, ...}``
-    (:class:`~plur.store.ingest.turns.Turn`).
+    (:class:`~plur.formats.chats.turns.Turn`).
 
     Deduplication is by provenance, not by text: a turn whose ``(format, session, turn, role)`` is
     already stored in ``scope`` is skipped, so re-ingesting a file, or the file with turns appended,
@@ -37,17 +37,17 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
         date: timestamp for turns without their own or their session's (ISO-8601 or datetime).
         scope: scope of the new engrams.
         roles: which turns to keep (``user``, ``assistant``).
-        format: the conversation format (:data:`plur.store.ingest.FORMATS`); default detected.
+        format: the conversation format (:data:`plur.formats.chats.FORMATS`); default detected.
         tags: tags for every new engram. source: extra provenance keys (e.g. ``{"file": ...}``).
         progress: show a tqdm bar on stderr (default: when more than 1,000 turns are new).
         dry_run: write nothing; the result says what would be added (``added``: unstored engrams) and changed.
 
     Credentials in a turn (API keys, tokens, private keys) are redacted before anything is stored or
-    compared (:func:`plur.screen.screen`, capture's screen); ``secrets`` counts them, and so does
+    compared (:func:`plur.screen.text.screen`, capture's screen); ``secrets`` counts them, and so does
     ``stats.db`` (door ``ingest``) unless ``dry_run``.
 
     Returns:
-        An :class:`~plur.store.ingest.turns.IngestResult` (``added``, ``skipped``, ``turns``, ``format``,
+        An :class:`~plur.formats.chats.turns.IngestResult` (``added``, ``skipped``, ``turns``, ``format``,
         ``changed``: engrams that superseded a stored turn whose text was edited since, ``problems``: each
         malformed item left out, with why: a JSON Lines line that is not JSON, a Claude Code event or
         ChatGPT conversation that cannot be read, a turn over ``max_statement_bytes``).
@@ -56,7 +56,7 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
         ValidationError: data that is malformed as a whole, unknown format/role, bad scope, date or tag;
             a ``format`` given that reads no turn at all from data that holds some other format.
     """
-    from ..store import ingest as conv
+    from ..formats import chats as conv
 
     tags = tag_tuple(tags)
     if tags:
@@ -153,7 +153,7 @@ def _screen(turns: list[Any]) -> tuple[list[Any], list[str]]:
     """The turns with credentials redacted from their text (the one secret screen), and the kinds found."""
     import dataclasses
 
-    from ..screen import screen
+    from ..screen.text import screen
 
     out, kinds = [], []
     for t in turns:
@@ -165,7 +165,7 @@ def _screen(turns: list[Any]) -> tuple[list[Any], list[str]]:
 
 def _wrong_format(data: Any, fmt: str, where: str) -> None:
     """Raise: ``--format fmt`` read nothing from ``where``; name the format it looks like, if any."""
-    from ..store import ingest as conv
+    from ..formats import chats as conv
 
     try:
         guess = conv.detect_format(data, where)
@@ -184,7 +184,7 @@ def _provenance(mem: Any, scope: str) -> dict[Any, Engram]:
     reading every engram's provenance each time made a turn cost ~100 ms at 5k engrams (O(n) per turn). Never
     mutated once built (a concurrent ingest may be reading it outside the lock).
     """
-    from ..store import ingest as conv
+    from ..formats import chats as conv
 
     cached = getattr(mem, "_provenance_cache", None)
     if cached is not None and cached[0] == mem._generation and cached[1] == scope:
@@ -203,7 +203,7 @@ def _provenance_added(mem: Any, scope: str, gen: int, batch: Sequence[Engram]) -
     """After our own ``add_many`` (generation ``gen`` -> ``mem._generation``): the cache plus ``batch``, when nothing
     else changed meanwhile (same generation before the add, and the store grew by exactly the batch: an add also
     takes in other writers' files, which only a rebuild reads)."""
-    from ..store import ingest as conv
+    from ..formats import chats as conv
 
     cached = getattr(mem, "_provenance_cache", None)
     if cached is None or cached[0] != gen or cached[1] != scope:
@@ -221,7 +221,7 @@ def _provenance_added(mem: Any, scope: str, gen: int, batch: Sequence[Engram]) -
 
 def _captured(have: dict[Any, Engram], t: Any) -> bool:
     """Whether a host's plugin captured turn ``t`` live (its parser's ``CAPTURED_AS`` format, same session and number)."""
-    from ..store.ingest import captured_as
+    from ..formats.chats import captured_as
 
     alias = captured_as(t.format)
     return alias is not None and (alias, t.session, t.turn, t.role) in have

@@ -1,6 +1,6 @@
 """Recording that a memory block went into a prompt: the one place every door counts an injection.
 
-The statistics page's "injected into a prompt" counts these rows (:meth:`plur.stats.Stats.record_injection`):
+The statistics page's "injected into a prompt" counts these rows (:meth:`plur.stats.db.Stats.record_injection`):
 the recall worker's cached block when a section reads it, the Claude Code hook's block
 (:func:`plur.prompt.increment.inject_block`) and a block a host fetched to inject (``POST /api/v1/block``
 with ``inject``).

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..store.engram import SCOPE_RE, Engram
 from ..errors import PlurError, ValidationError
-from ..screen import redact
+from ..screen.text import redact
 from . import capture as capture_mod
 from .block import Block
 from .injected import record_injected

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import (AuthError, ConflictError, DatabaseUnavailableError, ForbiddenError, InvalidIdError,
                       NotFoundError, PlurError, ValidationError)
-from ..bodylimit import MAX_BODY_BYTES, BodyLimit
+from ..net.bodylimit import MAX_BODY_BYTES, BodyLimit
 from ..store.schema import DEFAULT_TYPE, schema
 from ..jsonio import request_json
 from ..values import parse_int
@@ -399,7 +399,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
 
     app = Starlette(routes=routes, exception_handlers={404: http_error, 405: http_error})
     app.state.served = served
-    # bodies bounded as they stream (chunked ones too), before any handler reads them (plur.bodylimit)
+    # bodies bounded as they stream (chunked ones too), before any handler reads them (plur.net.bodylimit)
     return BodyLimit(BearerAuth(app, token, None if members is None else members.member))  # type: ignore[return-value]
 
 

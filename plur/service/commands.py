@@ -46,7 +46,7 @@ def start_and_report(home: Path | None, host: str, port: int | None, allow_hosts
     ``port`` None: :data:`DEFAULT_PORT`, or any free port when another program holds that one (said on stderr).
     ``auto``: started on a tool's first need: it exits after ``service_idle_exit_s`` without a request.
     """
-    from ..net import port_in_use
+    from ..net.addresses import port_in_use
     from .daemon import start
 
     taken = port is None and port_in_use(host, DEFAULT_PORT)
@@ -94,8 +94,8 @@ def page_login_url(home: Path, wait_s: float | None = None) -> str:
 
 
 def _open(home: Path) -> None:
-    """Open a fresh login URL through an owner-only redirect file, never on a command line (plur.browser)."""
-    from ..browser import no_browser_line, open_login
+    """Open a fresh login URL through an owner-only redirect file, never on a command line (plur.net.browser)."""
+    from ..net.browser import no_browser_line, open_login
 
     opened, path = open_login(home, page_login_url(home))
     if not opened:

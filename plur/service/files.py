@@ -96,12 +96,12 @@ def open_log(home: Path) -> Any:
 
 
 def login_url(info: dict[str, Any]) -> str:
-    """A fresh one-time login URL for the pages: ``<url>/w/<prefix>/?login=<code>`` (:mod:`plur.logincode`).
+    """A fresh one-time login URL for the pages: ``<url>/w/<prefix>/?login=<code>`` (:mod:`plur.net.logincode`).
 
     Raises:
         KeyError: ``info`` (a ``service.json``) has no ``url`` or ``login``.
     """
-    from ..logincode import login_url as make
+    from ..net.logincode import login_url as make
 
     return make(str(info["url"]), str(info["login"]))
 

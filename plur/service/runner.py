@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ServiceError, require
-from ..net import WILDCARDS, bind_tcp, bind_unix, host_names, is_loopback, urls as bind_urls
+from ..net.addresses import WILDCARDS, bind_tcp, bind_unix, host_names, is_loopback, urls as bind_urls
 from . import files
 from .api import PathDispatch, create_api
 from .homewatch import HomeWatch
@@ -230,8 +230,8 @@ def _member_doors(memory: Any, make_worker: Callable[[Any], Any]) -> Any:
 
 
 def _open_page(home: Path, info: dict[str, Any]) -> None:
-    """``--open``: a one-time login URL through an owner-only redirect file (:mod:`plur.browser`)."""
-    from ..browser import no_browser_line, open_login
+    """``--open``: a one-time login URL through an owner-only redirect file (:mod:`plur.net.browser`)."""
+    from ..net.browser import no_browser_line, open_login
 
     opened, path = open_login(home, files.login_url(info))
     if not opened:

@@ -5,6 +5,6 @@
 * :mod:`~plur.store.mirror`: the in-memory mirror of the folder (scan, parse, quarantine, catch up)
 * :mod:`~plur.store.atomic`, :mod:`~plur.store.lock`, :mod:`~plur.store.manifest`,
   :mod:`~plur.store.quarantine`: its helpers, one job each
-* :mod:`~plur.store.transfer`: import/export dispatch and JSONL; :mod:`~plur.store.plur_yaml` (PLUR's
-  engrams.yaml) and :mod:`~plur.store.claude_dir` (a Claude-style memory folder)
+* :mod:`~plur.formats.transfer`: import/export dispatch and JSONL; :mod:`~plur.formats.plur_yaml` (PLUR's
+  engrams.yaml) and :mod:`~plur.formats.claude_dir` (a Claude-style memory folder)
 """

@@ -224,7 +224,7 @@ class EngramStore(FolderMirror):
             dedupe: merge exact duplicates (same ``content_hash``, scope, active). ``False`` writes
                 every engram: conversation ingest uses it, because two equal turns of different
                 sessions are two events (it deduplicates by provenance instead, see
-                :mod:`plur.store.ingest`).
+                :mod:`plur.formats.chats`).
 
         Returns:
             One ``(stored engram, created)`` per input, in order.

@@ -1,7 +1,7 @@
 """Server-rendered SVG charts for the statistics page (no JavaScript, no CDN).
 
 Pure functions: literal numbers in, an SVG string out. Every label is
-HTML-escaped here (control and bidi characters shown as ``\\uNNNN``, :mod:`plur.display`), so the result is safe to embed with Jinja's ``|safe``.
+HTML-escaped here (control and bidi characters shown as ``\\uNNNN``, :mod:`plur.web.display`), so the result is safe to embed with Jinja's ``|safe``.
 Colours come from CSS classes (``chart-bar``, ``chart-line-<i>``...) in
 ``static/style.css``; no inline ``style=`` attribute, so the page's
 Content-Security-Policy needs no ``'unsafe-inline'``.
@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
-from ..display import safe_text
+from .display import safe_text
 
 #: Left gutter for value labels, bottom gutter for category labels (px).
 _PAD_L, _PAD_R, _PAD_T, _PAD_B = 60, 8, 18, 22

@@ -4,10 +4,10 @@ Loopback is not a boundary between local accounts: any user of the machine can c
 127.0.0.1, and run a server on another port of it. So every page and JSON twin needs proof that the
 browser belongs to the owner of the home, and that proof must never reach another port's server:
 
-1. The pages live under a per-start prefix ``/w/<random>/`` (:func:`plur.logincode.page_prefix`); any
+1. The pages live under a per-start prefix ``/w/<random>/`` (:func:`plur.net.logincode.page_prefix`); any
    other path (but ``/static/*``, which holds no data, and ``/api/*``, the bearer-token API) answers 401.
 2. ``plur service url`` prints ``http://127.0.0.1:7777/w/<random>/?login=<code>``: a code that works
-   once, for a few minutes (:mod:`plur.logincode`). :class:`LoginGuard` redeems it and answers ``303``
+   once, for a few minutes (:mod:`plur.net.logincode`). :class:`LoginGuard` redeems it and answers ``303``
    to the same page without it, setting ``plur_auth_<port>=<nonce>.<HMAC-SHA256(secret, nonce)>;
    Path=/w/<random>/; HttpOnly; SameSite=Strict``.
 3. Cookies ignore ports (RFC 6265 section 8.5) but not paths: the browser sends the cookie only to URLs
@@ -34,8 +34,8 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
 
 
-from ..logincode import CODE_PARAM, CODE_TTL_S, CodeBook, new_login_secret, page_prefix
-from ..logincode import login_url as _login_url
+from ..net.logincode import CODE_PARAM, CODE_TTL_S, CodeBook, new_login_secret, page_prefix
+from ..net.logincode import login_url as _login_url
 from .security import _cookie, _header, split_host
 
 Scope = MutableMapping[str, Any]
@@ -46,7 +46,7 @@ COOKIE_PREFIX = "plur_auth"
 #: The one line every unauthenticated request gets (status 401).
 HINT = ("401: this page is the owner's; run `plur service url` and open the URL it prints "
         "(`plur service url --open` opens it)")
-#: Why a login code was refused, by :class:`plur.logincode.CodeBook` answer.
+#: Why a login code was refused, by :class:`plur.net.logincode.CodeBook` answer.
 CODE_REFUSED = {
     CodeBook.BAD: "401: this login link is not this server's (a new secret is made at each start); "
                   "run `plur service url` and open the URL it prints",

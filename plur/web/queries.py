@@ -1,12 +1,12 @@
 """Usage counts for the web page, read from ``<home>/stats.db`` and cached until the database changes.
 
 The engrams table needs every engram's recall count (above the relevance floor), below-floor count,
-injection count, feedback counts and last recall time on every page load. :meth:`plur.stats.StatsDB.engram_counts` computes them with three aggregate
+injection count, feedback counts and last recall time on every page load. :meth:`plur.stats.db.StatsDB.engram_counts` computes them with three aggregate
 queries; at 10,000 engrams and 20,000 recorded hits that is tens of ms, paid again on every
 click although the numbers rarely change between clicks. :class:`UsageCounts` keeps the result
 and re-reads it only when SQLite's ``PRAGMA data_version`` says another connection committed
 (the ``Memory`` facade writes through its own connection, so every recall, injection or
-forget invalidates the cache). It reads the schema documented in :mod:`plur.stats`.
+forget invalidates the cache). It reads the schema documented in :mod:`plur.stats.db`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _empty() -> dict[str, Any]:
 class UsageCounts:
     """Per-engram usage counts from stats.db, cached per database version.
 
-    The counts are those of :meth:`plur.stats.StatsDB.engram_counts`: ``recalls`` = returned above the
+    The counts are those of :meth:`plur.stats.db.StatsDB.engram_counts`: ``recalls`` = returned above the
     relevance floor, ``below_floor`` = returned below it, ``injections``, ``useful`` / ``not_useful``
     (feedback) and ``last_recalled`` (above the floor).
 

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from ..bodylimit import BodyLimit
-from ..display import safe_text
+from ..net.bodylimit import BodyLimit
+from .display import safe_text
 from ..jsonio import request_json
 from ..errors import (ConflictError, DatabaseUnavailableError, InvalidIdError, NotFoundError, PlurError,
                       ValidationError, require)
@@ -97,7 +97,7 @@ def _environment() -> Any:
 
     env.globals.update(bar_chart=safe_svg(charts.bar_chart), line_chart=safe_svg(charts.line_chart),
                        share_bar=safe_svg(charts.share_bar), qs=query_string)
-    # visible: control and bidi characters of displayed statements shown as \uNNNN (plur.display);
+    # visible: control and bidi characters of displayed statements shown as \uNNNN (plur.web.display);
     # the edit form and the JSON twins keep the exact text.
     env.filters.update(when=short_time, day=lambda v: (v or "")[:10], num=number, score=score, visible=safe_text)
     return env
@@ -322,7 +322,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
         Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
     ]
     middleware = [
-        Middleware(BodyLimit),   # every body bounded as it streams, chunked ones too (plur.bodylimit)
+        Middleware(BodyLimit),   # every body bounded as it streams, chunked ones too (plur.net.bodylimit)
         Middleware(security.HostGuard, allowed=security.allowed_hosts(bound_host, allow_hosts)),
         Middleware(_SecurityHeaders),
         Middleware(login.LoginGuard, secret=key, login_token=login_token),
@@ -350,7 +350,7 @@ def serve(home: str | Path | None = None, host: str = "127.0.0.1", port: int = 7
     """Run the web page alone with uvicorn until interrupted (Ctrl-C).
 
     ``plur serve`` runs :func:`plur.service.runner.run` instead (the page plus the JSON API);
-    this is the page alone, for embedding. Both bind before printing (:mod:`plur.net`).
+    this is the page alone, for embedding. Both bind before printing (:mod:`plur.net.addresses`).
 
     Args:
         home: plur home folder (default ``$PLUR_HOME`` or ``~/.plur``).
@@ -368,7 +368,7 @@ def serve(home: str | Path | None = None, host: str = "127.0.0.1", port: int = 7
     """
     uvicorn = require("uvicorn", "web")
     from ..memory import Memory
-    from ..net import bind_tcp, host_names, urls
+    from ..net.addresses import bind_tcp, host_names, urls
 
     sock = bind_tcp(host, port)
     port = sock.getsockname()[1]
@@ -386,7 +386,7 @@ def serve(home: str | Path | None = None, host: str = "127.0.0.1", port: int = 7
               f"Host names accepted: {', '.join(names)}; log in at {entry} (works once, for 5 minutes)",
               file=sys.stderr, flush=True)
         if open_browser:
-            from ..browser import no_browser_line, open_login
+            from ..net.browser import no_browser_line, open_login
 
             def launch() -> None:
                 opened, path = open_login(memory.settings.home, login.login_url(shown[0], app.state.login_token))

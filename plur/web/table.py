@@ -2,7 +2,7 @@
 
 Pure functions over an in-memory list (the store keeps every engram cached), so a
 10,000-engram page costs one pass to filter, one sort and one slice; the usage
-counts come from one aggregate query (:meth:`plur.stats.StatsDB.engram_counts`),
+counts come from one aggregate query (:meth:`plur.stats.db.StatsDB.engram_counts`),
 never one query per row.
 """
 

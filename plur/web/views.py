@@ -153,7 +153,7 @@ def stats_page(memory: "Memory", caches: Caches = _NO_CACHE) -> Page:
     marked useful or not (``Memory.feedback``), per engram in ``most_recalled``.
 
     Latencies are recall wall times in ms as recorded by ``Memory.recall``; percentiles are nearest-rank
-    (see :meth:`plur.stats.StatsDB.summary`).
+    (see :meth:`plur.stats.db.StatsDB.summary`).
     """
     engrams = _engrams(memory)
     by_id = {e.id: e for e in engrams}

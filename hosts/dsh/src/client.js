@@ -20,11 +20,11 @@ export const API_VERSION = 1
 /** Largest reply body read, bytes; a bigger reply is refused rather than buffered. */
 export const MAX_REPLY_BYTES = 8 * 1024 * 1024
 
-/** How long a login code works, seconds (plur/logincode.py CODE_TTL_S); it works once. */
+/** How long a login code works, seconds (plur/net/logincode.py CODE_TTL_S); it works once. */
 export const LOGIN_CODE_TTL_S = 300
 
 /**
- * A one-time login URL for plur's pages, the twin of `plur.logincode.login_url`: the per-start page prefix
+ * A one-time login URL for plur's pages, the twin of `plur.net.logincode.login_url`: the per-start page prefix
  * `/w/<base64url(HMAC-SHA256(secret, "plur-page-prefix"))[:16 bytes]>` and a code
  * `<expiry>.<nonce>.<hex HMAC-SHA256(secret, "plur-login-code:" + expiry.nonce)>`.
  * @param {string} baseUrl - the service's URL (`http://127.0.0.1:7777`).
@@ -143,7 +143,7 @@ export class PlurClient {
 
   /**
    * A fresh one-time URL that logs the owner's browser in to plur's pages, as `plur service url` makes it
-   * (`plur/logincode.py`): `<url>/w/<prefix>/?login=<expiry>.<nonce>.<HMAC>`, valid once for
+   * (`plur/net/logincode.py`): `<url>/w/<prefix>/?login=<expiry>.<nonce>.<HMAC>`, valid once for
    * {@link LOGIN_CODE_TTL_S} seconds, signed with the login secret in `service.json` (owner-only).
    * @returns {Promise<string>} the URL.
    * @throws {PlurServiceError} `NO_SERVICE` when no service runs or it has no pages.

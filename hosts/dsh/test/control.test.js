@@ -98,7 +98,7 @@ test('/plur list, show, projects and url answer; /plur forget names the scope an
   assert.match(projects.text, /^project:omega: 1 engram$/m)
   const url = await command('/plur url')
   const info = JSON.parse(await readFile(join(home, 'service.json'), 'utf8'))
-  const prefix = execFileSync(PYTHON, ['-c', 'import sys; from plur.logincode import page_prefix; print(page_prefix(sys.argv[1]))', info.login], { encoding: 'utf8' }).trim()
+  const prefix = execFileSync(PYTHON, ['-c', 'import sys; from plur.net.logincode import page_prefix; print(page_prefix(sys.argv[1]))', info.login], { encoding: 'utf8' }).trim()
   const link = url.text.split(' ').at(-1)
   assert.ok(link.startsWith(`${info.url.replace(/\/+$/, '')}${prefix}/?login=`), `${link}: plur's own page prefix (${prefix}) and a login code`)
   const page = await fetch(link, { redirect: 'manual' })

@@ -20,7 +20,7 @@ def claude_memory_folder(project: str | os.PathLike[str]) -> Path:
     ``<config>`` is ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; the project's path is encoded as Claude Code
     does (every character but a letter or digit becomes ``-``).
     """
-    from ...store.ingest.sources import encode_project
+    from ...formats.chats.sources import encode_project
 
     config = Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
     return config / "projects" / encode_project(project) / "memory"

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from ...store.claude_dir import INDEX_LINE_RE, memory_type, respell, split_frontmatter
+from ...formats.claude_dir import INDEX_LINE_RE, memory_type, respell, split_frontmatter
 from ...store.engram import Engram
 
 INDEX = "MEMORY.md"
@@ -45,7 +45,7 @@ def parse(text: str, name: str) -> tuple[str, str | None, dict[str, Any]]:
 
 def dated(fields: Mapping[str, Any]) -> Any:
     """The ``modified`` time of a memory file's frontmatter (at the top or in ``metadata``), else ``None``."""
-    from ...store.claude_dir import _when
+    from ...formats.claude_dir import _when
 
     nested = fields.get("metadata")
     return _when(fields.get("modified") or (nested.get("modified") if isinstance(nested, Mapping) else None))
@@ -53,7 +53,7 @@ def dated(fields: Mapping[str, Any]) -> Any:
 
 def render(e: Engram) -> str:
     """The memory file of an engram (frontmatter + body)."""
-    from ...store.claude_dir import CLAUDE_TYPE_OUT, _one_line
+    from ...formats.claude_dir import CLAUDE_TYPE_OUT, _one_line
 
     meta: dict[str, Any] = {"name": str(e.extra.get("name") or _one_line(e.statement, 60)),
                             "description": str(e.extra.get("description") or _one_line(e.statement, 150))}
@@ -91,7 +91,7 @@ def index_text(current: str, files: Mapping[str, Engram], gone: set[str]) -> str
 
     Lines it did not write (Claude Code's, a person's) are kept as they are, in their order.
     """
-    from ...store.claude_dir import _one_line
+    from ...formats.claude_dir import _one_line
 
     lines = current.splitlines() if current.strip() else ["# Memory index", ""]
     out, listed = [], set()

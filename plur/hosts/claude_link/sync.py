@@ -10,7 +10,7 @@ agreed (:class:`~.records.LinkState`):
 * both changed at once (two edits that cross): no text is lost. The file's text comes first, then a line
   naming the conflict, then plur's text; both sides get that text and the engram the tag ``conflict``.
 
-Text from a file passes the secret screen (:mod:`plur.screen`) before it becomes an engram (the file itself
+Text from a file passes the secret screen (:mod:`plur.screen.text`) before it becomes an engram (the file itself
 is left as Claude Code wrote it). Conversation turns of the scope (ingest, capture) are not memory files. A run writes nothing when
 nothing changed, and holds a lock per link (``<home>/links/<key>.lock``), so the service's watcher and a
 ``plur link`` in another process never sync one folder at once.
@@ -193,7 +193,7 @@ def _to_engram(memory: Any, link: Link, name: str, text: str, e: Any, report: Sy
 
 def _screened(memory: Any, text: str) -> str:
     """``text`` through the secret screen (capture's): a key in a memory file is not stored in plur (counted)."""
-    from ...screen import screen
+    from ...screen.text import screen
 
     shown = screen(text)
     if shown.kinds:

@@ -38,8 +38,8 @@ from typing import Any
 import yaml
 
 from ..errors import ValidationError
-from .safe_yaml import load_yaml
-from .engram import FIELD_ORDER, ID_RE, SCOPE_RE, Engram, content_hash, new_id, parse_time, utcnow
+from ..store.safe_yaml import load_yaml
+from ..store.engram import FIELD_ORDER, ID_RE, SCOPE_RE, Engram, content_hash, new_id, parse_time, utcnow
 
 
 PLUR_TYPE_IN = {"behavioral": "feedback", "procedural": "procedure", "architectural": "project",

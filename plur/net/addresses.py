@@ -15,7 +15,7 @@ import os
 import socket
 from pathlib import Path
 
-from .errors import ServiceError
+from ..errors import ServiceError
 
 WILDCARDS = ("0.0.0.0", "::", "")
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")

@@ -21,7 +21,7 @@ enter a memory block. Hits returned below it, and recalls recorded before the fl
     screened(id INTEGER PRIMARY KEY, ts REAL, kind TEXT, door TEXT)   -- one row per secret redacted
                                                                        -- (never the secret itself)
 
-Queries pass the secret screen (:mod:`plur.screen`) before they are written: a key typed in a
+Queries pass the secret screen (:mod:`plur.screen.text`) before they are written: a key typed in a
 prompt is stored as ``[redacted <kind>]`` and counted in ``screened``.
 """
 
@@ -36,10 +36,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import StoreError
-from .screen import screen
+from ..errors import StoreError
+from ..screen.text import screen
 
-log = logging.getLogger("plur.stats")
+log = logging.getLogger("plur.stats.db")
 
 SCHEMA_VERSION = 2
 _SCHEMA = """
@@ -111,7 +111,7 @@ class StatsDB:
     """
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
-        from .store.sqlite_files import connect
+        from ..store.sqlite_files import connect
 
         self.path = Path(path)
         self._lock = threading.Lock()
@@ -206,7 +206,7 @@ class StatsDB:
         """Count secrets the screen redacted (one row per kind found; the text itself is never passed).
 
         Args:
-            kinds: :attr:`plur.screen.Screened.kinds`. door: where they were met (``capture``, ``recall``, ...).
+            kinds: :attr:`plur.screen.text.Screened.kinds`. door: where they were met (``capture``, ``recall``, ...).
         """
         if not self.writable or not kinds:
             return
@@ -311,7 +311,7 @@ class StatsDB:
         named = engram_ids[0] if len(engram_ids) == 1 else f"{len(engram_ids)} engrams"
         if not self.writable:
             raise StoreError(f"cannot erase the stats of {named}: {self.path} is read-only")
-        from .store.sqlite_files import scrub
+        from ..store.sqlite_files import scrub
 
         with self._lock:
             try:

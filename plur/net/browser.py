@@ -4,7 +4,7 @@ A URL passed to a browser launcher is an argument of that process, and of the br
 that browser's whole life: ``ps -eo args`` shows it to every local account. So, as Jupyter does, the
 login URL goes into a small HTML file that redirects to it, written owner-only (mode 0600, in a folder of
 mode 0700 inside the home), and the browser is given the file's path. The URL in the file carries a
-one-time, short-lived login code (:mod:`plur.logincode`), so the file is worthless once used or a few
+one-time, short-lived login code (:mod:`plur.net.logincode`), so the file is worthless once used or a few
 minutes old; older files are removed at the next open.
 
 Source: Jupyter Server ``ServerApp.launch_browser`` (``jpserver-<pid>-open.html``).

@@ -8,12 +8,12 @@ Formats (:data:`FORMATS`):
     (:func:`engram_from_json`).
 
 ``plur-yaml``
-    PLUR's ``engrams.yaml``; the field mapping is documented in :mod:`plur.store.plur_yaml`.
+    PLUR's ``engrams.yaml``; the field mapping is documented in :mod:`plur.formats.plur_yaml`.
 
 ``claude-dir``
-    A Claude-style memory folder; see :mod:`plur.store.claude_dir`.
+    A Claude-style memory folder; see :mod:`plur.formats.claude_dir`.
 
-Import only (:data:`IMPORT_FORMATS`), text people bring from elsewhere (:mod:`plur.store.notes`):
+Import only (:data:`IMPORT_FORMATS`), text people bring from elsewhere (:mod:`plur.formats.notes`):
 ``claude-memory`` (claude.ai's memory, four shapes), ``chatgpt-memory`` (ChatGPT's saved memories, one
 per line) and ``notes`` (plain text or Markdown). A text file's format is told by its content.
 """
@@ -29,14 +29,14 @@ from pathlib import Path
 
 
 from ..errors import StoreError, ValidationError
-from .atomic import private_dirs
+from ..store.atomic import private_dirs
 from .claude_dir import claude_file as _claude_file, read_claude_dir as _read_claude_dir
-from .engram import Engram, _check_scope, new_id, parse_time, utcnow
+from ..store.engram import Engram, _check_scope, new_id, parse_time, utcnow
 from .textfile import read_text_file
 from .plur_yaml import dump_plur_yaml, from_plur, read_plur_yaml as _read_plur_yaml, to_plur
 
 FORMATS: tuple[str, ...] = ("jsonl", "plur-yaml", "claude-dir")
-#: What ``plur import`` reads: :data:`FORMATS` and the text notes of :mod:`plur.store.notes`.
+#: What ``plur import`` reads: :data:`FORMATS` and the text notes of :mod:`plur.formats.notes`.
 IMPORT_FORMATS: tuple[str, ...] = FORMATS + ("claude-memory", "chatgpt-memory", "notes")
 #: Files a folder of notes is read for (other files in it are left alone).
 _NOTE_FILES = (".md", ".markdown", ".txt", ".text", ".jsonl", ".ndjson", ".yaml", ".yml")
@@ -118,7 +118,7 @@ def import_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 def chat_format(p: Path, lines: int = 50) -> str | None:
     """The conversation format (``plur ingest``'s) of a JSON or JSON Lines file whose records are no
     engrams (no ``statement``), from its first ``lines`` records; ``None`` when it is not one."""
-    from .ingest import detect_format as conversation_format
+    from .chats import detect_format as conversation_format
 
     records: list[Any] = []
     try:
@@ -279,7 +279,7 @@ def write_engrams(engrams: Iterable[Engram], path: str | os.PathLike[str], fmt: 
             write, or a previous export without ``force``.
         StoreError: the disk write failed (the previous export is unchanged).
     """
-    from .export_target import check_file_target, check_outside_home, record_file, replace_folder, sha256_file
+    from ..store.export_target import check_file_target, check_outside_home, record_file, replace_folder, sha256_file
 
     p = Path(path).expanduser()
     fmt = _check_format(fmt or detect_format(p))

@@ -5,7 +5,7 @@ MCP tool's arguments, a bad value named in a ValidationError), and some of those
 the service's stdout and stderr are ``<home>/service.log``; ``plur mcp``'s stderr is kept by MCP
 clients (Claude Code writes it to its own log files); a hook's stderr is shown and may be kept by the
 host. Rather than trust every message not to quote user text, each of those streams is screened where
-it leaves the process (:func:`plur.screen.redact`, line by line): the service's standard streams
+it leaves the process (:func:`plur.screen.text.redact`, line by line): the service's standard streams
 (:func:`screen_stdio`, so tracebacks and third-party loggers such as uvicorn's are covered too),
 ``plur mcp``'s one-line log handler and the CLI's warning and error lines (:func:`redact_line`).
 """
@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import TextIO
 
-from .screen import redact
+from .text import redact
 
 __all__ = ["ScreenedStream", "redact_line", "screen_stdio"]
 

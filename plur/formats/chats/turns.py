@@ -21,9 +21,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ...errors import ValidationError
-from ..engram import Engram, parse_time
+from ...store.engram import Engram, parse_time
 
-#: Conversation formats, in the order :func:`plur.store.ingest.detect_format` tries them.
+#: Conversation formats, in the order :func:`plur.formats.chats.detect_format` tries them.
 FORMATS: tuple[str, ...] = ("messages", "claude-code", "chatgpt", "longmemeval", "locomo", "dsh", "claude-ai")
 ROLES: tuple[str, ...] = ("user", "assistant")
 #: The keys of ``source`` that identify a turn; re-ingesting skips turns whose key is already stored.
@@ -39,7 +39,7 @@ class _SkippedLine:
         return "SKIPPED_LINE"
 
 
-#: The placeholder :func:`plur.store.ingest.load` leaves for a line it reported as a problem.
+#: The placeholder :func:`plur.formats.chats.load` leaves for a line it reported as a problem.
 SKIPPED_LINE = _SkippedLine()
 
 

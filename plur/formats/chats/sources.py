@@ -48,7 +48,7 @@ def ingest_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Source]:
 
     A file is itself (a DSH session log with the workspace its header names). A DeepSeek Harness home, its
     ``sessions`` folder, one workspace's or one session's folder gives those DSH sessions, each with its
-    workspace (:func:`plur.store.ingest.dsh.sessions`). A folder holding ``*.jsonl`` is one Claude Code project (its sessions, in name order);
+    workspace (:func:`plur.formats.chats.dsh.sessions`). A folder holding ``*.jsonl`` is one Claude Code project (its sessions, in name order);
     a folder whose subfolders hold them is Claude Code's ``projects`` folder (each project's sessions);
     any other folder gives its conversation files (:data:`CHAT_SUFFIXES`), recursively.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import ValidationError
-from ..engram import Engram
+from ...store.engram import Engram
 from . import claude_ai, plain
 from .sections import Note
 

@@ -1,4 +1,4 @@
-"""Conversation parsers: a chat history file -> :class:`~plur.store.ingest.turns.Turn` list. Pure: no store, no index.
+"""Conversation parsers: a chat history file -> :class:`~plur.formats.chats.turns.Turn` list. Pure: no store, no index.
 
 One module per format (:data:`FORMATS`), each with ``looks_like(data)`` and ``parse(data, where=,
 session=, date=)``: :mod:`.messages` (OpenAI / mem0 message lists), :mod:`.claude_code` (Claude Code
@@ -78,7 +78,7 @@ def parse(data: Any, fmt: str | None = None, *, where: str = "input", session: s
 
 def captured_as(fmt: str) -> str | None:
     """The provenance format under which a host's plugin captures turns of format ``fmt`` live, if any
-    (``dsh`` -> ``capture``: :data:`plur.store.ingest.dsh.CAPTURED_AS`)."""
+    (``dsh`` -> ``capture``: :data:`plur.formats.chats.dsh.CAPTURED_AS`)."""
     return getattr(_PARSERS.get(fmt), "CAPTURED_AS", None)
 
 
@@ -87,7 +87,7 @@ def keep_file_session(turns: list[Turn], stored: Any, data: Any, fmt: str, sessi
     """Give a re-ingested message file the session its turns had before, when it names none of its own.
 
     A message list without a session id gets one from a hash of its first message
-    (:func:`plur.store.ingest.turns.session_of`), so editing that message would make every turn new
+    (:func:`plur.formats.chats.turns.session_of`), so editing that message would make every turn new
     and store the conversation twice. When the same file (``source.file``) was ingested before into
     this scope under exactly one session, its turns keep that session: an edited turn then matches its
     old version (and supersedes it) and unchanged turns stay single.

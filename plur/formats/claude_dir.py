@@ -21,8 +21,8 @@ from typing import Any
 import yaml
 
 from ..errors import ValidationError
-from .safe_yaml import load_yaml
-from .engram import TYPES, Engram
+from ..store.safe_yaml import load_yaml
+from ..store.engram import TYPES, Engram
 
 
 CLAUDE_TYPES = ("user", "feedback", "project", "reference")

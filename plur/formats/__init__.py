@@ -1,0 +1,11 @@
+"""Format readers: the world's files read into engrams and turns, above the store, which never imports them.
+
+* :mod:`~plur.formats.chats`: conversation histories (ChatGPT, claude.ai, Claude Code, DSH, LoCoMo,
+  LongMemEval, plain messages) -> :class:`~plur.formats.chats.turns.Turn` lists; ``plur ingest``
+* :mod:`~plur.formats.notes`: notes people bring from elsewhere (claude.ai memory shapes, plain text)
+* :mod:`~plur.formats.transfer`: ``plur import``/``plur export`` dispatch and JSONL;
+  :mod:`~plur.formats.plur_yaml` (PLUR's engrams.yaml) and :mod:`~plur.formats.claude_dir` (a Claude-style
+  memory folder); :mod:`~plur.formats.textfile` reads an input file's text
+
+A new export format is a module here: nothing under :mod:`plur.store` changes.
+"""
