@@ -122,7 +122,7 @@ def web_login(client):
     """
     from urllib.parse import urlsplit
 
-    from plur.net.addresses.logincode import login_url
+    from plur.net.logincode import login_url
 
     origin = str(client.base_url.copy_with(raw_path=b"/"))
     url = login_url(origin, client.app.state.login_token)

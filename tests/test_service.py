@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from plur.errors import NotFoundError, ValidationError
-from plur.net.addresses.logincode import login_url, page_prefix
+from plur.net.logincode import login_url, page_prefix
 from plur.service.client import Client
 from plur.service.files import pid_alive
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from plur.cli import cli
 from plur.errors import ServiceError
-from plur.net.addresses.logincode import page_prefix
+from plur.net.logincode import page_prefix
 from plur.service import files
 from plur.service.commands import page_login_url
 

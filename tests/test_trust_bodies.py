@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for
-from plur.net.addresses.bodylimit import MAX_BODY_BYTES
+from plur.net.bodylimit import MAX_BODY_BYTES
 from plur.memory import Memory
 
 CHUNK = 64 * 1024
@@ -89,7 +89,7 @@ def test_api_and_pages_stop_a_chunked_body_at_the_limit(memory: Memory) -> None:
         import http.client
         from urllib.parse import urlsplit
 
-        from plur.net.addresses.logincode import login_url
+        from plur.net.logincode import login_url
         login = urlsplit(login_url(f"http://127.0.0.1:{port}", web.state.login_token))
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)   # the owner, logged in
         conn.request("GET", login.path + "?" + login.query)

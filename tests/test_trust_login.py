@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from conftest import wait_for
-from plur.net.addresses.logincode import login_url, page_prefix
+from plur.net.logincode import login_url, page_prefix
 from plur.memory import Memory
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -106,7 +106,7 @@ def test_the_login_cookie_never_reaches_a_server_on_another_port(memory: Memory,
                                                                   tmp_path: Path) -> None:
     from playwright import sync_api
 
-    from plur.net.addresses.browser import redirect_file
+    from plur.net.browser import redirect_file
 
     secret = memory.learn("The vault combination is 12-34-56.", scope="project:a")
     memory.learn("Deploys happen on Tuesdays.", scope="project:b")

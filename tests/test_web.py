@@ -20,7 +20,7 @@ import starlette  # noqa: F401  (the web extra)
 from starlette.testclient import TestClient  # noqa: E402
 
 from conftest import web_login  # noqa: E402
-from plur.net.addresses.logincode import login_url, page_prefix  # noqa: E402
+from plur.net.logincode import login_url, page_prefix  # noqa: E402
 from plur.memory import Memory  # noqa: E402
 from plur.web import charts, security  # noqa: E402
 from plur.web.server import create_app  # noqa: E402
@@ -484,7 +484,7 @@ def test_the_login_url_sets_a_strict_httponly_cookie_and_drops_the_token(memory:
 
 
 def test_a_login_link_works_once_and_briefly(memory: Memory) -> None:
-    from plur.net.addresses.logincode import CODE_TTL_S, CodeBook, mint_code
+    from plur.net.logincode import CODE_TTL_S, CodeBook, mint_code
 
     book = CodeBook("s" * 43)
     code = mint_code("s" * 43, now=1000)

@@ -37,7 +37,7 @@ def served(memory: Memory):
     Yields ``(base_url, login_url)``: ``base_url`` is the pages' root (under their secret prefix, ``/w/<random>``);
     the login URL is what ``plur service url`` prints for a service (one-time).
     """
-    from plur.net.addresses.logincode import page_prefix
+    from plur.net.logincode import page_prefix
     from plur.web.login import login_url
 
     import uvicorn
