@@ -86,9 +86,26 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
         gone = [e.id for e in c.memory.forget_session(session)]
         return {"session": session, "engrams": gone, "forgotten": gone}
 
+    from .capture_journal import CaptureJournal
     from .capture_queue import CaptureQueue
 
     queue = CaptureQueue(lock)
+    journal = CaptureJournal(memory.home)
+
+    def journaled(mem: Any, entry: dict[str, Any]) -> Callable[[], Any]:
+        """The capture of one journal entry (text already screened; its kinds counted once, when stored)."""
+        def run() -> Any:
+            got = mem.capture(entry["text"], session=entry["session"], turn=entry["turn"], role=entry["role"],
+                              scope=entry["scope"], when=entry["when"], agent=entry.get("agent_id"))
+            if got.stored and entry.get("redacted"):
+                mem.stats.record_screened(tuple(entry["redacted"]), "capture")
+            if got.stored and hasattr(mem, "embed_queued"):
+                mem.embed_queued()  # now, between turns, not in the next turn's /block (bench: capture-wait)
+            return got
+        return run
+
+    for path, entry in journal.pending():  # turns a killed service acknowledged: stored before any new one
+        queue.put(journaled(memory, entry), lambda p=path: journal.done(p))
 
     def capture(c: Any, text: str, session: str, turn: int, role: str, scope: str | None, cwd: str | None,
                 when: str | None, agent_id: str | None, wait: bool) -> dict[str, Any]:
@@ -111,10 +128,18 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
                 mem.embed_queued()  # now, between turns, not in the next turn's /block (bench: capture-wait)
             return got
         if not wait:
+            from datetime import datetime, timezone
+
+            from ..screen.text import screen
             from .capture_queue import check
 
             check(mem, text, session, turn, role, scope, when)   # bad input is answered now, not lost later
-            queue.put(run)
+            shown = screen(text)                                 # the journal never holds a secret
+            entry = {"text": shown.text, "redacted": list(shown.kinds), "session": session, "turn": turn,
+                     "role": role, "scope": scope, "agent_id": agent_id,
+                     "when": when or datetime.now(timezone.utc).isoformat()}
+            path = journal.append(entry)                         # acknowledged = survives a kill of the service
+            queue.put(journaled(mem, entry), lambda: journal.done(path))
             return {"queued": True, "scope": scope}
         got = run()
         return {"stored": [e.id for e in got.stored], "skipped": got.skipped, "redacted": list(got.redacted),

@@ -1,5 +1,6 @@
 """The service's capture thread: ``POST /api/v1/capture`` answers at once and the turn is stored here,
-in arrival order, under the service's lock, so a host's turn never waits for capture."""
+in arrival order, under the service's lock, so a host's turn never waits for capture. Each queued turn is
+in the capture journal (:mod:`plur.service.capture_journal`) until it has run."""
 
 from __future__ import annotations
 
@@ -21,26 +22,31 @@ class CaptureQueue:
 
     def __init__(self, lock: Any = None) -> None:
         self._lock = lock or threading.Lock()
-        self._q: queue.SimpleQueue[Callable[[], Any]] = queue.SimpleQueue()
+        self._q: queue.SimpleQueue[tuple[Callable[[], Any], Callable[[], Any] | None]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start = threading.Lock()
 
-    def put(self, job: Callable[[], Any]) -> None:
-        """Queue ``job``; the thread starts on the first one."""
+    def put(self, job: Callable[[], Any], done: Callable[[], Any] | None = None) -> None:
+        """Queue ``job``; ``done`` runs after it, whether it stored or failed. The thread starts on the first."""
         with self._start:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="plur-capture", daemon=True)
                 self._thread.start()
-        self._q.put(job)
+        self._q.put((job, done))
 
     def _run(self) -> None:
         while True:
-            job = self._q.get()
+            job, done = self._q.get()
             try:
                 with self._lock:
                     job()
             except Exception as exc:  # noqa: BLE001 - one bad turn must not stop capture
                 log.warning("a captured turn was not stored: %s", exc)
+            if done is not None:
+                try:
+                    done()
+                except Exception as exc:  # noqa: BLE001
+                    log.warning("capture journal: %s", exc)
 
 
 def check(mem: Any, text: str, session: str, turn: int, role: str, scope: str, when: str | None) -> None:
