@@ -9,11 +9,11 @@ if argv[:1] == ["demo"]:
 
     sys.exit(demo_main(argv[1:]))
 if argv[:1] == ["ingest-vs-txtai"]:
-    from .ingest_vs_txtai import main as ingest_main
+    from .peers.ingest_vs_txtai import main as ingest_main
 
     sys.exit(ingest_main(argv[1:]))
 if argv[:1] == ["capture-wait"]:
-    from .capture_wait import main as capture_wait_main
+    from .doors.capture_wait import main as capture_wait_main
 
     sys.exit(capture_wait_main(argv[1:]))
 

@@ -29,10 +29,11 @@ from typing import Any
 
 from plur.errors import PlurError
 
-from . import locomo, longmemeval, report
+from .datasets import locomo, longmemeval
+from .datasets.paths import SHARED_DATA
+from .engine.runner import DEFAULT_PATH_K, FUSIONS, MODES, EngineConfig, default_cache_dir, make_variants, run_tasks
 from .manifest import base_manifest, dataset_info
-from .paths import SHARED_DATA
-from .runner import DEFAULT_PATH_K, FUSIONS, MODES, EngineConfig, default_cache_dir, make_variants, run_tasks
+from .quality import report
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_LONGMEMEVAL = REPO / "tests" / "data" / "longmemeval_sample.json"
@@ -101,7 +102,7 @@ def run_dataset(dataset: str, data: Path, granularity: str, *, modes: Sequence[s
                           capture=capture)
     n_questions = sum(len(t.queries) for t in tasks)
     if engine == "ray":
-        from .ray_engine import run_tasks_ray
+        from .engine.ray_engine import run_tasks_ray
 
         rows, model_info, settings = run_tasks_ray(tasks, variants, config, num_cpus=workers,
                                                    desc=f"{dataset} {granularity} (ray)")
@@ -202,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="1-based conversations to run, e.g. 1-5 (tuning split) or 6-10 (default all)")
             p.add_argument("--capture", action="store_true",
                            help="store each turn through Memory.capture, as a host's capture does (with "
-                                "--granularity turn; bench/capture_learn.py)")
+                                "--granularity turn; bench/engine/capture_learn.py)")
         _common(p)
     p = sub.add_parser("all", help="the standard matrix; refreshes the table in docs/benchmarks.md")
     p.add_argument("--longmemeval-data", type=Path,

@@ -130,7 +130,7 @@ def matrix_figures(benchmarks_md: str) -> dict[str, dict[str, Any]]:
     One figure per (dataset, granularity) at its own level, default-path variants (no ``@full``), metrics
     recall_any@5, ndcg_any@5 and recall_any@10.
     """
-    from bench.report import MATRIX_HEADER, README_END, README_START
+    from bench.quality.report import MATRIX_HEADER, README_END, README_START
 
     start, end = benchmarks_md.find(README_START), benchmarks_md.find(README_END)
     if start < 0 or end < start:

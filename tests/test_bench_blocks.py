@@ -1,4 +1,4 @@
-"""The benchmark's block measurement (bench.blocks) and floor replay (bench.floor), on literal inputs."""
+"""The benchmark's block measurement (bench.quality.blocks) and floor replay (bench.quality.floor), on literal inputs."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from plur.index.floor import Floor, mark
 from plur.index.recall import Hit
 from plur.store.engram import Engram
 
-from bench.blocks import block_fields, block_means, block_markdown
-from bench.floor import choose, evaluate, replay
+from bench.quality.blocks import block_fields, block_means, block_markdown
+from bench.quality.floor import choose, evaluate, replay
 
 
 def _hits(scores: list[float]) -> tuple[list[Hit], dict[str, list[str]]]:

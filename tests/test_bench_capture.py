@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from bench.capture_learn import learn_captured
-from bench.tasks import DocMeta
+from bench.datasets.tasks import DocMeta
+from bench.engine.capture_learn import learn_captured
 
 
 @dataclass

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bench import cli
-from bench.runner import Engine, EngineConfig, expand, make_variants, run_tasks, with_tail
-from bench.tasks import Query, Task
+from bench.datasets.tasks import Query, Task
+from bench.engine.runner import Engine, EngineConfig, expand, make_variants, run_tasks, with_tail
 from bench_rows import comparable
 
 DATA = Path(__file__).parent / "data"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import locomo, longmemeval
+from bench.datasets import locomo, longmemeval
 from plur.errors import ValidationError
 
 DATA = Path(__file__).parent / "data"

@@ -12,9 +12,9 @@ import sqlite3
 import pytest
 
 from bench import cli
-from bench.ray_engine import run_tasks_ray
-from bench.runner import EngineConfig, make_variants, run_tasks
-from bench.tasks import DocMeta, Query, Task
+from bench.datasets.tasks import DocMeta, Query, Task
+from bench.engine.ray_engine import run_tasks_ray
+from bench.engine.runner import EngineConfig, make_variants, run_tasks
 from bench_rows import comparable
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'plur[distributed]'")
@@ -70,7 +70,7 @@ def test_ray_engine_gives_the_local_engines_rows_and_shares_the_cache(tmp_path):
 def test_ray_engine_without_ray_names_the_extra(monkeypatch, tmp_path):
     import builtins
 
-    from bench import ray_engine
+    from bench.engine import ray_engine
     from plur.errors import ConfigError
 
     real_import = builtins.__import__

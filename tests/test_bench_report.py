@@ -1,4 +1,4 @@
-"""bench.report: populations, tables, README refresh, files of a run."""
+"""bench.quality.report: populations, tables, README refresh, files of a run."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bench import report
+from bench.quality import report
 
 
 def _row(qid, variant, r5, *, primary=True, scored=True, group="g1", has_target=True, level="session"):

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import cli, longmemeval
-from bench.locomo import session_date
+from bench import cli
+from bench.datasets import longmemeval
+from bench.datasets.locomo import session_date
 
 
 def _turn(content, role="user", **kw):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.bench_dense import clustered  # the same seeded, clustered vectors the benchmark uses
+from bench.speed.dense import clustered  # the same seeded, clustered vectors the benchmark uses
 from plur.index.dense import DenseIndex
 from plur.errors import StoreError, ValidationError
 

@@ -127,7 +127,7 @@ def test_mcp_with_a_warm_service_forwards_every_call_and_loads_no_model(warm: tu
             assert status["process"]["torch_loaded"] is False
             maps = Path(f"/proc/{status['process']['pid']}/maps").read_text()
             assert "libtorch" not in maps and "onnxruntime" not in maps
-            assert _vm(status["process"]["pid"], "VmHWM") < 400 * 1024   # the floor (150 MiB) is in bench/
+            assert _vm(status["process"]["pid"], "VmHWM") < 400 * 1024   # the floor (150 MiB): bench/doors/doors.py
             prompt = await c.get_prompt("memory", {"query": "what bike do I ride?"})
             assert "Brompton" in prompt.messages[0].content.text
             await c.call_tool("forget", {"engram_id": new["engram"]["id"]})

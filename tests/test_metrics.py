@@ -1,4 +1,4 @@
-"""bench.metrics against hand-computed values and an index-based transcription of LongMemEval's scorer."""
+"""bench.quality.metrics against hand-computed values and an index-based transcription of LongMemEval's scorer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench import metrics as M
+from bench.quality import metrics as M
 
 CORPUS = ["a", "b", "c", "d", "e"]
 

@@ -3,7 +3,7 @@
 ``POST /v1/messages`` (streaming or not) is answered with one short text reply, or with the content
 blocks ``script(body)`` returns (a ``tool_use`` block makes the client run that tool and ask again); every
 request body is appended to ``requests`` (and to ``log_path`` as JSON lines when given). Used by
-tests/test_clients.py and bench/bench_doors.py to see what the real Claude Code CLI sends.
+tests/test_clients.py and bench/doors/doors.py to see what the real Claude Code CLI sends.
 """
 
 from __future__ import annotations

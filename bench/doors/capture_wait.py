@@ -1,0 +1,203 @@
+"""Capture stays off the turn path: a turn's wait for its block, capture on against off, interleaved in one run.
+
+    python -m bench capture-wait [--turns 150] [--gap-ms 300] [--conversations 6,7] [--doors worker,service] [--out FILE]
+
+Two homes hold the same memory (LoCoMo conversation ``A``'s turns, ingested and embedded, then
+copied), each with its own :class:`~plur.prompt.worker.RecallWorker` in this process: one with
+``capture=True``, one without. The "user" types conversation ``B``'s turns, one message per turn,
+``--gap-ms`` apart (the time a person takes to type; ``0``: back to back, the worst case). Turns go
+to the two arms alternately (ABBA order, so neither always goes first); each arm sees only its own
+messages, so the capture arm's store grows as a real session's would.
+
+Timed per turn: ``submit`` -> that request's recall finished and its block published (what a host that
+waits for the turn's block waits for; :meth:`RecallWorker.warm` waits for the same event). Reported:
+p50/p95 of each arm and the p50 difference (target: at most +5 ms, issue 42), and how many messages the
+capture arm stored. The model is loaded and both homes opened before the clock starts.
+
+The service door (``--doors service``: the DSH plugin's and the hooks' path) starts one ``plur service`` per
+home and times ``POST /api/v1/block`` per turn; the capture arm then hands the turn to ``POST
+/api/v1/capture`` (queued, not waited for, as the DSH plugin does). A service without that endpoint is
+reported as skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..manifest import base_manifest, dataset_info
+from ..peers.ingest_vs_txtai import LOCOMO, MODEL, pct
+
+DONE_TIMEOUT_S = 120.0
+
+
+def wait_done(worker: Any, agent: str, gen: int) -> None:
+    """Until the request ``gen`` of ``agent`` has finished (published, unchanged or failed)."""
+    with worker._cond:
+        ok = worker._cond.wait_for(lambda: (st := worker._agents.get(agent)) is not None and st.finished_gen >= gen,
+                                   timeout=DONE_TIMEOUT_S)
+    if not ok:
+        raise SystemExit(f"turn {gen} of {agent} did not finish within {DONE_TIMEOUT_S:.0f} s")
+
+
+def texts_of(sample: dict[str, Any]) -> list[str]:
+    """The conversation's turn texts (plur's LoCoMo parser: ``"<speaker>: <text>"``)."""
+    from plur.formats.chats import locomo
+
+    return [t.text for t in locomo.parse([sample], where="locomo")]
+
+
+def make_homes(sample: dict[str, Any], root: Path) -> tuple[Path, Path]:
+    """Conversation ``sample`` ingested and embedded into one home, copied to a second."""
+    from plur.memory import Memory
+
+    base = root / "off"
+    with Memory(base, model=MODEL) as mem:
+        mem.ingest([sample], progress=False)
+        mem.catch_up(progress=False)
+    other = root / "on"
+    shutil.copytree(base, other)
+    return base, other
+
+
+def run(data: list[dict[str, Any]], a: int, b: int, turns: int, gap_s: float) -> dict[str, Any]:
+    from plur.memory import Memory
+    from plur.prompt.worker import RecallWorker
+
+    root = Path(tempfile.mkdtemp(prefix="plur-bench-capture-"))
+    try:
+        off_home, on_home = make_homes(data[a - 1], root)
+        messages = texts_of(data[b - 1])[:turns]
+        arms: dict[str, dict[str, Any]] = {}
+        for name, home, capture in (("off", off_home, False), ("on", on_home, True)):
+            mem = Memory(home, model=MODEL)
+            worker = RecallWorker(mem, capture=capture)
+            worker.warm("bench", "warm up the indexes and the model", timeout_s=DONE_TIMEOUT_S)
+            arms[name] = {"mem": mem, "worker": worker, "ms": []}
+        for i, text in enumerate(messages):
+            order = ("off", "on") if i % 4 in (0, 3) else ("on", "off")
+            for name in order:
+                arm = arms[name]
+                time.sleep(gap_s)
+                t0 = time.perf_counter()
+                gen = arm["worker"].submit("bench", text, session="bench-session")
+                wait_done(arm["worker"], "bench", gen)
+                arm["ms"].append((time.perf_counter() - t0) * 1e3)
+        out: dict[str, Any] = {}
+        for name, arm in arms.items():
+            arm["worker"].close()
+            stats = arm["worker"].stats()
+            n_engrams = len(arm["mem"].store.all())
+            arm["mem"].close()
+            ms = arm["ms"]
+            out[name] = {"p50_ms": pct(ms, 0.5), "p95_ms": pct(ms, 0.95), "mean_ms": sum(ms) / len(ms),
+                         "turns": len(ms), "captured": stats.get("captured", 0), "engrams_after": n_engrams,
+                         "ms": [round(x, 2) for x in ms]}
+        out["p50_delta_ms"] = out["on"]["p50_ms"] - out["off"]["p50_ms"]
+        out["p95_delta_ms"] = out["on"]["p95_ms"] - out["off"]["p95_ms"]
+        return out
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run_service(data: list[dict[str, Any]], a: int, b: int, turns: int, gap_s: float) -> dict[str, Any]:
+    """The service door (DSH plugin, hooks): ``POST /block`` timed per turn; the capture arm then sends the turn
+    to ``POST /capture`` (not waited for, as the DSH plugin does once its turn's recall is done)."""
+    import subprocess
+
+    from plur.errors import PlurError
+    from plur.service.client import Client
+
+    root = Path(tempfile.mkdtemp(prefix="plur-bench-capture-svc-"))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PLUR_MODEL": MODEL}
+    plur = [sys.executable, "-P", "-m", "plur"]
+    homes = dict(zip(("off", "on"), make_homes(data[a - 1], root)))
+    clients: dict[str, Any] = {}
+    try:
+        for name, home in homes.items():
+            start = subprocess.run(plur + ["--home", str(home), "service", "start", "--port", "0"], env=env,
+                                   capture_output=True, text=True)
+            if start.returncode:
+                raise SystemExit(f"plur service start: {start.stderr[-2000:]}")
+            clients[name] = Client(json.loads((home / "service.json").read_text(encoding="utf-8")))
+            clients[name].block("bench", "warm up the indexes and the model")
+        try:
+            clients["on"].request("POST", "/capture", {"text": "warm up capture", "session": "bench-warm", "turn": 0,
+                                                       "scope": "global", "agent_id": "bench"})
+        except PlurError as exc:
+            return {"skipped": f"this service cannot capture ({exc})"}
+        ms: dict[str, list[float]] = {"off": [], "on": []}
+        for i, text in enumerate(texts_of(data[b - 1])[:turns]):
+            for name in (("off", "on") if i % 4 in (0, 3) else ("on", "off")):
+                time.sleep(gap_s)
+                t0 = time.perf_counter()
+                clients[name].block("bench", text)
+                ms[name].append((time.perf_counter() - t0) * 1e3)
+                if name == "on":
+                    clients[name].request("POST", "/capture", {"text": text, "session": "bench-session", "turn": i,
+                                                               "scope": "global", "agent_id": "bench"})
+        out: dict[str, Any] = {n: {"p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95), "mean_ms": sum(v) / len(v),
+                                   "turns": len(v), "ms": [round(x, 2) for x in v]} for n, v in ms.items()}
+        out["p50_delta_ms"] = out["on"]["p50_ms"] - out["off"]["p50_ms"]
+        out["p95_delta_ms"] = out["on"]["p95_ms"] - out["off"]["p95_ms"]
+        return out
+    finally:
+        for c in clients.values():
+            c.close()
+        for home in homes.values():
+            subprocess.run(plur + ["--home", str(home), "service", "stop"], env=env, capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _print(door: str, res: dict[str, Any], gap_ms: float) -> None:
+    if "skipped" in res:
+        print(f"{door}: skipped, {res['skipped']}")
+        return
+    on, off = res["on"], res["off"]
+    print(f"{door}: turn wait, {off['turns']} turns per arm, gap {gap_ms:.0f} ms:")
+    for name, r in (("off", off), ("on", on)):
+        extra = f"  (captured {r['captured']}, engrams after {r['engrams_after']})" if "captured" in r else ""
+        print(f"  capture {name:3}: p50 {r['p50_ms']:.1f} ms  p95 {r['p95_ms']:.1f} ms  mean {r['mean_ms']:.1f} ms{extra}")
+    print(f"  on - off: p50 {res['p50_delta_ms']:+.1f} ms  p95 {res['p95_delta_ms']:+.1f} ms  (target p50 <= +5 ms)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench capture-wait", description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=LOCOMO, help=f"LoCoMo file (default {LOCOMO})")
+    ap.add_argument("--conversations", default="6,7",
+                    help="A,B: memory from conversation A, messages from conversation B (default 6,7)")
+    ap.add_argument("--turns", type=int, default=150, help="messages per arm (default 150)")
+    ap.add_argument("--gap-ms", type=float, default=300.0,
+                    help="pause before each message, ms (default 300; 0 = back to back)")
+    ap.add_argument("--doors", default="worker,service",
+                    help="worker (RecallWorker in process), service (POST /block, capture by POST /capture), or both")
+    ap.add_argument("--out", type=Path, help="write manifest and results as JSON here")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    a, b = (int(x) for x in args.conversations.split(","))
+    data = json.loads(args.data.read_text(encoding="utf-8"))
+    load_before = os.getloadavg()
+    results: dict[str, Any] = {}
+    for door in [d.strip() for d in args.doors.split(",") if d.strip()]:
+        if door not in ("worker", "service"):
+            raise SystemExit(f"--doors {args.doors!r}: use worker, service or both")
+        results[door] = (run if door == "worker" else run_service)(data, a, b, args.turns, args.gap_ms / 1e3)
+        _print(door, results[door], args.gap_ms)
+    print(f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after")
+    if args.out:
+        manifest = {**base_manifest(), "data": dataset_info(args.data), "model": MODEL, "gap_ms": args.gap_ms,
+                    "conversations": [a, b], "load": [load_before, os.getloadavg()], "python": platform.python_version()}
+        args.out.write_text(json.dumps({"manifest": manifest, "results": results}, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""plur against other tools on the same data (txtai's ingest)."""
