@@ -10,9 +10,10 @@ the first recall, so ``plur learn`` never loads an embedding model; they catch u
 from the store by content hash, so engrams written by other processes or edited
 by hand are indexed at the next recall (see :mod:`plur.index.indexes`).
 
-The class (:mod:`plur.memory.facade`) holds wiring and names; each behaviour lives in a module of
-this package (writes, ingest, forget, reads, recall, legs, filters, freshness, indexing, models,
-doctor, lifecycle).
+The class (:mod:`plur.memory.facade`) holds wiring and names; its methods (defined on it or on the
+mixins of ``_api_*.py`` it inherits) delegate in one line to the module of this package that does the
+work (writes, ingest, capture, imports, forget, reads, recall, legs, filters, freshness, indexing,
+models, doctor, lifecycle).
 """
 
 from .facade import Memory

@@ -143,19 +143,7 @@ def only_asks(text: str) -> bool:
 
 def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user", scope: str = "global",
             when: Any = None, agent: str | None = None, mode: str | None = None) -> CaptureResult:
-    """Capture one conversation turn (see the module docstring for the steps).
-
-    Args:
-        text: the turn's text as the user (or assistant) wrote it.
-        session: the conversation's id (non-empty); turn: its 0-based position in the conversation
-            (the same ``(session, turn)`` with other text is an edit and supersedes).
-        role: ``user`` or ``assistant``. scope: where the note goes (the conversation's project).
-        when: the turn's time (ISO-8601 or aware datetime; default now). agent: the host's agent id, kept
-            in the provenance. mode: overrides the setting ``capture`` (``user`` | ``all`` | ``off``).
-
-    Raises:
-        ValidationError: blank session, negative turn, unknown role or mode, bad scope or date.
-    """
+    """The body of :meth:`plur.memory.Memory.capture`, which documents it."""
     mode = mode or mem.settings.capture
     if mode not in MODES:
         raise ValidationError(f"capture mode {mode!r}: use one of {', '.join(MODES)}")
@@ -219,11 +207,7 @@ def _session_of(e: Any) -> tuple[str, str] | None:
 
 
 def sessions(mem: Any, scope: str | None = None) -> list[Session]:
-    """Conversations memory holds turns of (active engrams), newest first; ``scope`` keeps one scope.
-
-    Raises:
-        ValidationError: ``scope`` is not a valid scope name.
-    """
+    """Conversations memory holds turns of: :meth:`plur.memory.Memory.sessions`, which documents it."""
     if scope is not None:
         _check_scope(scope)
     groups: dict[str, list[Any]] = {}
@@ -253,13 +237,7 @@ def session_engrams(mem: Any, session: str) -> list[Any]:
 
 
 def forget_session(mem: Any, session: str) -> list[Any]:
-    """Forget every engram of conversation ``session`` (each as :meth:`plur.memory.Memory.forget` does:
-    the file, index rows, cached vectors and its stats.db rows), as one write of any size
-    (:func:`plur.memory.forget.forget_many`); returns them.
-
-    Raises:
-        NotFoundError: memory holds no turn of ``session``.
-    """
+    """Forget every engram of a conversation: :meth:`plur.memory.Memory.forget_session`, which documents it."""
     from ..errors import NotFoundError
 
     found = session_engrams(mem, session)

@@ -6,17 +6,7 @@ from typing import Any
 
 
 def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
-    """Store health and the model in use.
-
-    Returns:
-        ``{home, home_mode ("0700"), home_private (no group/other access to it or anything in it),
-        too_open (["<path> <mode>"] of entries group or others can reach), engrams: {total, by_scope,
-        by_type, by_status}, quarantined: [...], lock: {...},
-        model: {requested, name, identity, dims, source, reason, warnings, device} , index: {...},
-        secrets_redacted: {kind: n} (secrets the screen cut out of what plur wrote: notes and the recall log,
-        each counted once per write, docs/security.md#secrets), secrets_redacted_by_door: {door: n} (``capture``,
-        ``import``, ``recall``...)}``.
-    """
+    """Store health and the model in use: :meth:`plur.memory.Memory.doctor`, which documents it."""
     mem._scan(force=True)
     engrams = mem.store.all()
 

@@ -1,10 +1,16 @@
 """The :class:`Memory` facade: the one public entry point; it holds the wiring and the names.
 
-Each behaviour lives in a module of its own (this class binds their functions as its methods):
+Every method is defined on a class (so the reference, the IDE and the type checker read its signature and
+docstring) and delegates in one line to the module that does the work. Memory inherits the methods, grouped by
+behaviour, from four mixins: :class:`~._api_writes.WriteMethods`, :class:`~._api_conversations.ConversationMethods`,
+:class:`~._api_reads.ReadMethods` and :class:`~._api_indexes.IndexMethods`; doctor and close are defined here.
+Each behaviour lives in a module of its own:
 
 =====================  ===========================================================================
 :mod:`.writes`         learn, learn_outcome, learn_many, update, supersede, feedback
 :mod:`.ingest`         conversation ingest (one engram per new turn)
+:mod:`.capture`        capture one turn; list and forget conversations
+:mod:`.imports`        import engrams read from files
 :mod:`.forget`         forget: erase an engram and every trace of its text
 :mod:`.reads`          get, list, pinned
 :mod:`.recall`         the recall pipeline: checks, :mod:`.legs`, fusion, second stage, stats record
@@ -28,15 +34,17 @@ from ..config import Settings, load_settings
 from ..index.catchup import DenseCatchUp
 from ..store.engram import Engram
 from ..store.open import open_store
-from . import capture as _capture, doctor as _doctor, filters as _filters, forget as _forget, freshness as _freshness
-from . import imports as _imports, indexing as _indexing, ingest as _ingest, legs as _two_legs, lifecycle as _lifecycle
-from . import models as _models, reads as _reads, recall as _recall, writes as _writes
+from . import doctor as _doctor, lifecycle as _lifecycle
+from ._api_conversations import ConversationMethods
+from ._api_indexes import IndexMethods
+from ._api_reads import ReadMethods
+from ._api_writes import WriteMethods
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..stats.db import StatsDB
 
 
-class Memory:
+class Memory(WriteMethods, ConversationMethods, ReadMethods, IndexMethods):
     """Long-term memory for agents, on the user's own machine.
 
     Args:
@@ -102,61 +110,41 @@ class Memory:
     def _by_id(self) -> dict[str, Engram]:
         return self.store.by_id()
 
-    # -- models (plur.memory.models) -------------------------------------------------------
-    cache_dir = property(_models.cache_dir)
-    graph_cache_dir = property(_models.graph_cache_dir)
-    model_resolution = _models.model_resolution
-    prepare_serving = _models.prepare_serving
-    reranker = _models.reranker
-
-    # -- seeing other writers (plur.memory.freshness) --------------------------------------
-    refresh_ahead = _freshness.refresh_ahead
-    _scan = _freshness.scan
-    _scan_interval_s = _freshness.scan_interval_s
-    _note_own_write = _freshness.note_own_write
-    _get_or_none = _freshness.get_or_none
-
-    # -- writes (plur.memory.writes, .ingest, .forget) --------------------------------------
-    learn = _writes.learn
-    learn_outcome = _writes.learn_outcome
-    learn_many = _writes.learn_many
-    update = _writes.update
-    supersede = _writes.supersede
-    feedback = _writes.feedback
-    ingest = _ingest.ingest
-    import_engrams = _imports.import_engrams
-    forget = _forget.forget
-    capture = _capture.capture
-    sessions = _capture.sessions
-    forget_session = _capture.forget_session
-
-    # -- reads (plur.memory.reads) ---------------------------------------------------------
-    get = _reads.get
-    list = _reads.list_
-    pinned = _reads.pinned
-
-    # -- recall (plur.memory.recall, .legs, .filters) --------------------------------------
-    recall = _recall.recall
-    recall_legs = _recall.recall_legs
-    relevance_floor = _recall.relevance_floor
-    _legs = _two_legs.legs
-    _not_current = _filters.not_current
-    _blocked = _filters.blocked
-    _allowed = _filters.allowed
-
-    # -- indexes (plur.memory.indexing) ----------------------------------------------------
-    _index = _indexing.open_index
-    index_state = _indexing.index_state
-    catch_up = _indexing.catch_up
-    embed_queued = _indexing.embed_queued
-    reindex = _indexing.reindex
-    save = _indexing.save
-
     # -- health and lifetime (plur.memory.doctor, .lifecycle) ------------------------------
-    doctor = _doctor.doctor
-    close = _lifecycle.close
-    keep_home_unwritten = _lifecycle.keep_home_unwritten
-    on_close = _lifecycle.on_close
+    def doctor(self, *, load_model: bool = True) -> dict[str, Any]:
+        """Store health and the model in use (``plur doctor``).
+
+        Args:
+            load_model: resolve the embedding model to report on it (``False``: only the one requested).
+
+        Returns:
+            ``{home, home_mode ("0700"), home_private (no group/other access to it or anything in it),
+            too_open (["<path> <mode>"] of entries group or others can reach), engrams: {total, by_scope,
+            by_type, by_status}, quarantined: [...], lock: {...},
+            model: {requested, name, identity, dims, source, reason, warnings, device}, settings: {name: value}
+            (the store URI without its password),
+            secrets_redacted: {kind: n} (secrets the screen cut out of what plur wrote: notes and the recall log,
+            each counted once per write, docs/security.md#secrets), secrets_redacted_by_door: {door: n} (``capture``,
+            ``import``, ``recall``...)}``.
+        """
+        return _doctor.doctor(self, load_model=load_model)
+
+    def close(self) -> None:
+        """Save indexes and close stats.db and the store. Idempotent."""
+        _lifecycle.close(self)
+
+    def keep_home_unwritten(self) -> None:
+        """The home was deleted under a running service: :meth:`close` saves no index into it (issue 38)."""
+        _lifecycle.keep_home_unwritten(self)
+
+    def on_close(self, callback: Any) -> None:
+        """Run ``callback()`` first thing in :meth:`close` (a RecallWorker registers its own close, so a
+        busy worker finishes and records before stats.db closes).
+
+        Args:
+            callback: called with no arguments.
+        """
+        _lifecycle.on_close(self, callback)
 
     def __enter__(self) -> "Memory":
         return self

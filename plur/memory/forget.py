@@ -17,18 +17,7 @@ log = logging.getLogger("plur")
 
 
 def forget(mem: Any, engram_id: str) -> Engram:
-    """Delete an engram and every trace of its statement under the home; returns what was removed.
-
-    Erased at once (not at the next save): the engram file; its entry in the store manifest;
-    its terms and postings in the saved BM25 index and its rows in the saved dense index (in
-    memory and on disk: rows zeroed, graph nodes scrubbed, :func:`plur.index.purge.erase_dense`); the embedding cache rows of its text and chunks; its
-    quarantined copies; in stats.db its feedback, its injection links and every recall that
-    returned it (the query and all that recall's hit rows), with SQLite's ``secure_delete``,
-    the WAL truncated and the file VACUUMed. See README "What forget erases".
-
-    Raises:
-        NotFoundError, InvalidIdError: no such engram. StoreError: the home cannot be written.
-    """
+    """Delete an engram and every trace of its statement: :meth:`plur.memory.Memory.forget`, which documents it."""
     return forget_many(mem, [engram_id])[0]
 
 

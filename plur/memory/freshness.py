@@ -19,16 +19,7 @@ def scan_interval_s(mem: Any) -> float:
 
 
 def refresh_ahead(mem: Any, idle_after_s: float = 600.0) -> bool:
-    """Run the periodic full scan of the engram folder now when 80% of its interval has passed.
-
-    A long-lived process (``plur serve``) calls this from a background thread, so the scan that
-    catches in-place hand edits (49 ms at 10k engrams) runs between requests instead of inside
-    the first request after a pause. Stops scanning once nothing used this Memory for
-    ``idle_after_s`` seconds (an idle service costs no CPU; the next call scans as usual).
-
-    Returns:
-        True when it scanned.
-    """
+    """The body of :meth:`plur.memory.Memory.refresh_ahead`, which documents it."""
     with mem._lock:
         interval = scan_interval_s(mem)
         now = time.monotonic()

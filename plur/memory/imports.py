@@ -48,20 +48,7 @@ def screen(engrams: Iterable[Engram]) -> tuple[list[Engram], list[str]]:
 
 
 def import_engrams(mem: Any, engrams: Iterable[Engram], *, dry_run: bool = False) -> ImportResult:
-    """Store imported engrams, skipping what the store already holds; ``dry_run`` writes nothing.
-
-    An entry is known when the store holds its id with the same text and scope (retired or not), or an
-    active engram with the same statement in its scope (then its new tags are added to that one).
-    Credentials in a statement are removed first (:func:`screen`).
-
-    Args:
-        engrams: as read by :func:`plur.formats.transfer.read_engrams`.
-        dry_run: only say what would be added and what is known.
-
-    Raises:
-        ValidationError: an engram plur cannot store (over ``max_statement_bytes``...).
-        StoreError: the write failed.
-    """
+    """Store imported engrams: :meth:`plur.memory.Memory.import_engrams`, which documents it."""
     items, kinds = screen(engrams)
     secrets = len(kinds)
     for e in items:

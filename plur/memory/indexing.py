@@ -38,13 +38,7 @@ def open_index(mem: Any, need_dense: bool = True) -> Any:
 
 
 def index_state(mem: Any) -> dict[str, Any]:
-    """Where the dense leg's catch-up stands, for status pages and hosts that wait for a steady index.
-
-    Returns:
-        ``{"open": bool, "pending_dense": n engrams queued for embedding, "catching_up": bool}``:
-        ``catching_up`` while a background thread embeds the queue (recalls meanwhile answer from
-        the last consistent index; see :mod:`plur.index.catchup`).
-    """
+    """Where the dense leg's catch-up stands: :meth:`plur.memory.Memory.index_state`, which documents it."""
     from ..index.catchup import queued
 
     idx = mem._indexes
@@ -53,18 +47,7 @@ def index_state(mem: Any) -> dict[str, Any]:
 
 
 def catch_up(mem: Any, *, progress: bool = True, need_dense: bool = True) -> dict[str, int]:
-    """Bring the indexes up to date with the store now (what the first recall after an ingest does).
-
-    Shows tqdm bars on stderr (BM25 indexing, embedding) when ``progress``, so a first recall after
-    a big ingest does not look hung; the CLI calls it before recalling.
-
-    Args:
-        progress: show progress bars on stderr.
-        need_dense: also the dense leg (``False`` for a BM25-only recall: no model is loaded).
-
-    Returns:
-        ``{"indexed": n engrams (re)indexed in BM25 at open, "embedded": n engrams embedded}``.
-    """
+    """Bring the indexes up to date with the store now: :meth:`plur.memory.Memory.catch_up`, which documents it."""
     with mem._lock:
         opening = mem._indexes is None
         idx = mem._index(need_dense)
@@ -79,15 +62,7 @@ def catch_up(mem: Any, *, progress: bool = True, need_dense: bool = True) -> dic
 
 
 def embed_queued(mem: Any) -> int:
-    """Embed what the last writes queued for the dense leg, bounded as a recall does it, so the next recall
-    does not: a short queue (``recall_embed_batch``) now, a longer one on the background thread.
-
-    For a writer that runs between turns (capture after a turn's block is published): the next turn's
-    recall then finds nothing to embed first. A no-op while the indexes are not open or have no dense leg.
-
-    Returns:
-        Engrams still queued (0 when all were embedded now).
-    """
+    """Embed what the last writes queued, bounded: :meth:`plur.memory.Memory.embed_queued`, which documents it."""
     with mem._lock:
         idx = mem._indexes
         if idx is None or idx.dense is None or idx.dense_deferred:
@@ -103,16 +78,7 @@ REINDEX_CHECKPOINT_S = 300.0
 
 
 def reindex(mem: Any, *, progress: bool = True) -> dict[str, int]:
-    """Rebuild both indexes from the store (embeddings come from the cache when present).
-
-    The build saves itself every :data:`REINDEX_CHECKPOINT_S` seconds (5 min) and when interrupted (Ctrl-C),
-    and leaves ``index/reindexing.json`` until it is done: a reindex that finds that file resumes
-    the saved partial build instead of starting over (engrams it already embedded are not chunked,
-    hashed or looked up in the cache again).
-
-    Returns:
-        ``{"engrams": n indexed, "embedded": n sent to the dense leg}``.
-    """
+    """Rebuild both indexes from the store: :meth:`plur.memory.Memory.reindex`, which documents it."""
     import shutil
 
     from ..index.indexes import IndexSet, _atomic_write_json
@@ -138,12 +104,7 @@ def reindex(mem: Any, *, progress: bool = True) -> dict[str, int]:
 
 
 def save(mem: Any) -> None:
-    """Persist the indexes if they changed (also done by :meth:`close` and at exit).
-
-    The indexes are a cache of the engram files: when they cannot be written (read-only home,
-    full disk) a warning is logged, the temp folders of the failed save are removed, and the
-    next process rebuilds what is missing.
-    """
+    """Persist the indexes if they changed: :meth:`plur.memory.Memory.save`, which documents it."""
     with mem._lock:
         if mem._indexes is not None:
             folder = mem.home / "index"

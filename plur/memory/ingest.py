@@ -15,47 +15,7 @@ from ..store.engram import Engram, _check_scope, parse_time, tag_tuple
 def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = None, scope: str = "global",
            roles: Sequence[str] = ("user",), format: str | None = None, tags: Sequence[str] = (),
            source: Mapping[str, Any] | None = None, progress: bool | None = None, dry_run: bool = False) -> Any:
-    """Learn a conversation, one engram per turn, with its provenance; re-ingesting adds only new turns.
-
-    Each kept turn becomes an engram of type ``user`` (user turns) or ``reference`` (assistant
-    turns, only when ``roles`` includes ``'assistant'``), ``created`` = the turn's own timestamp,
-    else its session's date, else ``date``, else now, and ``source`` = the conversation
-    provenance ``{kind: conversation, format, session, turn, role, speaker?, ...}``
-    (:class:`~plur.formats.chats.turns.Turn`).
-
-    Deduplication is by provenance, not by text: a turn whose ``(format, session, turn, role)`` is
-    already stored in ``scope`` is skipped, so re-ingesting a file, or the file with turns appended,
-    adds only the new turns, while two equal turns of different sessions are two engrams (the
-    store's merge of exact duplicates is bypassed for ingested turns). ``learn`` of a statement
-    equal to an ingested turn still returns that turn's engram.
-
-    Args:
-        messages: decoded conversation data (a list of ``{role, content}`` messages, a ChatGPT
-            export, LongMemEval entries, LoCoMo samples, Claude Code events...), a
-            :class:`pathlib.Path` of such a file, or a list of ``Turn``.
-        session: session id where the data has none (messages: default a hash of the first message).
-        date: timestamp for turns without their own or their session's (ISO-8601 or datetime).
-        scope: scope of the new engrams.
-        roles: which turns to keep (``user``, ``assistant``).
-        format: the conversation format (:data:`plur.formats.chats.FORMATS`); default detected.
-        tags: tags for every new engram. source: extra provenance keys (e.g. ``{"file": ...}``).
-        progress: show a tqdm bar on stderr (default: when more than 1,000 turns are new).
-        dry_run: write nothing; the result says what would be added (``added``: unstored engrams) and changed.
-
-    Credentials in a turn (API keys, tokens, private keys) are redacted before anything is stored or
-    compared (:func:`plur.screen.text.screen`, capture's screen); ``secrets`` counts them, and so does
-    ``stats.db`` (door ``ingest``) unless ``dry_run``.
-
-    Returns:
-        An :class:`~plur.formats.chats.turns.IngestResult` (``added``, ``skipped``, ``turns``, ``format``,
-        ``changed``: engrams that superseded a stored turn whose text was edited since, ``problems``: each
-        malformed item left out, with why: a JSON Lines line that is not JSON, a Claude Code event or
-        ChatGPT conversation that cannot be read, a turn over ``max_statement_bytes``).
-
-    Raises:
-        ValidationError: data that is malformed as a whole, unknown format/role, bad scope, date or tag;
-            a ``format`` given that reads no turn at all from data that holds some other format.
-    """
+    """Learn a conversation, one engram per new turn: :meth:`plur.memory.Memory.ingest`, which documents it."""
     from ..formats import chats as conv
 
     tags = tag_tuple(tags)

@@ -21,13 +21,12 @@ def register(mem: Any) -> None:
 
 
 def on_close(mem: Any, callback: Any) -> None:
-    """Run ``callback()`` first thing in :func:`close` (a RecallWorker registers its own close, so a
-    busy worker finishes and records before stats.db closes)."""
+    """Run ``callback()`` first thing in :func:`close`: :meth:`plur.memory.Memory.on_close`, which documents it."""
     mem.__dict__.setdefault("_on_close", []).append(callback)
 
 
 def close(mem: Any) -> None:
-    """Save indexes and close stats.db. Idempotent."""
+    """Save indexes and close stats.db and the store: :meth:`plur.memory.Memory.close`, which documents it."""
     if mem._closed:
         return
     for callback in mem.__dict__.pop("_on_close", []):
@@ -45,7 +44,7 @@ def close(mem: Any) -> None:
 
 
 def keep_home_unwritten(mem: Any) -> None:
-    """The home was deleted under a running service: :func:`close` saves no index into it (issue 38)."""
+    """Save no index into a deleted home: :meth:`plur.memory.Memory.keep_home_unwritten`, which documents it."""
     mem.__dict__["_home_gone"] = True
 
 

@@ -12,15 +12,12 @@ from typing import Any
 
 
 def cache_dir(mem: Any) -> Path:
-    """Folder of the embedding cache (setting ``cache_dir``, default ``<home>/cache``)."""
+    """Folder of the embedding cache: :attr:`plur.memory.Memory.cache_dir`, which documents it."""
     return Path(mem.settings.cache_dir).expanduser() if mem.settings.cache_dir else mem.home / "cache"
 
 
 def graph_cache_dir(mem: Any) -> Path:
-    """Folder of exported query graphs (ONNX, under ``onnx/``): setting ``cache_dir`` when set, else
-    ``$XDG_CACHE_HOME/plur`` (default ``~/.cache/plur``). A graph depends only on the model and the
-    library versions, not on the memories, so every home of the user shares one export.
-    """
+    """Folder of exported query graphs: :attr:`plur.memory.Memory.graph_cache_dir`, which documents it."""
     if mem.settings.cache_dir:
         return mem.cache_dir
     xdg = os.environ.get("XDG_CACHE_HOME", "")
@@ -28,12 +25,7 @@ def graph_cache_dir(mem: Any) -> Path:
 
 
 def model_resolution(mem: Any) -> Any:
-    """Resolve (once) which embedding model serves the dense leg; see :func:`plur.embed.resolve.resolve_embedder`.
-
-    Returns:
-        A :class:`plur.embed.resolve.Resolution` whose ``embedder`` is wrapped in the embedding cache,
-        or has ``embedder=None`` (BM25 only) with ``source`` and ``reason`` saying why.
-    """
+    """Resolve (once) the embedding model: :meth:`plur.memory.Memory.model_resolution`, which documents it."""
     if mem._resolution is not None:
         return mem._resolution
     # the model loads under a lock of its own, not the recall lock, so a BM25 recall on another thread
@@ -66,13 +58,7 @@ def model_resolution(mem: Any) -> Any:
 
 
 def prepare_serving(mem: Any) -> bool:
-    """Get a long-lived process ready to answer fast: open the indexes, load the model and give it the
-    faster query path of the setting ``query_runtime`` (ONNX Runtime or TorchScript, cached under
-    :attr:`graph_cache_dir`; :meth:`SentenceTransformerEmbedder.prepare_fast_queries`).
-
-    Returns:
-        True when queries are embedded on a faster path than the eager model.
-    """
+    """Get a long-lived process ready to answer fast: :meth:`plur.memory.Memory.prepare_serving`, which documents it."""
     mem.recall("warm up", 1, record=False)  # opens the indexes and loads the model
     embedder = mem.model_resolution().embedder
     if mem.settings.query_runtime == "eager" or embedder is None:
@@ -82,7 +68,7 @@ def prepare_serving(mem: Any) -> bool:
 
 
 def reranker(mem: Any) -> Any | None:
-    """The second-stage :class:`~plur.embed.rerank.Reranker` (setting ``reranker``), loaded once; None when off."""
+    """The second-stage reranker, loaded once: :meth:`plur.memory.Memory.reranker`, which documents it."""
     if not mem.settings.reranker:
         return None
     with mem._lock:

@@ -11,18 +11,14 @@ from ..store.engram import Engram, _check_scope
 
 
 def get(mem: Any, engram_id: str) -> Engram:
-    """The engram with this id. Raises NotFoundError / InvalidIdError."""
+    """The engram with this id: :meth:`plur.memory.Memory.get`, which documents it."""
     mem._scan()
     return mem.store.get(engram_id)
 
 
 def list_(mem: Any, *, scope: str | None = None, type: str | None = None, tag: str | None = None,
          status: str | None = None, text: str | None = None) -> list[Engram]:
-    """Engrams matching every given filter, newest first (``text``: case-insensitive substring).
-
-    Raises:
-        ValidationError: ``scope`` is not a valid scope (``projct:atlas`` would match nothing, silently).
-    """
+    """Engrams matching every given filter: :meth:`plur.memory.Memory.list`, which documents it."""
     if scope is not None:
         _check_scope(scope)
     mem._scan()
@@ -38,12 +34,7 @@ def list_(mem: Any, *, scope: str | None = None, type: str | None = None, tag: s
 
 
 def pinned(mem: Any, scope: str | None = None) -> list[Engram]:
-    """Current pinned engrams visible in ``scope`` (that scope plus ``global``; ``None`` = all), newest first.
-
-    Current = :meth:`Engram.is_current` (active, inside its validity window now).
-
-    Cached until the store changes, so the recall worker can ask every turn at O(1) cost.
-    """
+    """Current pinned engrams visible in a scope: :meth:`plur.memory.Memory.pinned`, which documents it."""
     mem._scan()
     key = ("pinned", mem._generation)
     if mem._pinned_cache is None or mem._pinned_cache[0] != key:

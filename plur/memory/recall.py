@@ -49,39 +49,7 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
            tags: Sequence[str] | None = None, mode: str = "hybrid", agent: str | None = None,
            record: bool = True, min_score: float | None = None, include_expired: bool = False,
            now: Any = None, explain: bool = False, scopes: frozenset[str] | None = None) -> list[Hit]:
-    """Engrams relevant to ``query``, best first.
-
-    Args:
-        query: free text (any language); empty or stop-word-only queries give ``[]``; only the first
-            :data:`MAX_QUERY_CHARS` characters are read.
-        k: maximum number of hits (top-k); 0 gives ``[]``.
-        scope: ``None`` = every scope; ``'project:a'`` = that scope plus ``global`` only
-            (an authorisation boundary, never a ranking hint).
-        types: keep only these engram types. tags: keep engrams with any of these tags.
-        mode: ``hybrid`` (BM25 + dense fused by ``settings.fusion``), ``bm25`` or ``dense``.
-            Without an embedding model, ``hybrid`` and ``dense`` use BM25 alone.
-        agent: who asked (recorded in stats.db).
-        record: write the recall to stats.db (and ``settings.record_stats``).
-        min_score: drop hits scoring below this, in [0, 1] (see :class:`~plur.index.recall.Hit`
-            for what a score means; with the default ``weighted`` fusion it is absolute, so one
-            threshold means the same for every query).
-        include_expired: also return engrams that are not current (retired, e.g. superseded, or
-            outside their ``valid_from``/``valid_until`` window). Default: skipped.
-        now: when the question is asked (datetime or ISO-8601 text; default the current time):
-            dates the query names ("last May", "two weeks ago") are resolved against it and
-            engrams dated in them are boosted (setting ``date_boost``; README "Dates in recall").
-        explain: fill each hit's ``context_matches`` (query terms matched via neighbouring turns).
-        scopes: recall only among engrams in these scopes (a team member's readable scopes, set by the
-            service's door, :mod:`plur.service.access`), on top of ``scope``; ``None`` = no such limit.
-
-    Returns:
-        At most ``k`` :class:`~plur.index.recall.Hit` objects, ``rank`` 1..n, scores in [0, 1]
-        non-increasing; each hit's ``below_floor`` says why the relevance floor keeps it out of the
-        memory block ('' when it clears it; :meth:`Memory.relevance_floor`, setting ``relevance_floor``).
-
-    Raises:
-        ValidationError: bad query type, k, scope, mode, min_score or ``now``.
-    """
+    """Engrams relevant to ``query``, best first: :meth:`plur.memory.Memory.recall`, which documents it."""
     check_query(mem, query, k, scope)
     query = bound_query(query)
     from ..index.recall import check_mode, combine
@@ -133,7 +101,7 @@ def second_stage(mem: Any, query: str, k: int, now: Any, explain: bool, mode: st
 
 
 def relevance_floor(mem: Any, mode: str = "hybrid") -> Any:
-    """The :class:`~plur.index.floor.Floor` recalls in ``mode`` apply (setting ``relevance_floor``, per model)."""
+    """The relevance floor recalls in ``mode`` apply: :meth:`plur.memory.Memory.relevance_floor`, which documents it."""
     from ..index.floor import resolve_floor
 
     idx = mem._indexes
@@ -143,11 +111,7 @@ def relevance_floor(mem: Any, mode: str = "hybrid") -> Any:
 
 def recall_legs(mem: Any, query: str, k: int = 10, *, scope: str | None = None, agent: str | None = None,
                 record: bool = True) -> dict[str, list[Hit]]:
-    """The hybrid ranking beside the BM25 and dense rankings (each leg run once), for the playground.
-
-    Returns:
-        ``{"hybrid": [...], "bm25": [...], "dense": [...]}``; ``dense`` is empty without a model.
-    """
+    """The hybrid, BM25 and dense rankings side by side: :meth:`plur.memory.Memory.recall_legs`, which documents it."""
     check_query(mem, query, k, scope)
     query = bound_query(query)
     if k == 0 or not query.strip():

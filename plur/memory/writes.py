@@ -18,41 +18,14 @@ def learn(mem: Any, statement: str, *, scope: str = "global", type: str = "fact"
           domain: str | None = None, rationale: str | None = None, source: Mapping[str, Any] | None = None,
           pinned: bool = False, created: Any = None, valid_from: Any = None, valid_until: Any = None,
           ttl: Any = None) -> Engram:
-    """Remember ``statement``; an exact duplicate in the same scope returns the existing engram.
-
-    A duplicate is not written again, but tags it lacks are added to it (never dropped): the
-    returned engram then carries the union of its tags and ``tags``.
-
-    Args:
-        statement: the text (non-blank, at most ``max_statement_bytes`` UTF-8 bytes).
-        scope, type, tags, domain, rationale, source, pinned: the :class:`Engram` fields.
-        created: when it was true/said (ISO-8601 or datetime; default now).
-        valid_from, valid_until: validity window (ISO-8601 or datetime); outside it recall and the
-            memory block skip the engram (:meth:`Engram.is_current`).
-        ttl: time to live from now, e.g. ``'30d'`` (:func:`~plur.store.engram.parse_duration`)
-            or a ``timedelta``; sets ``valid_until`` (give one of the two).
-
-    Raises:
-        ValidationError: empty statement, bad scope/type/tag/time, ttl with valid_until, or over
-            ``max_statement_bytes``.
-    """
+    """Remember ``statement``: :meth:`plur.memory.Memory.learn`, which documents it."""
     return learn_outcome(mem, statement, scope=scope, type=type, tags=tags, domain=domain, rationale=rationale,
                          source=source, pinned=pinned, created=created, valid_from=valid_from,
                          valid_until=valid_until, ttl=ttl)[0]
 
 
 def learn_outcome(mem: Any, statement: str, **fields: Any) -> tuple[Engram, bool]:
-    """:func:`learn`, and whether it wrote a new engram (``False``: an exact duplicate already held it).
-
-    The flag is decided under the store's write lock, so of two processes learning the same text at once
-    exactly one is told ``True`` (``plur learn`` prints the new id or ``already known: <id>`` from it).
-
-    Args:
-        statement, **fields: as :func:`learn`.
-
-    Raises:
-        ValidationError: as :func:`learn`.
-    """
+    """The body of :meth:`plur.memory.Memory.learn_outcome`, which documents it."""
     ttl, valid_until = fields.pop("ttl", None), fields.pop("valid_until", None)
     tags = tag_tuple(fields.pop("tags", ()))
     engram = Engram.create(statement, max_statement_bytes=mem.settings.max_statement_bytes, tags=tags,
@@ -66,11 +39,7 @@ def learn_outcome(mem: Any, statement: str, **fields: Any) -> tuple[Engram, bool
 
 
 def learn_many(mem: Any, items: Iterable[Mapping[str, Any]]) -> list[Engram]:
-    """Learn many engrams under one store lock (each item: ``learn`` keyword arguments).
-
-    Returns:
-        The stored engrams in input order (duplicates map to the engram already stored).
-    """
+    """Learn many engrams under one store lock: :meth:`plur.memory.Memory.learn_many`, which documents it."""
     engrams = []
     for item in items:
         item = dict(item)
@@ -86,21 +55,7 @@ def learn_many(mem: Any, items: Iterable[Mapping[str, Any]]) -> list[Engram]:
 
 
 def update(mem: Any, engram_id: str, *, expected: str | None = None, **changes: Any) -> Engram:
-    """Change fields of an engram (statement, scope, type, tags, pinned, status, ...).
-
-    Args:
-        engram_id: the engram to change.
-        expected: the version the caller started from (:func:`plur.store.engram.engram_version`
-            of the engram it showed or edited); when the stored engram differs now, nothing is
-            written and :class:`~plur.errors.ConflictError` is raised. Without it, the version
-            read here is used, so a change landing between this read and the write is not lost either.
-        **changes: field -> new value.
-
-    Raises:
-        NotFoundError, InvalidIdError, ValidationError.
-        ConflictError: changed since ``expected`` ("changed since you opened it"; CLI exit 7, web 409).
-        DuplicateError: the new text is exactly another active engram's in the scope (``other_id``).
-    """
+    """Change fields of an engram: :meth:`plur.memory.Memory.update`, which documents it."""
     from ..store.engram import engram_version
 
     if "statement" in changes:
@@ -118,24 +73,7 @@ def update(mem: Any, engram_id: str, *, expected: str | None = None, **changes: 
 
 
 def supersede(mem: Any, old_id: str, statement: str, **fields: Any) -> Engram:
-    """Replace an engram by a new statement ("I moved to Porto" replaces "I live in Lisbon").
-
-    The new engram takes the old one's scope, type, tags, domain and pinned flag unless ``fields``
-    says otherwise, and records ``supersedes=old_id``. The old engram is kept (its history stays
-    on disk) but retired: ``status='retired'``, ``valid_until`` = now. Recall, the memory block
-    and the worker then skip it; ``recall(..., include_expired=True)`` still finds it.
-
-    Args:
-        old_id: the engram being replaced. statement: the new text.
-        **fields: :meth:`learn` keyword arguments for the new engram (``created``, ``ttl``...).
-
-    Returns:
-        The new engram.
-
-    Raises:
-        NotFoundError, InvalidIdError: no such engram. ValidationError: a bad field, or ``old_id``
-        already retired, or the new statement equals the old one (use :meth:`update`).
-    """
+    """Replace an engram by a new statement: :meth:`plur.memory.Memory.supersede`, which documents it."""
     old = mem.get(old_id)
     if old.status != "active":
         raise ValidationError(f"{old_id} is already retired; supersede the engram that replaced it "
@@ -156,19 +94,7 @@ def supersede(mem: Any, old_id: str, statement: str, **fields: Any) -> Engram:
 
 def feedback(mem: Any, engram_id: str, useful: bool, *, agent: str | None = None,
              query: str | None = None) -> dict[str, int]:
-    """Record that an engram was (or was not) useful, in stats.db (the engram file is not touched).
-
-    Args:
-        engram_id: the engram the feedback is about (must exist).
-        useful: ``True`` useful, ``False`` not useful.
-        agent: who says so (an agent id), if known. query: the recall query it answered, if known.
-
-    Returns:
-        The engram's feedback totals so far, ``{"useful": n, "not_useful": m}``.
-
-    Raises:
-        NotFoundError, InvalidIdError: no such engram. ValidationError: ``useful`` is not a bool.
-    """
+    """Record that an engram was (or was not) useful: :meth:`plur.memory.Memory.feedback`, which documents it."""
     if not isinstance(useful, bool):
         raise ValidationError(f"useful must be true or false, got {useful!r}")
     mem.get(engram_id)
