@@ -6,7 +6,7 @@ cores. Tracing the transformer once (``torch.jit.trace``) and freezing it (``tor
 which folds the weights in as constants) and running the graph as traced (no profiling executor,
 which would re-specialise it for every new query length) costs less: query embedding p50 17.8 ->
 13.5 ms on the model thread, three alternating process pairs of 150 queries of 3-14 words on the
-10k store of ``bench/bench_service.py``. The model's own later modules (pooling, normalisation)
+10k store of ``bench/doors/service.py``. The model's own later modules (pooling, normalisation)
 still run as they are.
 
 Tracing records one execution, so :func:`trace_query_path` checks the traced path against the

@@ -4,7 +4,7 @@ Why: torch's CPU kernels parallelise with OpenMP, and OpenMP keeps one pool of w
 *calling* thread. A service calls the model from many threads (the API's thread pool, the recall
 worker, the dense catch-up); each caller then brings its own pool, and the idle pools' spinning
 threads compete for the cores with the busy one. Measured on 2 cores (MiniLM, the 10k store of
-``bench/bench_service.py``, p50 of 100 hybrid recalls with new queries): embedded on the thread
+``bench/doors/service.py``, p50 of 100 hybrid recalls with new queries): embedded on the thread
 that first used torch 14.7 ms, on any other thread 21-24 ms, and the first thread drops to
 32.6 ms once another has used torch; funnelled through this one thread, 16.6-18.3 ms from any
 caller (the service's API recall went from 22 ms to the figure in ``bench/results/service.json``).

@@ -2,7 +2,7 @@
 
 A long-lived process that serves recalls from cached embeddings needs the model only for new texts
 and queries; loading torch, transformers and sentence-transformers for that costs ~450 MiB of RSS
-(``bench/bench_memory.py``: 491 MiB after resolving all-MiniLM-L6-v2 against 42 MiB before). A
+(``bench/speed/memory.py``: 491 MiB after resolving all-MiniLM-L6-v2 against 42 MiB before). A
 *bundle* holds all the process needs instead, in ``<cache_dir>/onnx/<key>/``:
 
 * ``model.onnx`` -- the whole model (encoder, pooling, normalisation) exported once from the

@@ -4,7 +4,7 @@ A one-text query is bound by per-operator dispatch, not arithmetic (see :mod:`pl
 ONNX Runtime runs the whole model (encoder, pooling, normalisation) as one fused graph with its own
 thread pool: query embedding p50 3.6-5.5 ms against 9-13 ms for the TorchScript-frozen path and
 ~14-18 ms eager, all-MiniLM-L6-v2 on 2 cores, same process, alternating, 180 queries of 1-400
-tokens (``/tmp`` prototype, then ``bench/bench_service.py``; figures in the README 'Local service').
+tokens (``/tmp`` prototype, then ``bench/doors/service.py``; figures in the README 'Local service').
 
 The model is exported once (``torch.onnx.export``, TorchScript-based exporter, opset
 :data:`OPSET`, batch and sequence axes dynamic) to ``<cache_dir>/onnx/<key>.onnx``, where ``key``

@@ -16,7 +16,7 @@ keyed by the model's vector identity up to its revision). A second, relative con
 (``top_ratio``: a hit must score at least that share of the query's best hit) drops the long tail
 under a strong match, whatever the scale.
 
-The values in :data:`CALIBRATED` were chosen by the benchmark (``python -m bench.floor``) on LoCoMo
+The values in :data:`CALIBRATED` were chosen by the benchmark (``python -m bench.quality.floor``) on LoCoMo
 conversations 1-5 and reported on 6-10 and the LongMemEval files; README "Relevance floor".
 """
 
@@ -70,12 +70,12 @@ class Floor:
 OFF = Floor(0.0, 0.0, "off")
 #: Floors chosen by the benchmark, by the embedding model's vector identity up to its revision
 #: (``name@rev7``, the first field of :attr:`plur.embed.models_lock.ModelSpec.identity`).
-#: all-MiniLM-L6-v2 (LoCoMo conversations 1-5, turn level, default path, ``python -m bench.floor``):
+#: all-MiniLM-L6-v2 (LoCoMo conversations 1-5, turn level, default path, ``python -m bench.quality.floor``):
 #: ``top_ratio`` 0.66 is the largest share that keeps >= 98% of the gold notes the unfloored block
 #: holds (98.2%; 22% fewer notes; held out, conversations 6-10: 98.5% kept, 20% fewer notes).
 #: ``min_score`` 0.21 = ``dense_weight`` (0.6) x 0.356, the 99th percentile of the cosine between a
 #: question and a turn of another conversation (LoCoMo conversations 1-2 questions x 3-5 turns,
-#: ``python -m bench.floor_noise``): a note with no lexical evidence clears it only when it is more
+#: ``python -m bench.quality.floor_noise``): a note with no lexical evidence clears it only when it is more
 #: similar than 99% of unrelated pairs. (LoCoMo's own candidates cannot place the absolute part:
 #: names and dates give every turn lexical evidence, and no gold note is lost below 0.32 there.)
 #: README "Relevance floor".

@@ -3,7 +3,7 @@
 A bulk build frees large transients (a batch's documents and token lists, the CSR parts of a save, a batch
 of vectors read from the embedding cache); glibc keeps freed memory in the process's heap, where it still
 counts in RSS, unless it sits at the very top of the heap. ``malloc_trim(0)`` returns every free page.
-Measured at 100k engrams (``bench/bench_memory.py`` with a trim after each phase): RSS -20 MiB after the
+Measured at 100k engrams (``bench/speed/memory.py`` with a trim after each phase): RSS -20 MiB after the
 BM25 leg, -11 after the dense leg, -25 after the save; the peak of the whole build 593 -> 576 MiB.
 A no-op where there is no glibc (macOS, musl); costs a few ms, so it runs only after bulk work.
 """

@@ -66,7 +66,7 @@ def estimate_tokens(text: str) -> int:
       symbols) 1.25, 4-byte (emoji) 3 tokens.
 
     Measured against the real cl100k_base and o200k_base tokenizers (``bpe-openai``; see
-    ``tests/test_section.py`` and ``bench/bench_section.py``) the estimate is >= the larger of the two
+    ``tests/test_section.py`` and ``bench/doors/section.py``) the estimate is >= the larger of the two
     counts for English prose, Python code, CJK, Cyrillic, emoji, hex ids, numbers and punctuation
     (1.0x-1.55x), and under-counts only random mixed-case letter/digit strings (API keys, base62
     ids: about 0.75x). Other model families (Llama, Qwen, Claude) tokenise differently; keep a margin.

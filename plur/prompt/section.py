@@ -78,7 +78,7 @@ class MemorySection:
     def text(self, assembly: Any = None) -> str:
         """The memory block for the assembly's agent, '' when it has no agent or no block yet.
 
-        Synchronous and cheap (p50 0.24 us, p99 < 1.2 us while the worker recalls; ``bench/bench_section.py``): a lock-free read
+        Synchronous and cheap (p50 0.24 us, p99 < 1.2 us while the worker recalls; ``bench/doors/section.py``): a lock-free read
         of the worker's cache. It never recalls, never touches disk, never waits for the worker,
         and never returns another agent's block. The first read of each new block queues one
         injection event, which the worker thread writes to stats.db.

@@ -189,7 +189,7 @@ class _Freshener:
     The full stat scan that catches in-place hand edits falls due every ``refresh_interval_s``
     (stretched to 50x its cost: 49 ms every 2.5 s at 10k engrams); inside a request it made the
     first recall after a pause of 3 s take 67-92 ms server-side instead of 4-16 ms (6 of 8 requests,
-    the 10k store of ``bench/bench_service.py``). Here it runs between requests, and not at all after
+    the 10k store of ``bench/doors/service.py``). Here it runs between requests, and not at all after
     10 minutes without one.
     """
 

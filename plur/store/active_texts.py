@@ -1,7 +1,7 @@
 """Active engram ids by (scope, content hash): the map duplicate detection looks up, kept small.
 
 A ``{(scope, content_hash): {id}}`` map cost ~300 bytes an engram (a 2-tuple key and a one-id set
-each: 29 MiB at 100k engrams, ``bench/bench_memory.py``). :class:`ActiveTexts` keys by the engram's
+each: 29 MiB at 100k engrams, ``bench/speed/memory.py``). :class:`ActiveTexts` keys by the engram's
 own ``content_hash`` string and holds its own id string, so an engram costs one dict slot (~40-80
 bytes with the table's slack); a set appears only where several active engrams share a text (in
 any scope), and the scope is checked on the engrams themselves at lookup.

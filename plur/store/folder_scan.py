@@ -62,7 +62,7 @@ def scan_folder_while(root: Path, work: Callable[[], Any]) -> tuple[dict[str, St
     """:func:`scan_folder` on a thread while this thread runs ``work()`` (e.g. parsing the store manifest).
 
     The stat calls release the GIL, so the two overlap: ~30 ms of a cold 10k-engram ``plur recall --mode
-    bm25`` (``bench/bench_service.py``). Either one's error is raised here (``work``'s first).
+    bm25`` (``bench/doors/service.py``). Either one's error is raised here (``work``'s first).
     """
     out: dict[str, Any] = {}
 

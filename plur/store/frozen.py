@@ -1,7 +1,7 @@
 """Shared immutable values for fields most engrams leave empty (one object, not one per engram).
 
 An empty ``dict`` is 64 bytes; 100k engrams without unknown YAML keys held 6 MiB of them
-(``bench/bench_memory.py``). They share :data:`NO_EXTRA` instead, which no engram can change
+(``bench/speed/memory.py``). They share :data:`NO_EXTRA` instead, which no engram can change
 (a shared mutable default would leak one engram's edit into every other).
 """
 
