@@ -5,6 +5,8 @@
 * :mod:`~plur.store.mirror`: the in-memory mirror of the folder (scan, parse, quarantine, catch up)
 * :mod:`~plur.store.atomic`, :mod:`~plur.store.lock`, :mod:`~plur.store.manifest`,
   :mod:`~plur.store.quarantine`: its helpers, one job each
-* :mod:`~plur.formats.transfer`: import/export dispatch and JSONL; :mod:`~plur.formats.plur_yaml` (PLUR's
-  engrams.yaml) and :mod:`~plur.formats.claude_dir` (a Claude-style memory folder)
+* :mod:`~plur.store.pg`: the PostgreSQL store behind the same interface (setting ``store``)
+
+Reading other formats (chat exports, notes, JSONL, PLUR's engrams.yaml) is :mod:`plur.formats`, above this
+layer: storage never imports it.
 """
