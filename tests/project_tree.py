@@ -28,8 +28,15 @@ def build(base: Path, table: dict[str, Any]) -> None:
             gitdir = base / item["of"] / ".git" / "worktrees" / name
             gitdir.mkdir(parents=True, exist_ok=True)
             (gitdir / "commondir").write_text("../..\n", encoding="utf-8")
-            (base / item["worktree"]).mkdir(parents=True, exist_ok=True)
-            (base / item["worktree"] / ".git").write_text(f"gitdir: {gitdir}\n", encoding="utf-8")
+            tree = base / item["worktree"]
+            tree.mkdir(parents=True, exist_ok=True)
+            rel = item.get("relative", False)
+            (tree / ".git").write_text(f"gitdir: {os.path.relpath(gitdir, tree) if rel else gitdir}\n", encoding="utf-8")
+            back = tree / ".git"  # the backlink git writes: the repository lists this worktree
+            (gitdir / "gitdir").write_text(f"{os.path.relpath(back, gitdir) if rel else back}\n", encoding="utf-8")
+        elif "file" in item:
+            (base / item["file"]).parent.mkdir(parents=True, exist_ok=True)
+            (base / item["file"]).write_text(item["text"], encoding="utf-8")
         elif "submodule" in item:
             name = Path(item["submodule"]).name
             gitdir = base / item["in"] / ".git" / "modules" / name

@@ -61,6 +61,25 @@ def test_real_git_worktree_and_submodule(tmp_path: Path, plur_home: Path) -> Non
     assert (sub.root, sub.scope) == (str(real / "main" / "vendor" / "dep"), "project:dep")
 
 
+def test_a_copied_worktree_git_file_does_not_join_the_repository(tmp_path: Path) -> None:
+    """A real worktree's ``.git`` file copied into another folder (a download, an archive) names a git dir
+    the repository lists for the worktree only: git's backlink points elsewhere, so the copy is its own project."""
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    main = tmp_path / "proj"
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    (main / "f").write_text("x")
+    subprocess.run([*git, "-C", str(main), "add", "f"], check=True)
+    subprocess.run([*git, "-C", str(main), "commit", "-qm", "x"], check=True)
+    subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(tmp_path / "feature")], check=True)
+    copy = tmp_path / "downloads" / "feature"
+    copy.mkdir(parents=True)
+    (copy / ".git").write_bytes((tmp_path / "feature" / ".git").read_bytes())
+    real = Path(os.path.realpath(tmp_path))
+    assert find(tmp_path / "feature", Registry()).scope == "project:proj"
+    got = find(copy, Registry())
+    assert (got.root, got.scope) == (str(real / "downloads" / "feature"), "project:feature")
+
+
 def test_two_clones_register_first_come_first_served(tmp_path: Path, plur_home: Path) -> None:
     for clone in ("a/app", "b/app", "c/app"):
         (tmp_path / clone / ".git").mkdir(parents=True)

@@ -5,8 +5,10 @@ Pure reads of the file system, no writes, no registry (that is :mod:`plur.projec
 * :func:`git_root` walks up from a folder to the first one holding ``.git``. A ``.git`` *folder* makes
   that folder the root. A ``.git`` *file* (``gitdir: <path>``) is a linked worktree or a submodule: a
   worktree's git dir holds ``commondir``, which leads to the main repository's ``.git``, so every
-  worktree of a repository is that repository's project; a submodule's git dir has no ``commondir``,
-  so a submodule is its own project. No repository above the folder: the folder itself.
+  worktree of a repository is that repository's project, but only a worktree that repository lists
+  (git's own backlink check, see :func:`_main_root`): a planted ``.git`` file is its folder's own
+  project. A submodule's git dir has no ``commondir``, so a submodule is its own project. No
+  repository above the folder: the folder itself.
 * :func:`plain_name` keeps the letters and digits of any script of the root's last name (NFC, so a
   macOS NFD name gives the same scope as a Linux one) plus ``_ . @ -``; every run of other characters
   (spaces, emoji, punctuation, combining marks that do not compose) becomes one ``-``, and ``-`` at
@@ -45,19 +47,39 @@ def _read_pointer(path: str) -> str | None:
         return None
 
 
+def _pointed(base: str, text: str) -> str:
+    """``text`` (a path a git pointer file holds) made absolute against ``base``, normalised."""
+    return os.path.normpath(text if os.path.isabs(text) else os.path.join(base, text))
+
+
+def _same(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def _main_root(folder: str) -> str:
-    """The root of the repository whose ``.git`` file sits in ``folder`` (a worktree: the main one)."""
+    """The root of the repository whose ``.git`` file sits in ``folder`` (a worktree: the main one).
+
+    A ``.git`` file is followed only to a worktree its repository lists, as ``git worktree`` checks
+    one (``validate_worktree`` in git's ``worktree.c``): the git dir it names sits in the common
+    dir's ``worktrees/``, and that admin dir's own ``gitdir`` file points back to this ``.git``
+    file. Anything else (a ``.git`` file planted in a downloaded folder naming another repository,
+    an admin dir borrowed from a real worktree) leaves ``folder`` its own project.
+    """
     text = _read_pointer(os.path.join(folder, ".git"))
     if not text or not text.startswith("gitdir:"):
         return folder
-    gitdir = text[len("gitdir:"):].strip()
-    gitdir = os.path.normpath(gitdir if os.path.isabs(gitdir) else os.path.join(folder, gitdir))
+    gitdir = _pointed(folder, text[len("gitdir:"):].strip())
     common = _read_pointer(os.path.join(gitdir, "commondir"))
     if not common:
         return folder  # a submodule (or a plain gitdir link): its own repository
-    common = os.path.normpath(common if os.path.isabs(common) else os.path.join(gitdir, common))
+    common = _pointed(gitdir, common)
     if os.path.basename(common) != ".git":
         return folder  # a worktree of a bare repository or a submodule: the worktree is the project
+    back = _read_pointer(os.path.join(gitdir, "gitdir"))
+    if not back or not _same(_pointed(gitdir, back), os.path.join(folder, ".git")):
+        return folder  # the repository does not list this folder as its worktree
+    if not _same(os.path.dirname(os.path.realpath(gitdir)), os.path.join(common, "worktrees")):
+        return folder  # not an admin dir of that repository
     return os.path.realpath(os.path.dirname(common))
 
 

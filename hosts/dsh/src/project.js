@@ -4,8 +4,8 @@
  * `tests/test_project.py` both run.
  *
  * Walking up from the folder, the first of: a folder bound to a project (`plur project bind`), a
- * git repository's root (a worktree's `.git` file leads to its main repository; a submodule is its
- * own), else the folder itself. A root's scope is what `<home>/projects.json` registered for it,
+ * git repository's root (a worktree's `.git` file leads to its main repository, only when that
+ * repository lists the worktree: git's backlink check; a submodule is its own), else the folder itself. A root's scope is what `<home>/projects.json` registered for it,
  * or, for a root not registered yet, the one registering would give: its last name's letters and
  * digits of any script (NFC) plus `_ . @ -`, other runs as one `-`, and `-2`, `-3`... when another
  * root already holds that name. Never `global`.
@@ -47,15 +47,27 @@ const readPointer = (p) => {
   }
 }
 
+const pointed = (base, text) => normalize(isAbsolute(text) ? text : join(base, text)).replace(/[\\/]+$/, '')
+const same = (a, b) => canonical(a) === canonical(b)
+
+/**
+ * The root of the repository whose `.git` file sits in `folder` (a worktree: the main one). A `.git`
+ * file is followed only to a worktree its repository lists, as git checks one (`validate_worktree`):
+ * the git dir it names sits in the common dir's `worktrees/`, and that admin dir's `gitdir` file
+ * points back to this `.git` file. Anything else (a planted `.git` file) leaves `folder` its own project.
+ * @param {string} folder
+ */
 function mainRoot (folder) {
   const text = readPointer(join(folder, '.git'))
   if (!text || !text.startsWith('gitdir:')) return folder
-  let gitdir = text.slice('gitdir:'.length).trim()
-  gitdir = normalize(isAbsolute(gitdir) ? gitdir : join(folder, gitdir))
+  const gitdir = pointed(folder, text.slice('gitdir:'.length).trim())
   let common = readPointer(join(gitdir, 'commondir'))
-  if (!common) return folder
-  common = normalize(isAbsolute(common) ? common : join(gitdir, common)).replace(/[\\/]+$/, '')
-  if (basename(common) !== '.git') return folder
+  if (!common) return folder // a submodule (or a plain gitdir link): its own repository
+  common = pointed(gitdir, common)
+  if (basename(common) !== '.git') return folder // a worktree of a bare repository or a submodule
+  const back = readPointer(join(gitdir, 'gitdir'))
+  if (!back || !same(pointed(gitdir, back), join(folder, '.git'))) return folder // not listed by the repository
+  if (!same(dirname(canonical(gitdir)), join(common, 'worktrees'))) return folder // not an admin dir of that repository
   return canonical(dirname(common))
 }
 

@@ -4,10 +4,11 @@
 // folder file notes under the same scope.
 import './support/es2024.js'
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { basename, join, relative } from 'node:path'
+import { basename, dirname, join, relative } from 'node:path'
 import { after, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import plur, { resolveConfig } from '../src/index.js'
@@ -29,8 +30,14 @@ function build (root) {
       const gitdir = join(root, item.of, '.git', 'worktrees', basename(item.worktree))
       mkdirSync(gitdir, { recursive: true })
       writeFileSync(join(gitdir, 'commondir'), '../..\n')
-      mkdirSync(join(root, item.worktree), { recursive: true })
-      writeFileSync(join(root, item.worktree, '.git'), `gitdir: ${gitdir}\n`)
+      const tree = join(root, item.worktree)
+      mkdirSync(tree, { recursive: true })
+      writeFileSync(join(tree, '.git'), `gitdir: ${item.relative ? relative(tree, gitdir) : gitdir}\n`)
+      const back = join(tree, '.git') // the backlink git writes: the repository lists this worktree
+      writeFileSync(join(gitdir, 'gitdir'), `${item.relative ? relative(gitdir, back) : back}\n`)
+    } else if (item.file !== undefined) {
+      mkdirSync(dirname(join(root, item.file)), { recursive: true })
+      writeFileSync(join(root, item.file), item.text)
     } else if (item.submodule !== undefined) {
       const name = basename(item.submodule)
       mkdirSync(join(root, item.in, '.git', 'modules', name), { recursive: true })
@@ -57,6 +64,26 @@ for (const c of TABLE.cases) {
     assert.notEqual(got.scope, 'global')
   })
 }
+
+test('real git: a worktree from `git worktree add` joins its repository; its .git file copied elsewhere does not', () => {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'plur-realgit-')))
+  try {
+    const git = (...args) => execFileSync('git', ['-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args], { stdio: 'ignore' })
+    git('init', '-q', join(dir, 'proj'))
+    writeFileSync(join(dir, 'proj', 'f'), 'x')
+    git('-C', join(dir, 'proj'), 'add', 'f')
+    git('-C', join(dir, 'proj'), 'commit', '-qm', 'x')
+    git('-C', join(dir, 'proj'), 'worktree', 'add', '-q', join(dir, 'feature'))
+    mkdirSync(join(dir, 'feature', 'deep'))
+    mkdirSync(join(dir, 'downloads', 'feature'), { recursive: true })
+    writeFileSync(join(dir, 'downloads', 'feature', '.git'), readFileSync(join(dir, 'feature', '.git')))
+    const empty = { roots: {}, bound: {} }
+    assert.deepEqual([findProject(join(dir, 'feature', 'deep'), empty).root, findProject(join(dir, 'feature', 'deep'), empty).scope], [join(dir, 'proj'), 'project:proj'])
+    assert.deepEqual([findProject(join(dir, 'downloads', 'feature'), empty).root, findProject(join(dir, 'downloads', 'feature'), empty).scope], [join(dir, 'downloads', 'feature'), 'project:feature'])
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
 
 test('scopeFor gives a DSH session the project of its workspace (session.header.cwd)', () => {
   const agent = (cwd) => ({ session: { header: { cwd } } })
