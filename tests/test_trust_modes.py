@@ -16,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -129,3 +130,137 @@ def test_modes_helpers(tmp_path: Path, umask_022) -> None:
     changed = modes.repair(tmp_path)
     assert {(p.name, f"{o:04o}", f"{n:04o}") for p, o, n in changed} >= {("d", "0755", "0700")}
     assert _too_open(tmp_path) == {}
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def leaf_commands() -> set[str]:
+    """Every runnable command of ``plur``, as its words (``"link claude-code"``)."""
+    from plur.cli.root import cli
+
+    out: set[str] = set()
+
+    def walk(cmd: click.Command, words: list[str], ctx: click.Context) -> None:
+        if isinstance(cmd, click.Group):
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name), [*words, name], ctx)
+        else:
+            out.add(" ".join(words))
+
+    walk(cli, [], click.Context(cli))
+    return out
+
+
+def _umask_022() -> None:
+    os.umask(0o022)
+
+
+class Runner:
+    """``plur --home HOME ...`` in a fresh process with umask 022 and $HOME in a temporary folder."""
+
+    def __init__(self, home: Path, tmp: Path) -> None:
+        self.home, self.tmp, self.ran = home, tmp, []
+        (tmp / "user").mkdir()
+        self.env = {**os.environ, "HOME": str(tmp / "user"), "PLUR_MODEL": "none", "PLUR_AUTOSTART_SERVICE": "0",
+                    "HF_HUB_OFFLINE": "1", "EDITOR": "true", "VISUAL": "true", "PYTHONPATH": str(REPO)}
+        self.env.pop("PLUR_HOME", None)
+
+    def __call__(self, words: str, *args: str, stdin: str = "", env: dict[str, str] | None = None,
+                 ok: bool = True) -> subprocess.CompletedProcess:
+        got = subprocess.run([sys.executable, "-m", "plur", "--home", str(self.home), *words.split(), *args],
+                             input=stdin, capture_output=True, text=True, env={**self.env, **(env or {})},
+                             cwd=self.tmp, timeout=240, preexec_fn=_umask_022)
+        assert not ok or got.returncode == 0, (words, args, got.stdout, got.stderr)
+        self.ran.append(words)
+        return got
+
+
+def _open_to_others(home: Path) -> list[str]:
+    found = subprocess.run(["find", str(home), "-perm", "/077"], capture_output=True, text=True, check=True)
+    return sorted(found.stdout.split())
+
+
+def test_every_command_leaves_the_home_owner_only_under_umask_022(pg_base: str) -> None:
+    """Issue 47: every command of the CLI (a walk of the click command tree: a new command fails here until it is
+    given arguments below) runs once, in a real process with umask 022 and its minimal valid arguments; then
+    ``find <home> -perm /077`` is empty. Before, ``<home>/hooks`` and ``<home>/links`` were 0755 and
+    ``links/*.lock`` 0644."""
+    from pg_server import fresh_database
+
+    tmp = Path(tempfile.mkdtemp(prefix="plur-modes-", dir="/tmp"))  # short: the service's unix socket path
+    try:
+        home = tmp / "home"
+        plur = Runner(home, tmp)
+        (tmp / "proj" / ".git").mkdir(parents=True)
+        (tmp / "notes").mkdir()
+        (tmp / "notes" / "deploys.md").write_text("# Deploys\n\nDeploys happen on Tuesdays.\n", encoding="utf-8")
+        (tmp / "chat.json").write_text(json.dumps([{"role": "user", "content": "My cat is called Tom."}]),
+                                       encoding="utf-8")
+        plur("init")
+        first = plur("learn", "The user's dog is called Rex.").stdout.split()[0]
+        second = plur("learn", "The staging server is called blue7.").stdout.split()[0]
+        plur("list")
+        plur("show", first)
+        plur("recall", "dog")
+        plur("section", "What is my dog called?", "--agent", "a")
+        plur("pin", first)
+        plur("unpin", first)
+        plur("update", first, "The user's dog is called Rex, a beagle.")
+        plur("edit", first)
+        plur("supersede", second, "The staging server is called green3.")
+        plur("export", str(tmp / "export.jsonl"))
+        plur("import", str(tmp / "notes"))
+        plur("ingest", str(tmp / "chat.json"))
+        plur("sessions")
+        plur("forget", first, "-y")
+        plur("reindex")
+        plur("project which", str(tmp / "proj"))
+        plur("project bind", str(tmp / "notes"), "--to", "project:proj")
+        plur("project list")
+        plur("project unbind", str(tmp / "notes"))
+        plur("link claude-code", str(tmp / "proj"))
+        plur("link list")
+        plur("link remove", str(tmp / "proj"))
+        hook_input = {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "cwd": str(tmp / "proj"),
+                      "prompt": "What is my dog called?", "transcript_path": str(tmp / "none.jsonl")}
+        plur("hook", "claude-code", stdin=json.dumps(hook_input))
+        plur("completion", "bash")
+        plur("doctor")
+        plur("mcp")  # stdio, its input ends at once
+        uri = fresh_database(pg_base)
+        plur("migrate", "--from", str(home), "--to", uri)
+        team = {"PLUR_STORE": uri}
+        plur("team add", "alice", "--read", "project:proj", env=team)
+        plur("team grant", "alice", "--write", "project:web", env=team)
+        plur("team revoke", "alice", "project:web", env=team)
+        plur("team rotate", "alice", env=team)
+        plur("team list", env=team)
+        plur("team remove", "alice", env=team)
+        plur("service start", "--port", "0")
+        plur("service status")
+        plur("service url")
+        plur("service stop")
+        serve = subprocess.Popen([sys.executable, "-m", "plur", "--home", str(home), "serve", "--port", "0"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=plur.env, cwd=tmp,
+                                 preexec_fn=_umask_022)
+        try:
+            _wait_for_service(home, serve)
+            plur.ran.append("serve")
+        finally:
+            plur("service stop", ok=False)
+            serve.wait(timeout=60)
+        assert set(plur.ran) == leaf_commands(), "a command of the CLI is not run here: give it its arguments"
+        assert _open_to_others(home) == [], _open_to_others(home)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _wait_for_service(home: Path, proc: subprocess.Popen) -> None:
+    """Until ``plur serve`` wrote its ``service.json`` (the event), or it exited."""
+    import time
+
+    deadline = time.monotonic() + 120
+    while not (home / "service.json").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "plur serve did not start"
+        time.sleep(0.05)

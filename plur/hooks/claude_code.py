@@ -139,9 +139,21 @@ def load_turn(path: str) -> int:
     return turn if isinstance(turn, int) and not isinstance(turn, bool) and turn >= 0 else 0
 
 
+def _private_dirs(folder: str) -> None:
+    """``mkdir -p folder``, every folder made 0700 (``os.makedirs`` gives its mode to the last one only: ``hooks/``
+    was 0755 under umask 022)."""
+    if os.path.isdir(folder):
+        return
+    _private_dirs(os.path.dirname(folder))
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+
+
 def save_shown(path: str, shown: list[str], turn: int | None = None) -> None:
     """Write atomically, owner-only (ids and a turn count: nothing secret; the folder is private like the home)."""
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    _private_dirs(os.path.dirname(path))
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -366,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         opts = parse_args(args)
         raw = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
         if len(raw) > MAX_INPUT_BYTES:
-            raise HookError(f"the hook input is over {MAX_INPUT_BYTES} bytes")
+            raise HookError(f"the hook input is over {MAX_INPUT_BYTES} bytes, too large")
         out = answer(read_event(raw), opts)
     except HookError as exc:
         text = str(exc)  # Claude Code shows the line to the user: say it comes from plur

@@ -79,10 +79,12 @@ def reconcile(memory: Any, link: Link) -> SyncReport:
     """One sync of ``link``'s folder and scope (see the module doc); under the link's lock."""
     from filelock import FileLock
 
+    from ...store.atomic import private_dirs
+
     home = Path(memory.home)
     lock_path = home / "links" / f"{link.key}.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(lock_path), timeout=60):
+    private_dirs(lock_path.parent)  # owner-only, like every folder and file of the home, whatever the umask
+    with FileLock(str(lock_path), timeout=60, mode=0o600):
         return _reconcile(memory, link, LinkState.load(home, link))
 
 
