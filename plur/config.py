@@ -371,7 +371,7 @@ def _read_config(cfg: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read {cfg} ({exc.strerror or exc}); fix its permissions or delete it") from None
     if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{cfg} is over {MAX_CONFIG_BYTES} bytes (a plur config is a few lines of "
+        raise ConfigError(f"{cfg} is over {MAX_CONFIG_BYTES} bytes, too large (a plur config is a few lines of "
                           "'name = value'); fix or delete the file")
     try:
         return tomllib.loads(raw.decode("utf-8"))

@@ -42,8 +42,10 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, discard
     if fix:
         from ..store.modes import repair
 
+        from ..store.quarantine import shown
+
         for path, old, new in repair(app.memory.home):
-            echo(f"made owner-only: {path} {old:04o} -> {new:04o}")
+            echo(f"made owner-only: {shown(str(path))} {old:04o} -> {new:04o}")
     if restore is not None:
         e = app.memory.store.restore(restore)
         if as_json:
@@ -52,8 +54,10 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, discard
             echo(f"restored: {e.id} ({summary(e.statement, 60)})")
         return
     if discard is not None:
-        gone = app.memory.store.discard(discard)
-        emit_json({"discarded": str(gone)}) if as_json else echo(f"discarded: {gone}")
+        from ..store.quarantine import shown
+
+        gone = shown(str(app.memory.store.discard(discard)))  # the name as listed: UTF-8 on one line
+        emit_json({"discarded": gone}) if as_json else echo(f"discarded: {gone}")
         return
     missing = app.missing_home()
     if missing is not None and not fix:  # report, do not create (a mistyped --home / PLUR_HOME)

@@ -27,14 +27,27 @@ def serve(app: App, host: str, port: int, allow_hosts: tuple[str, ...], open_bro
     if daemon:
         commands.start_and_report(app.home, host, port, allow_hosts, open_browser=open_browser)
         return
-    from ..screen.logs import screen_stdio
     from ..service.runner import run
     from ..web.server import create_app
 
-    screen_stdio()  # stdout and stderr are <home>/service.log when started in the background: no key reaches it
+    service_stdio()
 
     run(app.home, host, port, web_factory=create_app, allow_hosts=allow_hosts, open_browser=open_browser,
         idle_exit_s=idle_exit_s)
+
+
+def service_stdio() -> None:
+    """The service's stdout and stderr (``<home>/service.log`` when started in the background): screened, so no
+    key reaches the log, and never failing on text that is not UTF-8 (a traceback quoting such a file name is
+    kept, its other bytes as ``\\xNN``; a strict stream dropped the whole traceback)."""
+    import sys
+
+    from ..screen.logs import screen_stdio
+
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    screen_stdio()
 
 
 @click.command()

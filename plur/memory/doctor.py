@@ -24,9 +24,10 @@ def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
     except OSError:
         mode = None
     from ..store.modes import too_open
+    from ..store.quarantine import shown
 
-    exposed = [f"{p} {m:04o}" for p, m in too_open(mem.home)]
-    return {"home": str(mem.home), "home_mode": None if mode is None else f"{mode:04o}",
+    exposed = [f"{shown(str(p))} {m:04o}" for p, m in too_open(mem.home)]  # any file name, as UTF-8 text
+    return {"home": shown(str(mem.home)), "home_mode": None if mode is None else f"{mode:04o}",
             "home_private": not exposed, "too_open": exposed,
             "engrams": {"total": len(engrams), "by_scope": count("scope"),
                                                 "by_type": count("type"), "by_status": count("status")},

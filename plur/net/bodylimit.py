@@ -49,7 +49,7 @@ class BodyLimit:
         self.max_bytes = int(max_bytes)
 
     async def _refuse(self, send: Callable[[Message], Awaitable[None]], size: str) -> None:
-        text = (f"request body {size} is over the limit of {self.max_bytes} bytes; send less "
+        text = (f"request body {size} is over the limit of {self.max_bytes} bytes, too large; send less "
                 "(a statement is at most max_statement_bytes)")
         body = json.dumps({"error": {"type": "ValidationError", "message": text}}).encode("utf-8")
         await send({"type": "http.response.start", "status": 413,

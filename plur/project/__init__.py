@@ -95,6 +95,50 @@ def resolve(folder: str | os.PathLike[str], home: str | os.PathLike[str], regist
         return project
 
 
+#: Longest folder path a host may register (the service's ``/project``), bytes: Linux's ``PATH_MAX``.
+MAX_FOLDER_BYTES = 4096
+#: Folders of the operating system itself, never a project (macOS's too); and trees that are no folders at all.
+SYSTEM_FOLDERS = frozenset(("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32",
+                            "/media", "/mnt", "/opt", "/proc", "/run", "/sbin", "/srv", "/sys", "/usr", "/var",
+                            "/Applications", "/Library", "/System", "/Users", "/Volumes", "/private",
+                            "/private/etc", "/private/var"))
+SYSTEM_TREES = ("/proc/", "/sys/", "/dev/")
+
+
+def checked_folder(folder: str, home: str | os.PathLike[str]) -> str:
+    """``folder`` canonical, when a host may register a project for it (the service's ``/project``).
+
+    A registered root stays in ``projects.json`` for good, so the door takes only an existing folder, by an
+    absolute path of at most :data:`MAX_FOLDER_BYTES` bytes without control characters, outside plur's home
+    (not the home, not in it), whose project root is not a folder of the operating system
+    (:data:`SYSTEM_FOLDERS`: ``/``, ``/etc``, ``/usr``...; anything under ``/proc``, ``/sys``, ``/dev``).
+
+    Raises:
+        ValidationError: which rule ``folder`` breaks, with the value and the fix.
+    """
+    said = f"field 'folder' {folder!r:.200}"
+    size = len(folder.encode("utf-8", "surrogatepass"))
+    if size > MAX_FOLDER_BYTES:
+        raise ValidationError(f"field 'folder' is {size} bytes, too large: a folder path is at most "
+                              f"{MAX_FOLDER_BYTES} bytes")
+    bad = next((ch for ch in folder if ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F), None)
+    if bad is not None:
+        raise ValidationError(f"{said} holds a control character (U+{ord(bad):04X}); give the folder's path as it is")
+    if not os.path.isabs(folder):
+        raise ValidationError(f"{said} must be an absolute folder path")
+    where = canonical(folder)
+    if not os.path.isdir(where):
+        raise ValidationError(f"{said} is not an existing folder; give the folder the host works in")
+    own = canonical(home)
+    for path in (where, git_root(where) or where):
+        if path == own or path.startswith(own.rstrip("/") + "/"):
+            raise ValidationError(f"{said} is plur's home ({own}) or in it; a project is a folder outside the home")
+        if path in SYSTEM_FOLDERS or path.startswith(SYSTEM_TREES):
+            raise ValidationError(f"{said} belongs to the operating system ({path}), not a project; give the "
+                                  "folder the host works in")
+    return where
+
+
 def scope_here(home: str | os.PathLike[str], folder: str | os.PathLike[str] | None = None) -> str:
     """The scope of ``folder`` (default: the current folder): what ``--scope here`` means."""
     return resolve(os.getcwd() if folder is None else folder, home).scope
@@ -142,5 +186,5 @@ def unbind(home: str | os.PathLike[str], folder: str | os.PathLike[str]) -> str:
     return was
 
 
-__all__ = ["HERE", "Project", "Registry", "bind", "canonical", "find", "git_root", "load", "plain_name", "resolve",
+__all__ = ["HERE", "MAX_FOLDER_BYTES", "Project", "Registry", "bind", "canonical", "checked_folder", "find", "git_root", "load", "plain_name", "resolve",
            "scope_here", "unbind"]

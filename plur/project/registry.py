@@ -85,18 +85,24 @@ def load(home: Path) -> Registry:
     """The registry of ``home`` (empty when the file or the home does not exist).
 
     Raises:
-        StoreError: the file is not JSON or not a registry (the message names it and the fix).
+        StoreError: the file is over :data:`MAX_BYTES` ("too large"), not JSON or not a registry (the message
+            names it and the fix).
     """
     where = path_of(home)
     try:
         with open(where, "rb") as fh:
             raw = fh.read(MAX_BYTES + 1)
+            size = os.fstat(fh.fileno()).st_size
     except FileNotFoundError:
         return Registry()
     except NotADirectoryError:
         return Registry()
     except OSError as exc:
         raise StoreError(f"cannot read {where} ({exc}); check its permissions") from None
+    if len(raw) > MAX_BYTES:
+        raise StoreError(f"{where} is {max(size, len(raw))} bytes, too large: a project registry is at most "
+                         f"{MAX_BYTES} bytes; move it aside (plur recreates it; roots then register again, first "
+                         "come first served)")
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:

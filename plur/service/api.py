@@ -246,7 +246,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
                 if spec is not None:
                     raw = await request.body()
                     if len(raw) > MAX_BODY_BYTES:
-                        raise ValidationError(f"{name}: body of {len(raw)} bytes is over {MAX_BODY_BYTES}")
+                        raise ValidationError(f"{name}: body of {len(raw)} bytes is over {MAX_BODY_BYTES}, too large")
                     body = request_json(raw, name)   # not JSON, too deep, a lone surrogate: 400 (plur.jsonio)
                     args = fields(body, spec, f"{request.method} {request.url.path}")
 

@@ -7,8 +7,9 @@ POST     /api/v1/list                    ``{engrams: [...]}`` newest first (scop
 POST     /api/v1/update                  ``{engram}`` (id + statement, tags, status, type, pinned)
 POST     /api/v1/inject                  ``{text, engram_ids, tokens, overview}``: engrams not in ``exclude`` only
                                          (:func:`plur.prompt.increment.inject_block`, recorded as an injection)
-POST     /api/v1/project                 ``{folder, root, scope, how, registered}``: the project of an absolute
-                                         ``folder`` (:func:`plur.project.resolve`; a new root is registered)
+POST     /api/v1/project                 ``{folder, root, scope, how, registered}``: the project of an existing
+                                         absolute ``folder`` outside the home (:func:`plur.project.checked_folder`;
+                                         :func:`plur.project.resolve`; a new root is registered)
 =======  ==============================  ==========================================================
 """
 
@@ -62,13 +63,9 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
                 "overview": block.overview}
 
     def project(c: Any, folder: str) -> dict[str, Any]:
-        import os
+        from ..project import checked_folder, resolve
 
-        from ..project import resolve
-
-        if not folder or "\x00" in folder or not os.path.isabs(folder):
-            raise ValidationError(f"field 'folder' {folder!r:.200} must be an absolute folder path")
-        got = resolve(folder, memory.home)
+        got = resolve(checked_folder(folder, memory.home), memory.home)   # registered for good: real folders only
         return {"folder": got.folder, "root": got.root, "scope": got.scope, "how": got.how,
                 "registered": got.registered}
 

@@ -112,7 +112,7 @@ class Connection:
     def _read_head(self) -> tuple[int, dict[str, str]]:
         while b"\r\n\r\n" not in self._buf:
             if len(self._buf) > MAX_HEAD_BYTES:
-                raise ProtocolError(f"answer headers over {MAX_HEAD_BYTES} bytes")
+                raise ProtocolError(f"answer headers over {MAX_HEAD_BYTES} bytes, too large")
             got = self._recv()
             if not got:
                 if not self._buf:

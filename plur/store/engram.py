@@ -132,7 +132,7 @@ def _check_statement(statement: Any, max_bytes: int | None) -> str:
         size = len(statement.encode("utf-8"))
         if size > max_bytes:
             raise ValidationError(
-                f"statement is {size} bytes, over the limit of {max_bytes} bytes "
+                f"statement is {size} bytes, over the limit of {max_bytes} bytes, too large "
                 "(setting max_statement_bytes); split it or raise the limit"
             )
     return statement

@@ -8,6 +8,10 @@ Layout::
 A name already taken gets a ``-1``, ``-2``... suffix, so nothing is ever overwritten.
 This module only moves and lists files; deciding what is bad (and taking the
 write lock) is the caller's job.
+
+A file name is any bytes but ``/`` and NUL; the list spells each one as :func:`shown` does (UTF-8 text
+on one line, one spelling per name) and :func:`unshown` turns that spelling back into the name, so
+``plur doctor --discard NAME`` can name any file the quarantine holds.
 """
 
 from __future__ import annotations
@@ -26,6 +30,50 @@ from .safe_yaml import load_yaml
 from .engram import format_time
 
 
+def shown(path: str) -> str:
+    """``path`` as plur lists it: UTF-8 text on one line that names exactly one file name.
+
+    A byte that is not UTF-8 is ``\\xNN`` (80..ff), a control character ``\\xNN`` (00..1f, 7f) or
+    ``\\uNNNN`` (C1: 0080..009f; another lone surrogate), a backslash ``\\\\``; everything else is itself. Two names never
+    show alike, and :func:`unshown` reverses it.
+    """
+    out = []
+    for ch in path:
+        n = ord(ch)
+        if 0xDC80 <= n <= 0xDCFF:  # os.fsdecode's spelling of a byte that is not UTF-8
+            out.append(f"\\x{n - 0xDC00:02x}")
+        elif n < 0x20 or n == 0x7F:
+            out.append(f"\\x{n:02x}")
+        elif 0x80 <= n <= 0x9F or 0xD800 <= n <= 0xDFFF:
+            out.append(f"\\u{n:04x}")
+        elif ch == "\\":
+            out.append("\\\\")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def unshown(text: str) -> str | None:
+    """The path :func:`shown` spelt as ``text`` (a ``str`` as :func:`os.fsdecode` gives), ``None`` when
+    ``text`` is no such spelling (a lone backslash, a bad escape)."""
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\":
+            out.append(ch)
+            i += 1
+            continue
+        kind = text[i + 1:i + 2]
+        width = {"\\": 0, "x": 2, "u": 4}.get(kind)
+        digits = text[i + 2:i + 2 + (width or 0)]
+        if width is None or len(digits) != width or (width and not all(c in "0123456789abcdef" for c in digits)):
+            return None
+        n = int(digits, 16) if width else ord("\\")
+        out.append(chr(0xDC00 + n) if width == 2 and n >= 0x80 else chr(n))
+        i += 2 + width
+    return "".join(out)
+
+
 def _stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
 
@@ -42,10 +90,10 @@ def unmoved_record(src: Path, reason: str) -> dict[str, Any]:
     """The :func:`list_quarantined`-shaped record of a bad file that could not be moved.
 
     Returns:
-        ``{path, original, reason, when, moved: False}`` with ``path == original == str(src)``
+        ``{path, original, reason, when, moved: False}`` with ``path == original == shown(str(src))``
         and ``when`` the current time, ISO-8601 UTC.
     """
-    return {"path": str(src), "original": str(src), "reason": reason,
+    return {"path": shown(str(src)), "original": shown(str(src)), "reason": reason,
             "when": format_time(datetime.now(timezone.utc)), "moved": False}
 
 
@@ -80,7 +128,7 @@ def move_aside(src: Path, quarantine_dir: Path, reason: str, nbytes: int, fsync:
         dst = quarantine_dir / f"{name}.{stamp}-{n}"
         n += 1
     # a name that is not UTF-8 (an old archive, a sync tool) is spelt with \xNN for its other bytes
-    info = {"original": os.fsencode(src).decode("utf-8", "backslashreplace"), "reason": reason, "when": format_time(datetime.now(timezone.utc)),
+    info = {"original": shown(str(src)), "reason": reason, "when": format_time(datetime.now(timezone.utc)),
             "bytes": nbytes}
     atomic_write(dst.with_name(dst.name + ".reason"),
                  yaml.safe_dump(info, allow_unicode=True, sort_keys=False).encode("utf-8"), sync=fsync)
@@ -107,7 +155,7 @@ def list_quarantined(quarantine_dir: Path) -> list[dict[str, Any]]:
 
     Returns:
         Dicts ``{path, original, reason, when, moved: True}``: ``path`` is where the
-        file is now, ``original`` where it was, ``when`` ISO-8601 UTC. An unreadable
+        file is now, ``original`` where it was (both as :func:`shown` spells them), ``when`` ISO-8601 UTC. An unreadable
         ``.reason`` file yields empty fields and the reason ``(unreadable .reason file)``.
     """
     out: list[dict[str, Any]] = []
@@ -123,7 +171,7 @@ def list_quarantined(quarantine_dir: Path) -> list[dict[str, Any]]:
         if not isinstance(info, dict):
             info = {}
         out.append({
-            "path": os.fsencode(rp.with_suffix("")).decode("utf-8", "backslashreplace"),  # \xNN: not UTF-8
+            "path": shown(str(rp.with_suffix(""))),  # \xNN: not UTF-8; unshown() finds the file again
             "original": str(info.get("original", "")),
             "reason": str(info.get("reason", "(unreadable .reason file)")),
             "when": str(info.get("when", "")),

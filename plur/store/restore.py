@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import ConflictError, DuplicateError, NotFoundError, StoreError, ValidationError
 from .atomic import fsync_dir, private_dirs
 from .engram import Engram
+from .quarantine import shown, unshown
 
 
 def restore_quarantined(store: Any, name: str) -> Engram:
@@ -31,32 +32,32 @@ def restore_quarantined(store: Any, name: str) -> Engram:
         StoreError: the file could not be moved back (read-only home...).
     """
     found = _find(store, name)
-    src = Path(found["path"])
-    target_name = Path(found["original"]).name
+    src, at = found["file"], found["path"]  # at: src as plur shows it (UTF-8, one line)
+    target_name = Path(unshown(found["original"]) or found["original"]).name
     with store._write_lock():
         store._sync_for_write()
         try:
             data = src.read_bytes()
         except OSError as exc:
-            raise StoreError(f"cannot read {src} ({exc})") from None
+            raise StoreError(f"cannot read {at} ({exc})") from None
         try:
             engram = store._parse(target_name, data)
         except ValidationError as exc:
-            raise ValidationError(f"{src} still does not load: {exc}; fix the file, then restore it again") from None
+            raise ValidationError(f"{at} still does not load: {exc}; fix the file, then restore it again") from None
         target = store.root / target_name
         if target.exists() or engram.id in store._by_id:
-            raise ConflictError(f"an engram {engram.id} is in the store again; compare it with {src} "
+            raise ConflictError(f"an engram {engram.id} is in the store again; compare it with {at} "
                                 "and forget one of them first")
         dup = store._duplicate_of(engram.scope, engram.content_hash) if engram.status == "active" else None
         if dup is not None:
-            raise DuplicateError(f"engram {dup.id} already says exactly what {src.name} says; "
-                                 f"delete {src} instead of restoring it", dup.id)
+            raise DuplicateError(f"engram {dup.id} already says exactly what {Path(at).name} says; "
+                                 f"delete {at} instead of restoring it", dup.id)
         store._writes.append(target_name)
         try:
             private_dirs(store.root)
             os.replace(src, target)
         except OSError as exc:
-            raise StoreError(f"cannot move {src} back to {target} ({exc})") from None
+            raise StoreError(f"cannot move {at} back to {shown(str(target))} ({exc})") from None
         with suppress(OSError):
             src.with_name(src.name + ".reason").unlink()
         for folder in (store.root, store.quarantine_dir) if store.fsync else ():
@@ -76,12 +77,13 @@ def discard_quarantined(store: Any, name: str) -> Path:
         NotFoundError: no quarantined file by that name or id.
         StoreError: the file could not be deleted (read-only home...).
     """
-    src = Path(_find(store, name)["path"])
+    found = _find(store, name)
+    src, at = found["file"], found["path"]
     with store._write_lock():
         try:
             src.unlink()
         except OSError as exc:
-            raise StoreError(f"cannot delete {src} ({exc})") from None
+            raise StoreError(f"cannot delete {at} ({exc})") from None
         with suppress(OSError):
             src.with_name(src.name + ".reason").unlink()
         if store.fsync:
@@ -90,7 +92,11 @@ def discard_quarantined(store: Any, name: str) -> Path:
 
 
 def _find(store: Any, name: str) -> dict[str, Any]:
-    """The moved quarantined file called ``name``, else the newest one of engram id ``name``.
+    """The moved quarantined file called ``name``, else the newest one of engram id ``name``; its record with
+    ``file``, the file's real path.
+
+    ``name`` is the file's name as ``plur doctor`` lists it (:func:`~plur.store.quarantine.shown`: a byte that
+    is not UTF-8 as ``\\xNN``...) or the name itself (a shell's ``$'\\xff...'``).
 
     Raises:
         NotFoundError: neither (the message says where they are listed).
@@ -98,7 +104,11 @@ def _find(store: Any, name: str) -> dict[str, Any]:
     items = [q for q in store.quarantined() if q.get("moved")]
     found = [q for q in items if Path(q["path"]).name == name]
     if not found:
-        found = [q for q in items if Path(q["original"]).name == f"{name}.yaml"][-1:]
+        found = [q for q in items if Path(q["path"]).name == shown(name)]
     if not found:
-        raise NotFoundError(f"no quarantined file {name!r}; `plur doctor` lists them (name or engram id)")
-    return found[0]
+        found = [q for q in items if Path(q["original"]).name == f"{name}.yaml"][-1:]
+    real = unshown(found[0]["path"]) if found else None
+    if real is None:
+        said = name if name.isprintable() else shown(name)
+        raise NotFoundError(f"no quarantined file '{said}'; `plur doctor` lists them (name or engram id)")
+    return {**found[0], "file": Path(real)}

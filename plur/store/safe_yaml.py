@@ -145,7 +145,7 @@ def load_yaml(text: str | bytes, *, what: str = "YAML", max_bytes: int = MAX_YAM
             raise ValidationError(f"{what}: not UTF-8 text ({exc}); re-save it as UTF-8") from None
     size = len(text) if len(text) * 4 <= max_bytes else len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
-        raise ValidationError(f"{what}: YAML document is {size} bytes, over plur's limit of {max_bytes} bytes")
+        raise ValidationError(f"{what}: YAML document is {size} bytes, too large: over plur's limit of {max_bytes} bytes")
     loader = (_Loader if timestamps else _TextLoader)(text)
     try:
         node = loader.get_single_node()

@@ -21,6 +21,8 @@ import { basename, dirname, isAbsolute, join, normalize, resolve } from 'node:pa
 
 /** Longest scope name after `project:`, characters. */
 export const NAME_MAX_CHARS = 128
+/** Largest `<home>/projects.json` read, bytes (as plur's `plur/project/registry.py`). */
+export const REGISTRY_MAX_BYTES = 16 * 1024 * 1024
 
 /**
  * The absolute, symlink-free form of `folder` (as Python's `os.path.realpath`: a missing tail stays as spelled).
@@ -125,9 +127,14 @@ export function withSuffix (name, n) {
  * @returns {{roots: Record<string, string>, bound: Record<string, string>, error?: string}}
  */
 export function loadRegistry (home) {
+  const where = join(home, 'projects.json')
   let raw
   try {
-    raw = readFileSync(join(home, 'projects.json'), 'utf8')
+    const size = statSync(where).size
+    if (size > REGISTRY_MAX_BYTES) {
+      return { roots: {}, bound: {}, error: `${where} is ${size} bytes, too large: a project registry is at most ${REGISTRY_MAX_BYTES} bytes; move it aside` }
+    }
+    raw = readFileSync(where, 'utf8')
   } catch {
     return { roots: {}, bound: {} }
   }
@@ -136,7 +143,7 @@ export function loadRegistry (home) {
     const map = (v) => (v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter(([, s]) => typeof s === 'string' && s.startsWith('project:'))) : {})
     return { roots: map(data?.roots), bound: map(data?.bound) }
   } catch (error) {
-    return { roots: {}, bound: {}, error: `${join(home, 'projects.json')} is not valid JSON (${error.message})` }
+    return { roots: {}, bound: {}, error: `${where} is not valid JSON (${error.message})` }
   }
 }
 

@@ -6,7 +6,7 @@ import './support/es2024.js'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, truncateSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, relative } from 'node:path'
 import { after, test } from 'node:test'
@@ -80,6 +80,19 @@ test('real git: a worktree from `git worktree add` joins its repository; its .gi
     const empty = { roots: {}, bound: {} }
     assert.deepEqual([findProject(join(dir, 'feature', 'deep'), empty).root, findProject(join(dir, 'feature', 'deep'), empty).scope], [join(dir, 'proj'), 'project:proj'])
     assert.deepEqual([findProject(join(dir, 'downloads', 'feature'), empty).root, findProject(join(dir, 'downloads', 'feature'), empty).scope], [join(dir, 'downloads', 'feature'), 'project:feature'])
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('a projects.json over its 16 MiB cap is "too large", not "not valid JSON"', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'plur-registry-'))
+  try {
+    writeFileSync(join(dir, 'projects.json'), '')
+    truncateSync(join(dir, 'projects.json'), 16 * 1024 * 1024 + 1)
+    const got = loadRegistry(dir)
+    assert.deepEqual([got.roots, got.bound], [{}, {}])
+    assert.match(got.error, /projects\.json is 16777217 bytes, too large/)
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
