@@ -89,6 +89,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("exact_threshold", 20000, int,
             "Below this many vectors dense search is exact (numpy matmul) instead of HNSW.", range=(0, 1000000000)),
     Setting("max_statement_bytes", 1048576, int, "Largest statement accepted, in UTF-8 bytes (1 MiB).", range=(1, 67108864)),
+    Setting("max_input_bytes", 268435456, int,
+            "Most memory one file from outside may take to read (plur ingest, plur import, a linked memory folder), "
+            "in bytes: what it decompresses to, plus what its parsed JSON, YAML or lines are estimated to hold; a "
+            "larger file is refused with one line before it is read whole (256 MiB keeps a read under 400 MiB).",
+            range=(1048576, 1 << 40)),
     Setting("embed_chunk_tokens", 96, int,
             "Tokens per dense chunk of a long engram (its best chunk is its cosine; 0 = the model's input limit). "
             "96 had the best session R@5 + NDCG@5 of 32/64/96/128/limit on LoCoMo conversations 1-5.", range=(0, 8192)),
@@ -230,6 +235,7 @@ class Settings:
     index_threads: int = 0
     exact_threshold: int = 20000
     max_statement_bytes: int = 1048576
+    max_input_bytes: int = 268435456
     embed_chunk_tokens: int = 96
     max_embed_chunks: int = 40
     turn_chunk_tokens: int = 32

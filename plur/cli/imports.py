@@ -61,14 +61,17 @@ def import_(app: App, sources: tuple[Path, ...], fmt: str | None, scope: str | N
     """
     from ..formats.transfer import import_sources, read_engrams
 
-    paths = import_sources(sources)
+    skipped: list[str] = []
+    paths = import_sources(sources, skipped)
     engrams = []
     for p in paths:
-        got = read_engrams(p, fmt, scope=scope or _claude_memory_scope(p, app.memory.home, not dry_run))
+        got = read_engrams(p, fmt, scope=scope or _claude_memory_scope(p, app.memory.home, not dry_run),
+                           max_bytes=app.memory.settings.max_input_bytes, skipped=skipped)
         if fmt is not None and not got:
             raise ValidationError(f"{p} read as --format {fmt} holds nothing to import; drop --format to detect "
                                   "the format, or pass another one")
         engrams += got
+    _say_skipped(skipped)
     out = app.memory.import_engrams(engrams, dry_run=dry_run)
     where = str(sources[0]) if len(sources) == 1 else f"{len(paths)} files"
     if as_json:
@@ -122,7 +125,9 @@ def ingest(app: App, sources: tuple[Path, ...], fmt: str | None, session: str | 
     from ..formats.chats.sources import ingest_sources
 
     roles = ("user", "assistant") if with_assistant else ("user",)
-    files = ingest_sources(sources)
+    skipped: list[str] = []
+    files = ingest_sources(sources, skipped)
+    _say_skipped(skipped)
     results = []
     scopes: dict[Path, str] = {}
     for src in files:
@@ -134,6 +139,12 @@ def ingest(app: App, sources: tuple[Path, ...], fmt: str | None, session: str | 
     _report_ingest(files, results, scopes, as_json, dry_run)
     if not as_json:
         _memory_folders_note(sources)
+
+
+def _say_skipped(skipped: Sequence[str]) -> None:
+    """One warning line on stderr per file left out because it leads out of the folder given (said once each)."""
+    for line in dict.fromkeys(skipped):
+        echo(f"warning: {line}", err=True)
 
 
 def _memory_folders_note(sources: Sequence[Path]) -> None:

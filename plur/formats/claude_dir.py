@@ -12,6 +12,7 @@ re-import is lossless; folders written by other tools import without it.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from datetime import date, datetime, timezone
@@ -65,11 +66,28 @@ def split_frontmatter(text: str, where: str = "memory file") -> tuple[dict[str, 
     return _split_frontmatter(text, Path(where))
 
 
-def read_claude_dir(folder: Path, scope: str) -> list[Engram]:
+def read_claude_dir(folder: Path, scope: str, max_bytes: int | None = None,
+                    skipped: list[str] | None = None) -> list[Engram]:
+    """The engrams of a Claude memory folder (``MEMORY.md``'s files in its order, then the other ``*.md``).
+
+    Each file is read within ``max_bytes`` (:mod:`plur.formats.capped`). A file that leads out of the folder (a
+    symlink to ``../x``, a ``MEMORY.md`` line naming ``../x.md``) is not read (:mod:`plur.formats.inside`): a line
+    saying so is appended to ``skipped``; a file in a subfolder or missing is no memory of this folder.
+
+    Raises:
+        ValidationError: a file that is not UTF-8, too large, or not a memory (naming it).
+    """
+    from . import capped
+    from .inside import is_inside, outside_note, real_root
+
+    root = real_root(folder)
     order: list[tuple[str, str, str]] = []  # (file, title, hook) from MEMORY.md
     index = folder / "MEMORY.md"
-    if index.is_file():
-        for line in index.read_text(encoding="utf-8").splitlines():
+    if index.is_file() and not is_inside(root, index):
+        if skipped is not None:
+            skipped.append(outside_note(index, folder))
+    elif index.is_file():
+        for line in capped.read_text(index, max_bytes).splitlines():
             m = INDEX_LINE_RE.match(line)
             if m and not m["file"].startswith(("http://", "https://")):
                 order.append((m["file"].strip(), m["title"].strip(), (m["hook"] or "").strip()))
@@ -78,12 +96,13 @@ def read_claude_dir(folder: Path, scope: str) -> list[Engram]:
     out = []
     for name, title, hook in order + [(n, "", "") for n in others]:
         p = (folder / name)
-        if p.resolve().parent != folder.resolve() or not p.is_file():
-            continue  # links outside the folder or to missing files are not memories of this folder
-        try:
-            text = p.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValidationError(f"{p}: not UTF-8 text ({exc})") from None
+        if not is_inside(root, p):
+            if skipped is not None and (p.exists() or p.is_symlink()):
+                skipped.append(outside_note(p, folder))
+            continue
+        if os.path.dirname(os.path.realpath(p)) != root.rstrip(os.sep) or not p.is_file():
+            continue  # a file in a subfolder, or a missing one, is no memory of this folder
+        text = capped.read_text(p, max_bytes)
         meta, body = _split_frontmatter(text, p)
         try:
             out.append(_claude_engram(meta, body, title, hook, scope))

@@ -32,7 +32,8 @@ from ..errors import StoreError, ValidationError
 from ..store.atomic import private_dirs
 from .claude_dir import claude_file as _claude_file, read_claude_dir as _read_claude_dir
 from ..store.engram import Engram, _check_scope, new_id, parse_time, utcnow
-from .textfile import read_text_file
+from . import capped
+from .inside import is_inside, keep_inside
 from .plur_yaml import dump_plur_yaml, from_plur, read_plur_yaml as _read_plur_yaml, to_plur
 
 FORMATS: tuple[str, ...] = ("jsonl", "plur-yaml", "claude-dir")
@@ -61,8 +62,9 @@ def detect_format(path: str | os.PathLike[str]) -> str:
                           f"pass --format ({', '.join(FORMATS)})")
 
 
-def detect_import_format(path: str | os.PathLike[str]) -> str:
-    """The :data:`IMPORT_FORMATS` entry of an existing file or folder, from its name and, for text, its content.
+def detect_import_format(path: str | os.PathLike[str], max_bytes: int | None = None) -> str:
+    """The :data:`IMPORT_FORMATS` entry of an existing file or folder, from its name and, for text, its content
+    (read within ``max_bytes``: :mod:`plur.formats.capped`).
 
     Raises:
         ValidationError: a chat export (naming ``plur ingest``), or text that fits several formats
@@ -74,20 +76,21 @@ def detect_import_format(path: str | os.PathLike[str]) -> str:
     suffix = p.suffix.lower()
     if p.is_dir() or suffix in (".jsonl", ".ndjson", ".yaml", ".yml"):
         return detect_format(p)
-    if suffix == ".zip" or (suffix == ".json" and chat_format(p)):
+    if suffix == ".zip" or (suffix == ".json" and chat_format(p, max_bytes=max_bytes)):
         raise ValidationError(f"{str(p)!r} looks like a chat export (conversations), not notes; use "
                               f"`plur ingest {p}` for it, or pass --format ({', '.join(IMPORT_FORMATS)})")
     if suffix == ".json":
         raise ValidationError(f"cannot tell the format of {str(p)!r}: it is JSON but no chat export that "
                               f"`plur ingest` reads, and `plur import` reads JSON Lines (one engram per line, "
                               f"named .jsonl); pass --format ({', '.join(IMPORT_FORMATS)})")
-    return detect_text(read_text_file(p, "utf-8-sig"), repr(str(p)), suffix)
+    return detect_text(capped.read_text(p, max_bytes, "utf-8-sig"), repr(str(p)), suffix)
 
 
-def import_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+def import_sources(paths: Iterable[str | os.PathLike[str]], skipped: list[str] | None = None) -> list[Path]:
     """The files and memory folders that ``paths`` name: a Claude memory folder (``MEMORY.md``, or
     markdown files with frontmatter) is one source; any other folder gives its note files, recursively
-    (hidden ones skipped), in name order.
+    (hidden ones skipped), in name order. A file that leads out of its folder (a symlink to ``../x`` or
+    ``/etc/...``) is never read (:mod:`plur.formats.inside`): a line saying so is appended to ``skipped``.
 
     Raises:
         ValidationError: a path that does not exist, or a folder with no note file.
@@ -100,8 +103,8 @@ def import_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         if not p.is_dir() or is_claude_dir(p):
             out.append(p)
             continue
-        found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in _NOTE_FILES
-                       and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        found = keep_inside(p, sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in _NOTE_FILES
+                                      and not any(part.startswith(".") for part in f.relative_to(p).parts)), skipped)
         chats = [(f, fmt) for f in found if f.suffix.lower() in (".jsonl", ".ndjson") and (fmt := chat_format(f))]
         if chats:
             f, fmt = chats[0]
@@ -115,23 +118,24 @@ def import_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return out
 
 
-def chat_format(p: Path, lines: int = 50) -> str | None:
+def chat_format(p: Path, lines: int = 50, max_bytes: int | None = None) -> str | None:
     """The conversation format (``plur ingest``'s) of a JSON or JSON Lines file whose records are no
-    engrams (no ``statement``), from its first ``lines`` records; ``None`` when it is not one."""
+    engrams (no ``statement``), from its first ``lines`` records; ``None`` when it is not one (or too large
+    to tell within ``max_bytes``)."""
     from .chats import detect_format as conversation_format
 
     records: list[Any] = []
+    budget = capped.Budget(str(p), max_bytes, "json")
     try:
-        with p.open(encoding="utf-8-sig") as fh:
-            if p.suffix.lower() == ".json":
-                records = [json.load(fh)]
-            else:
-                for line in fh:
-                    if line.strip():
-                        records.append(json.loads(line))
+        if p.suffix.lower() == ".json":
+            records = [capped.parse_json(capped.read_file(p, budget), str(p))]
+        else:
+            with capped.open_file(p) as fh:
+                for _, line in capped.lines(fh, budget):
+                    records.append(json.loads(line.decode("utf-8-sig")))
                     if len(records) >= lines:
                         break
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+    except (OSError, ValueError, RecursionError):  # ValidationError (too large, unreadable) is a ValueError
         return None
     data = records[0] if p.suffix.lower() == ".json" else records
     if any(isinstance(r, Mapping) and "statement" in r for r in (records if data is records else [data])):
@@ -147,6 +151,8 @@ def is_claude_dir(p: Path) -> bool:
     if (p / "MEMORY.md").is_file():
         return True
     for f in p.glob("*.md"):
+        if not f.is_file() or not is_inside(p, f):  # a FIFO would block the read; a link out is not looked into
+            continue
         try:
             with f.open("rb") as fh:
                 if fh.read(4) in (b"---\n", b"---\r"):
@@ -163,10 +169,13 @@ def _check_format(fmt: str, formats: tuple[str, ...] = FORMATS) -> str:
 
 
 # -- reading ---------------------------------------------------------------------------
-def read_engrams(path: str | os.PathLike[str], fmt: str | None = None, *, scope: str | None = None) -> list[Engram]:
+def read_engrams(path: str | os.PathLike[str], fmt: str | None = None, *, scope: str | None = None,
+                 max_bytes: int | None = None, skipped: list[str] | None = None) -> list[Engram]:
     """Parse a file or folder into engrams; nothing is written anywhere.
 
-    All-or-nothing: the first invalid entry raises, naming the file and the line or entry.
+    All-or-nothing: the first invalid entry raises, naming the file and the line or entry. Each file is read
+    within ``max_bytes`` (default the setting ``max_input_bytes``, :mod:`plur.formats.capped`); a file of a
+    ``claude-dir`` folder that leads out of it is not read, and a line saying so is appended to ``skipped``.
 
     Args:
         path: file (``jsonl``, ``plur-yaml``) or folder (``claude-dir``).
@@ -175,26 +184,26 @@ def read_engrams(path: str | os.PathLike[str], fmt: str | None = None, *, scope:
             entry without ``scope``, a ``claude-dir`` memory without ``plur`` frontmatter); default ``global``.
 
     Raises:
-        ValidationError: an invalid ``scope``, unknown format, unreadable or malformed input.
+        ValidationError: an invalid ``scope``, unknown format, unreadable, malformed or too large input.
     """
     if scope is not None:
         _check_scope(scope)
     p = Path(path).expanduser()
-    fmt = _check_format(fmt or detect_import_format(p), IMPORT_FORMATS)
+    limit = capped.default_limit() if max_bytes is None else max_bytes
+    fmt = _check_format(fmt or detect_import_format(p, limit), IMPORT_FORMATS)
     if fmt in IMPORT_FORMATS[len(FORMATS):]:
         from .notes import read_text_notes, to_engrams
 
         if p.is_dir():
             raise ValidationError(f"{str(p)!r} is a folder; --format {fmt} reads a text file")
-        return to_engrams(read_text_notes(read_text_file(p, "utf-8-sig"), fmt), scope or "global", p, fmt)
+        return to_engrams(read_text_notes(capped.read_text(p, limit, "utf-8-sig"), fmt), scope or "global", p, fmt)
     if fmt == "claude-dir":
         if not p.is_dir():
             raise ValidationError(f"{str(p)!r} is not a folder; a claude-dir import reads a memory folder")
-        return _read_claude_dir(p, scope or "global")
-    text = read_text_file(p)
+        return _read_claude_dir(p, scope or "global", limit, skipped)
     if fmt == "jsonl":
-        return _read_jsonl(p, text, scope or "global")
-    return _read_plur_yaml(p, text, scope or "global")
+        return _read_jsonl(p, capped.read_text(p, limit, form="json"), scope or "global")
+    return _read_plur_yaml(p, capped.read_text(p, limit, form="yaml"), scope or "global")
 
 
 def _read_jsonl(p: Path, text: str, default_scope: str = "global") -> list[Engram]:
@@ -205,6 +214,9 @@ def _read_jsonl(p: Path, text: str, default_scope: str = "global") -> list[Engra
         try:
             data = json.loads(line)
             out.append(engram_from_json(data, default_scope))
+        except RecursionError:
+            raise ValidationError(f"{p}:{n}: JSON nested too deeply (over about 1,000 levels; an engram is a few "
+                                  "levels deep); refused") from None
         except json.JSONDecodeError as exc:
             from .notes import claude_ai
 

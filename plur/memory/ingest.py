@@ -31,7 +31,7 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
                               "pathlib.Path(...) for a file")
     problems: list[tuple[str, str]] = []  # malformed items left out; the rest is ingested
     if isinstance(messages, Path):
-        data, where = conv.load(messages, problems), str(messages)
+        data, where = conv.load(messages, problems, max_bytes=mem.settings.max_input_bytes), str(messages)
     else:
         data, where = messages, "messages"
     if isinstance(data, list) and data and all(isinstance(t, conv.Turn) for t in data):

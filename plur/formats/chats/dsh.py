@@ -23,7 +23,6 @@ typed message) by its question's number. So a session the plugin captured as it 
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ValidationError
+from .. import capped
 from .turns import SKIPPED_LINE, Turn, content_text, need
 
 NAME = "dsh"
@@ -40,35 +40,17 @@ CAPTURED_AS = "capture"
 FILE_NAMES = ("session.jsonl.zstd", "session.jsonl")
 
 
-def decompress(path: Path) -> str:
-    """The text of a ``.zstd`` session log (every frame, in order).
+def header(path: Path) -> Mapping[str, Any] | None:
+    """The session header (first line) of a DSH session log, ``None`` when it is not one.
 
-    Raises:
-        ValidationError: the file is unreadable or not Zstandard data; ``zstandard`` is missing.
+    Only the first line is read (decompressed as read; at most :data:`plur.formats.capped.HEAD_BYTES`), so telling
+    a log by its header never reads the rest of it.
     """
     try:
-        import zstandard
-    except ImportError:  # pragma: no cover - installed with plur
-        raise ValidationError(f"{path} is Zstandard-compressed and the zstandard package is missing; "
-                              "pip install zstandard (or reinstall plur)") from None
-    try:
-        raw = path.read_bytes()
-        with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True) as reader:
-            data = reader.read()
-    except OSError as exc:
-        raise ValidationError(f"cannot read {str(path)!r} ({exc.strerror or exc})") from None
-    except zstandard.ZstdError as exc:
-        raise ValidationError(f"{path}: not a Zstandard file ({exc}); a DSH session log is session.jsonl.zstd "
-                              "or session.jsonl") from None
-    return data.decode("utf-8", errors="replace")
-
-
-def header(path: Path) -> Mapping[str, Any] | None:
-    """The session header (first line) of a DSH session log, ``None`` when it is not one."""
-    try:
-        text = decompress(path) if path.name.endswith(".zstd") else path.read_text("utf-8", errors="replace")
-        first = json.loads(text.split("\n", 1)[0])
-    except (ValidationError, OSError, ValueError):
+        with capped.open_file(path) as fh:
+            stream = capped.zstd_stream(fh, str(path)) if path.name.endswith(".zstd") else fh
+            first = json.loads(stream.readline(capped.HEAD_BYTES).decode("utf-8", errors="replace"))
+    except (ValidationError, OSError, ValueError, RecursionError, *capped.zstd_errors()):
         return None
     return first if _is_header(first) else None
 

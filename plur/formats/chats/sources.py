@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import ValidationError
+from .. import capped
+from ..inside import keep_inside
 from . import dsh
 
 #: Conversation files a folder is read for.
@@ -43,14 +45,16 @@ def _encoded(name: str) -> bool:
     return name.startswith("-") and len(name) > 1
 
 
-def ingest_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Source]:
+def ingest_sources(paths: Iterable[str | os.PathLike[str]], skipped: list[str] | None = None) -> list[Source]:
     """The conversation files ``paths`` name.
 
     A file is itself (a DSH session log with the workspace its header names). A DeepSeek Harness home, its
     ``sessions`` folder, one workspace's or one session's folder gives those DSH sessions, each with its
     workspace (:func:`plur.formats.chats.dsh.sessions`). A folder holding ``*.jsonl`` is one Claude Code project (its sessions, in name order);
     a folder whose subfolders hold them is Claude Code's ``projects`` folder (each project's sessions);
-    any other folder gives its conversation files (:data:`CHAT_SUFFIXES`), recursively.
+    any other folder gives its conversation files (:data:`CHAT_SUFFIXES`), recursively. A file in a folder that
+    leads out of it (a symlink to ``../x`` or ``/etc/...``) is never read (:mod:`plur.formats.inside`): a line
+    saying so is appended to ``skipped``.
 
     Raises:
         ValidationError: a path that does not exist, or a folder with no conversation file.
@@ -66,21 +70,26 @@ def ingest_sources(paths: Iterable[str | os.PathLike[str]]) -> list[Source]:
             out.append(Source(p, Path(cwd)) if isinstance(cwd, str) and cwd else
                        _source(p) if _encoded(p.parent.name) else Source(p))
             continue
+
+        def inside(files: Iterable[Path], folder: Path = p) -> list[Path]:
+            return keep_inside(folder, files, skipped)
+
         found_dsh = dsh.sessions(p)  # a DSH home, its sessions folder, a workspace's or a session's folder
         if found_dsh:
-            out += [Source(f, Path(cwd) if cwd else None) for f, cwd in found_dsh]
+            kept = set(inside(f for f, _ in found_dsh))
+            out += [Source(f, Path(cwd) if cwd else None) for f, cwd in found_dsh if f in kept]
             continue
-        sessions = sorted(p.glob("*.jsonl"))
+        sessions = inside(sorted(p.glob("*.jsonl")))
         if sessions:
             out += [_source(f) for f in sessions] if _encoded(p.name) or _has_cwd(sessions[0]) else \
                 [Source(f) for f in sessions]
             continue
         projects = [d for d in sorted(p.iterdir()) if d.is_dir() and any(d.glob("*.jsonl"))]
         if projects:
-            out += [_source(f) for d in projects for f in sorted(d.glob("*.jsonl"))]
+            out += [_source(f) for d in projects for f in inside(sorted(d.glob("*.jsonl")))]
             continue
-        found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in CHAT_SUFFIXES
-                       and not any(part.startswith(".") for part in f.relative_to(p).parts))
+        found = inside(sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in CHAT_SUFFIXES
+                              and not any(part.startswith(".") for part in f.relative_to(p).parts)))
         if not found:
             raise ValidationError(f"{str(p)!r} holds no conversation files ({', '.join(CHAT_SUFFIXES)}); a Claude "
                                   "Code projects folder is ~/.claude/projects")
@@ -102,11 +111,14 @@ def _has_cwd(f: Path) -> bool:
 def _first_cwd(f: Path, lines: int = 50) -> str | None:
     """The ``cwd`` of the first events of a Claude Code transcript (where the session ran), if any."""
     try:
-        with f.open("r", encoding="utf-8", errors="replace") as fh:
-            for _, line in zip(range(lines), fh):
+        with f.open("rb") as fh:
+            for _ in range(lines):  # a line of at most HEAD_BYTES each: a long tool result is no cwd
+                line = fh.readline(capped.HEAD_BYTES)
+                if not line:
+                    break
                 try:
-                    event = json.loads(line)
-                except ValueError:
+                    event = json.loads(line.decode("utf-8", errors="replace"))
+                except (ValueError, RecursionError):
                     continue
                 if isinstance(event, dict) and isinstance(event.get("cwd"), str) and event["cwd"].startswith("/"):
                     return event["cwd"]
