@@ -10,7 +10,9 @@ agreed (:class:`~.records.LinkState`):
 * both changed at once (two edits that cross): no text is lost. The file's text comes first, then a line
   naming the conflict, then plur's text; both sides get that text and the engram the tag ``conflict``.
 
-Text from a file passes the secret screen (:mod:`plur.screen.text`) before it becomes an engram (the file itself
+Which files are read, and when, is :mod:`.reading`'s job: only files inside the folder (no link out is followed),
+no larger than a memory can be, and only once they have stopped changing; a file not read this time is neither new
+nor deleted. Text from a file passes the secret screen (:mod:`plur.screen.text`) before it becomes an engram (the file itself
 is left as Claude Code wrote it). Conversation turns of the scope (ingest, capture) are not memory files. A run writes nothing when
 nothing changed, and holds a lock per link (``<home>/links/<key>.lock``), so the service's watcher and a
 ``plur link`` in another process never sync one folder at once.
@@ -27,6 +29,7 @@ from typing import Any
 
 from ...errors import PlurError
 from . import memfile
+from .reading import Looks, file_limit, memory_files
 from .records import Link, LinkState
 
 SOURCE_KIND = "claude-code-memory"
@@ -42,6 +45,8 @@ class SyncReport:
     forgotten: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: files not read yet because they are still changing (read at a later pass, once they hold still)
+    waiting: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -58,25 +63,17 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def memory_files(folder: Path) -> dict[str, str]:
-    """name -> text of each memory file in ``folder``: ``*.md`` but ``MEMORY.md``, hidden and temporary ones skipped."""
-    out = {}
-    for p in sorted(folder.glob("*.md")):
-        if p.name == memfile.INDEX or p.name.startswith(".") or not p.is_file():
-            continue
-        try:
-            out[p.name] = p.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue  # being written, or not text: the next run reads it
-    return out
-
-
 def _is_memory(e: Any) -> bool:
     return (e.source or {}).get("kind") != "conversation"
 
 
-def reconcile(memory: Any, link: Link) -> SyncReport:
-    """One sync of ``link``'s folder and scope (see the module doc); under the link's lock."""
+def reconcile(memory: Any, link: Link, looks: Looks | None = None) -> SyncReport:
+    """One sync of ``link``'s folder and scope (see the module doc); under the link's lock.
+
+    Args:
+        looks: what earlier passes saw of the folder's files (the service's watcher keeps one per link); ``None``
+            for a one-time sync (:func:`.reading.memory_files`).
+    """
     from filelock import FileLock
 
     from ...store.atomic import private_dirs
@@ -85,14 +82,18 @@ def reconcile(memory: Any, link: Link) -> SyncReport:
     lock_path = home / "links" / f"{link.key}.lock"
     private_dirs(lock_path.parent)  # owner-only, like every folder and file of the home, whatever the umask
     with FileLock(str(lock_path), timeout=60, mode=0o600):
-        return _reconcile(memory, link, LinkState.load(home, link))
+        return _reconcile(memory, link, LinkState.load(home, link), looks)
 
 
-def _reconcile(memory: Any, link: Link, state: LinkState) -> SyncReport:
+def _reconcile(memory: Any, link: Link, state: LinkState, looks: Looks | None) -> SyncReport:
     folder = Path(link.folder)
     folder.mkdir(parents=True, exist_ok=True)
     report = SyncReport()
-    files = memory_files(folder)
+    settings = memory.settings
+    seen = memory_files(folder, file_limit(settings.max_statement_bytes, settings.max_input_bytes), looks)
+    report.problems += seen.problems
+    report.waiting += seen.waiting
+    files = seen.texts
     engrams = {e.id: e for e in memory.list(scope=link.scope, status="active") if _is_memory(e)}
     new_state: dict[str, dict[str, str]] = {}
     mapped: dict[str, Any] = {}  # file name -> engram, for MEMORY.md
@@ -100,9 +101,14 @@ def _reconcile(memory: Any, link: Link, state: LinkState) -> SyncReport:
     if any(was["id"] not in engrams for was in state.files.values()):
         memory._scan(force=True)  # an engram looks gone: make sure it is, not only unseen yet by this process
         engrams = {e.id: e for e in memory.list(scope=link.scope, status="active") if _is_memory(e)}
-    still_filed = {was["id"] for name, was in state.files.items() if name in files}
+    still_filed = {was["id"] for name, was in state.files.items() if name in files or name in seen.unread}
     for name, was in state.files.items():
         e, text = engrams.get(was["id"]), files.get(name)
+        if name in seen.unread:  # there, but not read this time: as it was
+            new_state[name] = was
+            if e is not None:
+                mapped[name] = e
+            continue
         file_changed = text is not None and memfile.sha(text) != was["file"]
         engram_changed = e is not None and memfile.engram_hash(e) != was["engram"]
         try:
@@ -154,7 +160,7 @@ def _reconcile(memory: Any, link: Link, state: LinkState) -> SyncReport:
     for e in engrams.values():
         if e.id in known_ids:
             continue
-        name = memfile.file_name(e, set(files) | set(new_state))
+        name = memfile.file_name(e, set(files) | set(new_state) | seen.unread)
         new_state[name], mapped[name] = _to_file(folder, name, e, report), e
     index = folder / memfile.INDEX
     current = index.read_text(encoding="utf-8") if index.is_file() else ""

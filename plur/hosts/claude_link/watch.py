@@ -3,16 +3,20 @@
 It syncs each link of ``<home>/links.json`` (:func:`.sync.reconcile`) once a second, and at once when a
 file in a linked folder changes: watchdog (inotify, FSEvents...) wakes it where installed; without it
 the once-a-second pass alone sees files by their text. ``links.json`` is re-read every pass, so
-``plur link`` takes effect in a running service.
+``plur link`` takes effect in a running service. It keeps what each pass saw of each link's files
+(:class:`~.reading.Looks`), so a file is read only once it has held still between passes.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .reading import SETTLE_S, Looks
 from .records import load_links
 from .sync import reconcile
 
@@ -27,9 +31,12 @@ class LinkWatcher:
     Args:
         memory: the service's :class:`~plur.memory.Memory`.
         period_s: seconds between passes when no file event wakes it.
+        settle_s: seconds a file must hold still (size, mtime, inode) before it is read (:class:`~.reading.Looks`).
+        clock: the wall clock those seconds are read on (the clock of mtimes).
     """
 
-    def __init__(self, memory: Any, period_s: float = 1.0) -> None:
+    def __init__(self, memory: Any, period_s: float = 1.0, settle_s: float = SETTLE_S,
+                 clock: Callable[[], float] = time.time) -> None:
         self._memory = memory
         self._home = Path(memory.home)
         self._period_s = period_s
@@ -38,6 +45,10 @@ class LinkWatcher:
         self._observer: Any = None
         self._watched: set[str] = set()
         self._failing: dict[str, str] = {}
+        self._settle_s, self._clock = settle_s, clock
+        self._looks: dict[str, Looks] = {}  # link key -> what the passes saw of its files
+        self._passes = 0
+        self._passed = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="plur-link-watcher", daemon=True)
         self._thread.start()
 
@@ -51,16 +62,28 @@ class LinkWatcher:
             for link in links:
                 self._watch(link.folder)
                 try:
-                    report = reconcile(self._memory, link)
+                    looks = self._looks.setdefault(link.key, Looks(self._settle_s, self._clock))
+                    report = reconcile(self._memory, link, looks)
                     self._failing.pop(link.folder, None)
                     for problem in report.problems:
                         self._once(f"{link.folder}:{problem}", f"plur: link {link.folder}: {problem}")
                 except Exception as exc:  # noqa: BLE001 - one failing link does not stop the others
                     self._once(link.folder, f"plur: link {link.folder} not synced: {type(exc).__name__}: {exc}")
+            with self._passed:
+                self._passes += 1
+                self._passed.notify_all()
             self._wake.wait(self._period_s)
             if self._wake.is_set():
                 self._wake.clear()
                 self._stop.wait(0.1)  # let a writer finish its burst (write, rename) before reading
+
+    def wait_passes(self, n: int = 1, timeout_s: float = 60.0) -> bool:
+        """Wait until ``n`` more passes over every link have ended (the next one starts at once); ``False`` after
+        ``timeout_s``. A pass already running counts, so ``n=2`` sees a whole pass that began after the call."""
+        with self._passed:
+            target = self._passes + n
+            self._wake.set()
+            return self._passed.wait_for(lambda: self._passes >= target, timeout_s)
 
     def _once(self, key: str, message: str) -> None:
         if self._failing.get(key) != message:
