@@ -162,14 +162,20 @@ def test_notes_of_nothing_but_line_breaks_are_refused_before_they_are_split(plur
     assert_refused_in_one_line(rc, err, peak)
 
 
-@pytest.mark.parametrize("door", ["ingest .json", "ingest .zip", "import .jsonl"])
+@pytest.mark.parametrize("door", ["ingest .json", "ingest .zip", "import .jsonl", "import a .jsonl 900 deep",
+                                  "import frontmatter 900 deep"])
 def test_deep_nesting_is_one_line_not_a_traceback(plur_home: Path, tmp_path: Path, door: str) -> None:
-    deep = b"[" * 200_000
+    deep, parsable = b"[" * 200_000, b"[" * 900 + b"]" * 900   # past every parser; within json's and libyaml's
     if door == "ingest .json":
         (src := tmp_path / "deep.json").write_bytes(deep)
     elif door == "ingest .zip":
         zip_bomb(src := tmp_path / "deep.zip", "conversations.json", deep, b" ", MIB, b"")
-    else:
+    elif door == "import .jsonl":
         (src := tmp_path / "deep.jsonl").write_bytes(deep + b"\n")
+    elif door == "import a .jsonl 900 deep":
+        (src := tmp_path / "deep.jsonl").write_bytes(b'{"statement": "a note", "deep": ' + parsable + b"}\n")
+    else:
+        (src := tmp_path / "memory").mkdir()
+        (src / "user_x.md").write_bytes(b"---\nname: x\ndescription: y\ntype: user\nz: " + parsable + b"\n---\n\nhi\n")
     rc, err, peak = plur_measured(plur_home, tmp_path, door.split()[0], str(src))
-    assert_refused_in_one_line(rc, err, peak, needle="nested")
+    assert_refused_in_one_line(rc, err, peak, needle="nested too deeply")

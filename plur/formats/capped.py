@@ -238,5 +238,29 @@ def parse_json(raw: bytes | bytearray | str, where: str) -> Any:
                               "engram is a few levels deep); refused") from None
 
 
-__all__ = ["Budget", "PER_ITEM", "SETTING", "cost", "default_limit", "lines", "open_file", "parse_json",
+#: Deepest nesting of lists and mappings accepted in what becomes an engram's fields (an engram is a few levels deep).
+MAX_DEPTH = 64
+
+
+def check_depth(value: Any, where: str, limit: int = MAX_DEPTH) -> Any:
+    """``value`` when its lists and mappings nest at most ``limit`` deep (walked without recursion).
+
+    A parser goes about 1,000 levels deep; what is stored later walks fields recursively, so deeper nesting is
+    refused here in one line, not as a RecursionError further in.
+
+    Raises:
+        ValidationError: nested deeper than ``limit`` (naming ``where``).
+    """
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth > limit:
+                raise ValidationError(f"{where} nested too deeply (over {limit} levels of lists or mappings; a note's "
+                                      "fields are a few levels deep); refused")
+            stack.extend((x, depth + 1) for x in (item.values() if isinstance(item, dict) else item))
+    return value
+
+
+__all__ = ["Budget", "MAX_DEPTH", "PER_ITEM", "SETTING", "check_depth", "cost", "default_limit", "lines", "open_file", "parse_json",
            "read_all", "read_file", "read_text", "too_large", "width", "zstd_stream"]

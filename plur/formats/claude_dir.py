@@ -23,6 +23,7 @@ import yaml
 
 from ..errors import ValidationError
 from ..store.safe_yaml import load_yaml
+from .capped import check_depth
 from ..store.engram import TYPES, Engram
 
 
@@ -40,7 +41,7 @@ def _split_frontmatter(text: str, p: Path) -> tuple[dict[str, Any], str]:
     if m is None:
         raise ValidationError(f"{p}: frontmatter starts with '---' but never ends; add a closing '---' line")
     front = text[start:start + m.start()]
-    meta = load_yaml(front, what=f"{p}: frontmatter", max_bytes=1 << 20) or {}
+    meta = check_depth(load_yaml(front, what=f"{p}: frontmatter", max_bytes=1 << 20) or {}, f"{p}: frontmatter")
     if not isinstance(meta, dict):
         raise ValidationError(f"{p}: frontmatter must be a mapping (name, description, type)")
     _keep_date_spelling(meta, front)

@@ -39,6 +39,7 @@ import yaml
 
 from ..errors import ValidationError
 from ..store.safe_yaml import load_yaml
+from .capped import check_depth
 from ..store.engram import FIELD_ORDER, ID_RE, SCOPE_RE, Engram, content_hash, new_id, parse_time, utcnow
 
 
@@ -54,7 +55,7 @@ PLUR_MAPPED = ("id", "type", "status", "scope", "source", "temporal", "statement
 
 def read_plur_yaml(p: Path, text: str, default_scope: str = "global") -> list[Engram]:
     """The engrams of a PLUR ``engrams.yaml``; an entry without a scope gets ``default_scope``."""
-    doc = load_yaml(text, what=str(p))
+    doc = check_depth(load_yaml(text, what=str(p)), str(p))
     if not isinstance(doc, Mapping) or not isinstance(doc.get("engrams"), list):
         raise ValidationError(f"{p}: a PLUR engrams.yaml is a mapping with an 'engrams:' list; "
                               "this file has none (wrong file, or truncated?)")

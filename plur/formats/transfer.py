@@ -212,7 +212,7 @@ def _read_jsonl(p: Path, text: str, default_scope: str = "global") -> list[Engra
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = capped.check_depth(json.loads(line), "JSON")
             out.append(engram_from_json(data, default_scope))
         except RecursionError:
             raise ValidationError(f"{p}:{n}: JSON nested too deeply (over about 1,000 levels; an engram is a few "
