@@ -152,6 +152,10 @@ SETTINGS: tuple[Setting, ...] = (
             "the assistant's turns too, as reference notes; off = nothing. Turns pass the secret screen first "
             "(keys and tokens are redacted and counted); trivial turns ('ok', a bare command) are not kept; "
             "plur forget --session S removes a conversation.", choices=("user", "all", "off")),
+    Setting("keep_identity_numbers", False, bool,
+            "Keep national identity numbers (US SSN, UK NINO, Spanish DNI, Chinese resident id... see docs/security.md) "
+            "in what memory stores instead of redacting them; payment card numbers, keys and passwords are redacted "
+            "regardless, and logs and the recall log always redact identity numbers."),
     Setting("store", "", str,
             "Where engrams live: '' = the YAML folder <home>/engrams; 'postgresql://user@host/db' = a PostgreSQL "
             "database with pgvector shared by several machines or a team (extra 'postgres'; docs: 'PostgreSQL and "
@@ -253,6 +257,7 @@ class Settings:
     refresh_interval_s: float = 1.0
     record_stats: bool = True
     capture: str = "user"
+    keep_identity_numbers: bool = False
     store: str = ""
     feed_retention_days: float = 30.0
     autostart_service: bool = True

@@ -5,7 +5,6 @@ literal in the repository)."""
 from __future__ import annotations
 
 import hashlib
-import secrets
 import string
 import uuid
 
@@ -143,8 +142,13 @@ def test_hashes_uuids_and_engram_ids_are_left_alone() -> None:
 
 
 def test_random_tokens_are_caught() -> None:
-    """Random url-safe tokens of 32 characters: at most 2 in 100 missed (measured under 1%)."""
-    missed = sum(screen(f"use {secrets.token_urlsafe(32)[:32]} now").clean for _ in range(1000))
+    """Random url-safe tokens of 32 characters (``secrets.token_urlsafe(24)``'s shape, from a seeded generator): at
+    most 2 in 100 missed (measured: 1.2 in 100)."""
+    import base64
+    import random
+
+    r = random.Random(47)
+    missed = sum(screen(f"use {base64.urlsafe_b64encode(r.randbytes(24)).decode()} now").clean for _ in range(1000))
     assert missed <= 20
 
 

@@ -227,7 +227,7 @@ class MemoryFiles:
         """``text`` with credentials redacted (capture's screen, :mod:`plur.screen.text`); they are counted, never kept."""
         from ..screen.text import screen
 
-        shown = screen(text)
+        shown = screen(text, keep_ids=getattr(getattr(self.memory, "settings", None), "keep_identity_numbers", False))
         if shown.kinds:
             self.memory.stats.record_screened(shown.kinds, "memory-tool")
         return shown.text

@@ -159,9 +159,7 @@ def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user",
         return CaptureResult(skipped="off")
     if role == "assistant" and mode != "all":
         return CaptureResult(skipped="role")
-    from ..screen.text import screen
-
-    shown = screen(text)
+    shown = _screened(mem, text, session=session, turn=turn, role=role, scope=scope)
     if not text.strip() or trivial(shown.text):
         return CaptureResult(skipped="trivial", redacted=shown.kinds)
     statement = shown.text.strip()
@@ -179,6 +177,39 @@ def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user",
     if stored:  # counted when the screened text is written, not when the turn is a repeat (docs/security.md#secrets)
         mem.stats.record_screened(shown.kinds, "capture")
     return CaptureResult(stored=stored, skipped="" if stored else "known", redacted=shown.kinds)
+
+
+def _screened(mem: Any, text: str, *, session: str, turn: int, role: str, scope: str) -> Any:
+    """The secret screen of a turn (:mod:`plur.screen.text`), with the conversation's previous turn: when the two hold
+    the pieces of one key (:func:`plur.screen.pieces.join`), the stored previous turn is rewritten without its piece
+    (forgotten, then stored again as the same turn) and the key is counted once, with this turn."""
+    from ..screen.pieces import join
+    from ..screen.text import Screened, screen
+    from .ingest import _provenance
+
+    keep = bool(getattr(mem.settings, "keep_identity_numbers", False))
+    with mem._lock:
+        have = _provenance(mem, scope)
+    earlier = next((e for back in (1, 2) if (e := have.get((FORMAT, session, turn - back, role))) is not None
+                    and e.status == "active"), None)
+    joined = join(earlier.statement, text) if earlier is not None else None
+    if joined is None:
+        return screen(text, keep_ids=keep)
+    if joined.before != earlier.statement:
+        _restore(mem, earlier, joined.before)
+    shown = screen(joined.text, keep_ids=keep)
+    return Screened(shown.text, (joined.kind,) * joined.new + shown.kinds)
+
+
+def _restore(mem: Any, old: Any, statement: str) -> None:
+    """Store captured turn ``old`` again as ``statement``, leaving no trace of its old text (:func:`plur.memory.forget`)."""
+    from ..formats.chats.turns import Turn
+
+    src = dict(old.source)
+    extra = {k: v for k, v in src.items() if k not in ("kind", "format", "session", "turn", "role")}
+    mem.forget(old.id)
+    mem.ingest([Turn(FORMAT, src["session"], src["turn"], src["role"], statement, created=old.created, extra=extra)],
+               scope=old.scope, roles=(src["role"],), date=old.created, progress=False)
 
 
 @dataclass(frozen=True)

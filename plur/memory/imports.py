@@ -32,14 +32,14 @@ class ImportResult:
     dry_run: bool = False
 
 
-def screen(engrams: Iterable[Engram]) -> tuple[list[Engram], list[str]]:
+def screen(engrams: Iterable[Engram], keep_ids: bool = False) -> tuple[list[Engram], list[str]]:
     """The engrams with credentials redacted from their statements (:func:`plur.screen.text.screen`, capture's
-    screen), and the kind of each secret found."""
+    screen; ``keep_ids``: the setting ``keep_identity_numbers``), and the kind of each secret found."""
     from ..screen.text import screen as screen_text
 
     out, kinds = [], []
     for e in engrams:
-        shown = screen_text(e.statement)
+        shown = screen_text(e.statement, keep_ids=keep_ids)
         if shown.kinds:
             kinds += shown.kinds
             e = e.replace(statement=shown.text)
@@ -49,7 +49,7 @@ def screen(engrams: Iterable[Engram]) -> tuple[list[Engram], list[str]]:
 
 def import_engrams(mem: Any, engrams: Iterable[Engram], *, dry_run: bool = False) -> ImportResult:
     """Store imported engrams: :meth:`plur.memory.Memory.import_engrams`, which documents it."""
-    items, kinds = screen(engrams)
+    items, kinds = screen(engrams, getattr(mem.settings, "keep_identity_numbers", False))
     secrets = len(kinds)
     for e in items:
         Engram.create(e.statement, max_statement_bytes=mem.settings.max_statement_bytes)

@@ -41,7 +41,7 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
         turns = conv.parse(data, fmt, where=where, session=session, date=when, problems=problems)
         if format is not None and not turns:
             _wrong_format(data, format, where)
-    turns, kinds = _screen(turns)
+    turns, kinds = _screen(turns, bool(getattr(mem.settings, "keep_identity_numbers", False)))
     secrets = len(kinds)
     kept = [t for t in turns if t.role in roles]
     with mem._lock:
@@ -109,17 +109,28 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
                              changed=tuple(changed), secrets=secrets)
 
 
-def _screen(turns: list[Any]) -> tuple[list[Any], list[str]]:
-    """The turns with credentials redacted from their text (the one secret screen), and the kinds found."""
+def _screen(turns: list[Any], keep_ids: bool = False) -> tuple[list[Any], list[str]]:
+    """The turns with credentials redacted from their text (the one secret screen), and the kinds found. A key
+    pasted in two pieces over consecutive turns of one speaker in one conversation is redacted in both
+    (:func:`plur.screen.pieces.join`) and counted once."""
     import dataclasses
 
+    from ..screen.pieces import join
     from ..screen.text import screen
 
     out, kinds = [], []
+    last: dict[tuple[str, str, str], int] = {}   # (format, session, role) -> index in out of its latest turn
     for t in turns:
-        shown = screen(t.text)
+        text, where = t.text, (t.format, t.session, t.role)
+        joined = join(out[last[where]].text, text) if where in last else None
+        if joined is not None:
+            out[last[where]] = dataclasses.replace(out[last[where]], text=joined.before)
+            kinds += [joined.kind] * joined.new
+            text = joined.text
+        shown = screen(text, keep_ids=keep_ids)
         kinds += shown.kinds
-        out.append(dataclasses.replace(t, text=shown.text) if shown.kinds else t)
+        last[where] = len(out)
+        out.append(dataclasses.replace(t, text=shown.text) if shown.text != t.text else t)
     return out, kinds
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import StoreError
+from ..screen.pieces import join
 from ..screen.text import screen
 
 log = logging.getLogger("plur.stats.db")
@@ -115,6 +116,8 @@ class StatsDB:
 
         self.path = Path(path)
         self._lock = threading.Lock()
+        #: agent -> (row id, query as kept) of its latest recall, in this process only (a key split over two queries)
+        self._last_query: dict[str, tuple[int, str]] = {}
         try:
             self._db, self.writable = connect(self.path, timeout_s=5.0, read_only=read_only)
             if self.writable:
@@ -179,11 +182,16 @@ class StatsDB:
         """Log one recall and its ranked hits (each with whether it cleared the relevance floor); returns the recall id."""
         if not self.writable:
             return 0
-        shown = screen(query)
-        query = shown.text
+        earlier = self._last_query.get(agent or "")   # a key pasted in two pieces over two queries: both are cut
+        joined = join(earlier[1], query) if earlier else None
+        shown = screen(joined.text if joined else query)
+        kinds, query = ((joined.kind,) if joined and joined.new else ()) + shown.kinds, shown.text
+        rewrite = joined is not None and earlier is not None and joined.before != earlier[1]
         try:
             with self._lock, self._db:
-                self._insert_screened(shown.kinds, "recall", ts)
+                self._insert_screened(kinds, "recall", ts)
+                if rewrite:
+                    self._db.execute("UPDATE recalls SET query=? WHERE id=?", (joined.before, earlier[0]))
                 cur = self._db.execute(
                     "INSERT INTO recalls(ts, agent, scope, query, mode, latency_ms, n_hits) VALUES(?,?,?,?,?,?,?)",
                     (ts or time.time(), agent, scope, query, mode, float(latency_ms), len(hits)))
@@ -195,6 +203,12 @@ class StatsDB:
         except sqlite3.Error as exc:  # a full disk must not fail the recall itself
             log.warning("recall not recorded in %s (%s)", self.path, exc)
             return 0
+        self._last_query[agent or ""] = (rid, query)
+        while len(self._last_query) > 256:
+            self._last_query.pop(next(iter(self._last_query)))
+        if rewrite:   # secure_delete zeroed the old text in its page; the WAL's copy of that page goes too
+            with self._lock, suppress(sqlite3.Error):
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return rid
 
     def _insert_screened(self, kinds: Sequence[str], door: str, ts: float | None) -> None:

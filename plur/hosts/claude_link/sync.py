@@ -203,7 +203,7 @@ def _screened(memory: Any, text: str) -> str:
     """``text`` through the secret screen (capture's): a key in a memory file is not stored in plur (counted)."""
     from ...screen.text import screen
 
-    shown = screen(text)
+    shown = screen(text, keep_ids=getattr(getattr(memory, "settings", None), "keep_identity_numbers", False))
     if shown.kinds:
         memory.stats.record_screened(shown.kinds, "link")
     return shown.text
