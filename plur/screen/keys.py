@@ -158,7 +158,7 @@ def random_looking(word: str, min_chars: int = RANDOM_MIN_CHARS) -> bool:
 
 #: The fixed parts of each vendor's keys: a pattern is run only on a text that holds one (one scan finds them).
 _VENDOR_HINTS: dict[str, tuple[str, ...]] = {
-    "private-key": ("PRIVATE KEY",), "anthropic-key": ("sk-ant-",), "openai-key": ("sk-",),
+    "private-key": ("PRIVATE KEY",), "anthropic-key": ("sk-ant-",), "openai-key": ("sk-", "sk-ant-"),
     "aws-access-key": ("A3T", "AKIA", "ASIA", "ABIA", "ACCA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"),
     "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), "gitlab-token": ("gl",),
     "slack-token": ("xox", "xapp-"), "slack-webhook": ("hooks.slack.com",), "discord-webhook": ("/api/webhooks/",),
@@ -168,8 +168,8 @@ _VENDOR_HINTS: dict[str, tuple[str, ...]] = {
     "vault-token": ("hvs.", "hvb.", "hvr."), "telegram-bot-token": (":AA",), "groq-key": ("gsk_",), "xai-key": ("xai-",),
     "replicate-token": ("r8_",), "linear-key": ("lin_api_",), "notion-token": ("secret_", "ntn_"),
     "atlassian-token": ("ATATT3",), "jwt": ("eyJ",)}
-_VENDOR_HINT_RE = re.compile("(?=(" + "|".join(re.escape(h) for h in sorted({h for hs in _VENDOR_HINTS.values() for h in hs},
-                                                                            key=len, reverse=True)) + "))")
+_VENDOR_HINT_RE = re.compile("|".join(re.escape(h) for h in sorted({h for hs in _VENDOR_HINTS.values() for h in hs},
+                                                                     key=len, reverse=True)))
 
 
 def vendor_keys(text: str) -> Iterator[tuple[str, int, int]]:

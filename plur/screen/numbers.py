@@ -32,7 +32,7 @@ _CARD_PREFIX = re.compile(r"4|5[0-8]|2(?:22[1-9]|2[3-9]|[3-6]|7[01]|720)|3[47]|3
 
 ID_KINDS = ("us-ssn", "uk-nino", "ca-sin", "es-dni", "es-nie", "it-codice-fiscale", "fr-nir", "de-tax-id", "pt-nif",
             "br-cpf", "cn-resident-id", "jp-my-number")
-_SSN = re.compile(r"(\d\d\d)(?<![\w\-]\d\d\d)([\- ])(\d{2})\2(\d{4})(?![\w\-])")
+_SSN = re.compile(r"\d(?<![\w\-]\d)\d\d([\- ])\d\d\1\d{4}(?![\w\-])")
 _NAMED = (  # (kind, pattern with the number in group 1): numbers that need their name before them
     ("us-ssn", r"(?i)\b(?:ssn|social\s+security(?:\s+(?:number|no\.?|#))?)\s*(?:#|no\.?|is|:|=)?\s*(\d{9})(?!\d)"),
     ("ca-sin", r"(?i)(?:\bSIN\b|social\s+insurance(?:\s+number)?|num[ée]ro\s+d['’]assurance\s+sociale|\bNAS\b)"
@@ -44,20 +44,20 @@ _NAMED = (  # (kind, pattern with the number in group 1): numbers that need thei
 )
 _NAMED_RE = tuple((k, re.compile(p)) for k, p in _NAMED)
 _TWO_DIGITS = re.compile(r"\d\d")
-#: A named number is looked for only when its name's word is in the text (lower-cased).
-_NAMED_HINTS = {"us-ssn": ("ssn", "social security"), "ca-sin": ("sin", "social insurance", "assurance sociale", "nas"),
-                "de-tax-id": ("steuer", "identifikationsnummer", "idnr"), "pt-nif": ("nif", "contribuinte"),
-                "jp-my-number": ("マイナンバー", "個人番号", "number")}
+#: Where a named number's name may start (in the lower-cased text): its pattern is matched there only.
+_NAMED_HINTS = {kind: re.compile(p) for kind, p in (
+    ("us-ssn", r"ssn|social"), ("ca-sin", r"sin|social|num[ée]ro|nas"), ("de-tax-id", r"steuer|identifikationsnummer|idnr"),
+    ("pt-nif", r"nif|n[úu]mero|contribuinte"), ("jp-my-number", r"マイナンバー|個人番号|my"))}
 _NINO = re.compile(r"[A-CEGHJ-PR-TW-Z](?<![A-Za-z0-9][A-Z])[A-CEGHJ-NPR-TW-Z](?<!BG|GB|NK|KN|TN|NT|ZZ)"
                    r" ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])")
-_DNI = re.compile(r"(\d\d{7})(?<![A-Za-z0-9]\d{8})-?([A-HJ-NP-TV-Z])(?![A-Za-z0-9])")
+_DNI = re.compile(r"\d(?<![A-Za-z0-9]\d)\d{7}-?[A-HJ-NP-TV-Z](?![A-Za-z0-9])")
 _NIE = re.compile(r"([XYZ])(?<![A-Za-z0-9][XYZ])-?(\d{7})-?([A-HJ-NP-TV-Z])(?![A-Za-z0-9])")
 _DNI_LETTERS = "TRWAGMYFPDXBNJZSQVHLCKE"
 _CF = re.compile(r"[A-Z](?<![A-Za-z0-9][A-Z])[A-Z]{5}\d{2}[A-EHLMPR-T]\d{2}[A-Z]\d{3}[A-Z](?![A-Za-z0-9])")
 _CF_ODD = (1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25, 24, 23)
 _NIR = re.compile(r"([12])(?<![\w\-][12]) ?(\d{2}) ?(0[1-9]|1[0-2]|[2-9]\d) ?(\d{2}|2[AB]) ?(\d{3}) ?(\d{3}) ?(\d{2})"
                   r"(?![\w\-])")
-_CPF = re.compile(r"(\d\d\d)(?<![\w.\-]\d\d\d)\.(\d{3})\.(\d{3})-(\d{2})(?![\w\-]|\.\d)")
+_CPF = re.compile(r"\d(?<![\w.\-]\d)\d\d\.\d{3}\.\d{3}-\d{2}(?![\w\-]|\.\d)")
 _CN = re.compile(r"[1-8](?<![0-9A-Za-z][1-8])\d{5}(19|20)\d{2}(0[1-9]|1[0-2])(0[1-9]|[12]\d|3[01])\d{3}[0-9Xx]"
                  r"(?![0-9A-Za-z])")
 _CN_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
@@ -159,19 +159,19 @@ def identity_numbers(text: str) -> Iterator[tuple[str, int, int]]:
     if _TWO_DIGITS.search(text) is None:
         return
     for m in _SSN.finditer(text):
-        if _ssn_ok(m.group(1), m.group(3), m.group(4)):
+        number = m.group()
+        if _ssn_ok(number[:3], number[4:6], number[7:]):
             yield "us-ssn", m.start(), m.end()
     low = text.lower()
     for kind, pattern in _NAMED_RE:
-        if not any(h in low for h in _NAMED_HINTS[kind]):
-            continue
-        for m in pattern.finditer(text):
-            if _NAMED_CHECK[kind]("".join(c for c in m.group(1) if c.isdigit())):
+        for hit in _NAMED_HINTS[kind].finditer(low):       # each pattern opens with its name: matched there only
+            m = pattern.match(text, hit.start())
+            if m is not None and _NAMED_CHECK[kind]("".join(c for c in m.group(1) if c.isdigit())):
                 yield kind, m.start(1), m.end(1)
     for m in _NINO.finditer(text):
         yield "uk-nino", m.start(), m.end()
     for m in _DNI.finditer(text):
-        if _DNI_LETTERS[int(m.group(1)) % 23] == m.group(2):
+        if _DNI_LETTERS[int(m.group()[:8]) % 23] == m.group()[-1]:
             yield "es-dni", m.start(), m.end()
     for m in _NIE.finditer(text):
         if _DNI_LETTERS[int(str("XYZ".index(m.group(1))) + m.group(2)) % 23] == m.group(3):
@@ -183,7 +183,7 @@ def identity_numbers(text: str) -> Iterator[tuple[str, int, int]]:
         if _nir_ok(m.groups()):
             yield "fr-nir", m.start(), m.end()
     for m in _CPF.finditer(text):
-        if _cpf_ok("".join(m.groups())):
+        if _cpf_ok(m.group().replace(".", "").replace("-", "")):
             yield "br-cpf", m.start(), m.end()
     for m in _CN.finditer(text):
         if _cn_ok(m.group()):

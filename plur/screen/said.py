@@ -111,6 +111,8 @@ _IDENT = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
 def _lower(text: str) -> str:
     """``text`` lower-cased, character for character (positions kept)."""
     low = text.lower()
+    if len(low) != len(text):                 # only "\u0130" (I with a dot) lower-cases to two characters
+        low = text.replace("\u0130", "i").lower()
     return low if len(low) == len(text) else "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 

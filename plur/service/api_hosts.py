@@ -131,7 +131,8 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
             from .capture_queue import check
 
             check(mem, text, session, turn, role, scope, when)   # bad input is answered now, not lost later
-            shown = screen(text)                                 # the journal never holds a secret
+            keep = getattr(mem.settings, "keep_identity_numbers", False)
+            shown = screen(text, keep_ids=keep)                  # the journal never holds a secret
             entry = {"text": shown.text, "redacted": list(shown.kinds), "session": session, "turn": turn,
                      "role": role, "scope": scope, "agent_id": agent_id,
                      "when": when or datetime.now(timezone.utc).isoformat()}
