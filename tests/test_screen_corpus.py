@@ -50,6 +50,7 @@ def test_every_generated_secret_is_cut_out() -> None:
     ("my SSN is 123-45-6789.", "my SSN is "),
     ("Mein Passwort für das WLAN ist Sonne2024!", "Mein Passwort für das WLAN ist "),
     ("我的密码是plum99，别告诉别人", "我的密码是"),
+    ("curl -H 'Authorization: Basic dXNlcjpwYXNz' https://api.example.com", "curl -H 'Authorization: Basic "),
 ])
 def test_what_issue_47_found_kept_is_cut(text: str, kept: str) -> None:
     out = screen(text)
@@ -62,6 +63,7 @@ def test_what_issue_47_found_kept_is_cut(text: str, kept: str) -> None:
     "download BAAI/bge-small-en-v1.5 (needs huggingface.co)",
     "My password manager is 1Password.", "password: changeme", "The token limit is 4096.", "GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}",
     "self.token = token", "login_token = login_token or new_login_token()", "OPENAI_API_KEY=sk-...",
+    "Use Bearer authentication for the API.", "Authorization: Bearer $TOKEN",
 ])
 def test_names_models_and_code_are_kept_whole(text: str) -> None:
     assert find_secrets(text) == [] and redact(text) == text

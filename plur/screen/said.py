@@ -94,7 +94,7 @@ def _not_plain(value: str) -> bool:
             or any(a.islower() and b.isupper() for a, b in zip(value, value[1:])))
 
 
-def quoted_expression(text: str, after: int, group: str) -> bool:
+def _quoted_expression(text: str, after: int, group: str) -> bool:
     """Whether the quoted value ending before ``after`` is part of an expression (``"plur_" + ...``)."""
     return group != "bare" and _EXPRESSION.match(text, after) is not None
 
@@ -166,7 +166,7 @@ def assignments(text: str) -> Iterator[tuple[str, int, int]]:
         group = "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "bare"
         value = m.group(group)
         start = m.start(group)
-        if _EXAMPLE.search(value) or quoted_expression(text, m.end(group) + 1, group):
+        if _EXAMPLE.search(value) or _quoted_expression(text, m.end(group) + 1, group):
             continue                                        # "sk-...", token = "plur_" + secrets.token_urlsafe()
         if group == "bare":
             value = value.rstrip(_TRAILING)
@@ -187,7 +187,7 @@ def assignments(text: str) -> Iterator[tuple[str, int, int]]:
 def _auth_headers(text: str) -> Iterator[tuple[str, int, int]]:
     for m in _AUTH_HEADER.finditer(text):
         value = m.group("value")
-        if any(c.isdigit() for c in value) and not _placeholder(value):
+        if _not_plain(value) and not _placeholder(value):          # "Bearer authentication" is a word
             yield "bearer-token", m.start("value"), m.end("value")
 
 
