@@ -113,10 +113,59 @@ def read_claude_dir(folder: Path, scope: str, max_bytes: int | None = None,
 
 
 def memory_type(meta: Mapping[str, Any]) -> str | None:
-    """The type a memory file's frontmatter gives: ``type``, else the nested ``metadata: type:``."""
+    """The plur type a memory file's frontmatter gives (``None`` when it gives none).
+
+    ``type``, else Claude Code's nested ``metadata: type:``; but a ``fact`` or ``procedure`` written as
+    Claude's ``reference`` or ``feedback`` (Claude Code has four types) keeps its plur type through the
+    ``plur: type:`` the file carries (at the top, or moved under ``metadata`` as Claude Code does when it
+    edits the file), as long as the file's type is still that type's Claude spelling: a type changed in
+    the file wins.
+    """
     nested = meta.get("metadata")
     ctype = meta.get("type") or (nested.get("type") if isinstance(nested, Mapping) else None)
+    own = plur_block(meta).get("type")
+    if own in TYPES and ctype == CLAUDE_TYPE_OUT.get(own, own):
+        return str(own)
     return ctype if ctype in TYPES else None
+
+
+def plur_block(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The ``plur:`` mapping of a memory file's frontmatter, at the top or under ``metadata`` (``{}``: none)."""
+    nested = meta.get("metadata")
+    for block in (meta.get("plur"), nested.get("plur") if isinstance(nested, Mapping) else None):
+        if isinstance(block, Mapping):
+            return block
+    return {}
+
+
+#: A word of any script: letters and digits (``_`` is a separator).
+_WORD = re.compile(r"[^\W_]+")
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``, lower-cased, in any script (``"Lena 住在维也纳."`` -> ``["lena", "住在维也纳"]``)."""
+    return _WORD.findall(text.lower())
+
+
+def joined(text: str, sep: str, limit: int) -> str:
+    """``text``'s words joined by ``sep``, whole words up to ``limit`` characters (a longer first word is cut);
+    ``""`` when it has none. Never an ellipsis: the result names, it does not quote."""
+    out = ""
+    for w in words(text):
+        nxt = f"{out}{sep}{w}" if out else w
+        if len(nxt) > limit:
+            return out or w[:limit]
+        out = nxt
+    return out
+
+
+def claude_name(name: str) -> str:
+    """The ``name:`` Claude Code 2.1.328 writes back for ``name`` when it edits a memory file: kept when
+    it is a slug of ASCII letters, digits, ``_`` and ``-``, else lower-cased with each run of other characters
+    as ``-`` (so a name in another script loses its letters on Claude Code's side)."""
+    if re.fullmatch(r"[a-z0-9_-]+", name):
+        return name
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def _claude_engram(meta: dict[str, Any], body: str, title: str, hook: str, scope: str) -> Engram:
@@ -163,13 +212,7 @@ def respell(original: str, when: datetime) -> str:
 
 
 def _slug(text: str) -> str:
-    words = re.findall(r"[a-z0-9]+", text.lower())
-    out = ""
-    for w in words:
-        if len(out) + len(w) + 1 > 40:
-            break
-        out = f"{out}_{w}" if out else w
-    return out or "memory"
+    return joined(text, "_", 40) or "memory"
 
 
 def _one_line(text: str, limit: int) -> str:

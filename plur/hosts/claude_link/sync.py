@@ -4,16 +4,18 @@ Each run compares the folder's memory files and the scope's engrams with what th
 agreed (:class:`~.records.LinkState`):
 
 * a file that is new or changed becomes or updates its engram; an engram that is new or changed becomes
-  or rewrites its file (``<type>_<slug>.md``) and gets a line in ``MEMORY.md``;
+  or rewrites its file (``<type>_<slug>.md``, :mod:`.memfile`) and its line in ``MEMORY.md``;
 * a file deleted forgets its engram, an engram forgotten (or retired) deletes its file and its
   ``MEMORY.md`` line -- unless the other side changed meanwhile: then the change wins and is restored;
+  an engram superseded hands its file and line to the engram that replaced it;
 * both changed at once (two edits that cross): no text is lost. The file's text comes first, then a line
   naming the conflict, then plur's text; both sides get that text and the engram the tag ``conflict``.
 
 Which files are read, and when, is :mod:`.reading`'s job: only files inside the folder (no link out is followed),
 no larger than a memory can be, and only once they have stopped changing; a file not read this time is neither new
 nor deleted. Text from a file passes the secret screen (:mod:`plur.screen.text`) before it becomes an engram (the file itself
-is left as Claude Code wrote it). Conversation turns of the scope (ingest, capture) are not memory files. A run writes nothing when
+is left as Claude Code wrote it). Conversation turns of the scope (ingest, capture) are not memory files; a memory
+file whose text is a captured turn's is linked to that note instead of adding a second. A run writes nothing when
 nothing changed, and holds a lock per link (``<home>/links/<key>.lock``), so the service's watcher and a
 ``plur link`` in another process never sync one folder at once.
 """
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import PlurError
+from ...formats.claude_dir import CLAUDE_TYPE_OUT
 from . import memfile
 from .reading import Looks, file_limit, memory_files
 from .records import Link, LinkState
@@ -63,8 +66,10 @@ def _write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _is_memory(e: Any) -> bool:
-    return (e.source or {}).get("kind") != "conversation"
+def _is_memory(e: Any, filed: set[str]) -> bool:
+    """A note the folder holds: not a conversation turn (ingest, capture), unless a file is linked to it
+    (a memory file whose text is a captured turn's text is that note, not a second one)."""
+    return (e.source or {}).get("kind") != "conversation" or e.id in filed
 
 
 def reconcile(memory: Any, link: Link, looks: Looks | None = None) -> SyncReport:
@@ -94,13 +99,15 @@ def _reconcile(memory: Any, link: Link, state: LinkState, looks: Looks | None) -
     report.problems += seen.problems
     report.waiting += seen.waiting
     files = seen.texts
-    engrams = {e.id: e for e in memory.list(scope=link.scope, status="active") if _is_memory(e)}
+    filed = {was["id"] for was in state.files.values()}
+    engrams = {e.id: e for e in memory.list(scope=link.scope, status="active") if _is_memory(e, filed)}
     new_state: dict[str, dict[str, str]] = {}
     mapped: dict[str, Any] = {}  # file name -> engram, for MEMORY.md
     gone: set[str] = set()
     if any(was["id"] not in engrams for was in state.files.values()):
         memory._scan(force=True)  # an engram looks gone: make sure it is, not only unseen yet by this process
-        engrams = {e.id: e for e in memory.list(scope=link.scope, status="active") if _is_memory(e)}
+        engrams = {e.id: e for e in memory.list(scope=link.scope, status="active") if _is_memory(e, filed)}
+    successors = {e.supersedes: e for e in engrams.values() if e.supersedes and e.id not in filed}
     still_filed = {was["id"] for name, was in state.files.items() if name in files or name in seen.unread}
     for name, was in state.files.items():
         e, text = engrams.get(was["id"]), files.get(name)
@@ -128,6 +135,9 @@ def _reconcile(memory: Any, link: Link, state: LinkState, looks: Looks | None) -
                 if file_changed:  # forgotten there, edited here: the edit is kept
                     e, new_state[name] = _to_engram(memory, link, name, text, None, report)
                     mapped[name] = e
+                elif was["id"] in successors:  # superseded: the new engram takes over its file and line
+                    e = successors.pop(was["id"])
+                    new_state[name], mapped[name] = _to_file(folder, name, e, report), e
                 else:
                     (folder / name).unlink(missing_ok=True)
                     report.deleted_files.append(name)
@@ -164,7 +174,7 @@ def _reconcile(memory: Any, link: Link, state: LinkState, looks: Looks | None) -
         new_state[name], mapped[name] = _to_file(folder, name, e, report), e
     index = folder / memfile.INDEX
     current = index.read_text(encoding="utf-8") if index.is_file() else ""
-    text = memfile.index_text(current, mapped, gone)
+    text = memfile.index_text(current, mapped, gone, set(report.to_files))
     if text != current and (mapped or current):
         _write(index, text)
     if new_state != state.files:
@@ -192,7 +202,9 @@ def _to_engram(memory: Any, link: Link, name: str, text: str, e: Any, report: Sy
         extra = {**dict(e.extra), **fields}
         e = memory.update(e.id, extra=extra)
     else:
-        extra = {**{k: v for k, v in e.extra.items() if k in memfile.NOT_FRONTMATTER}, **fields}
+        extra = {**{k: v for k, v in e.extra.items() if k in memfile.NOT_FRONTMATTER}, **memfile.own_fields(fields, e)}
+        if kind == CLAUDE_TYPE_OUT.get(e.type):  # a fact or procedure, as Claude's four types write it
+            kind = e.type
         e = memory.update(e.id, statement=body, type=kind or e.type, extra=extra,
                           tags=tuple(dict.fromkeys((*e.tags, *tags))))
     report.to_engrams.append(name)
