@@ -1,6 +1,7 @@
 """plur link claude-code, the mapping side: plur's six types through Claude Code's four, MEMORY.md's line in step
-with every change, names in any script, ``modified``, a captured note and a file of one text. One sync at a time,
-in-process (tests/test_clients_link.py runs the real ``claude -p`` and service)."""
+with every change, names in any script, ``modified``, a captured note and a file of one text, and two projects
+Claude Code maps to one memory folder. One sync at a time, in-process (tests/test_clients_link.py runs the real
+``claude -p`` and service)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from typing import Any
 
 import pytest
 import yaml
-from plur.hosts.claude_link import Link, reconcile, save_link
+from click.testing import CliRunner
+
+from plur.cli import cli
+from plur.hosts.claude_link import Link, claude_memory_folder, reconcile, save_link
 from plur.memory import Memory
 
 SCOPE = "project:app"
@@ -172,3 +176,60 @@ def test_a_file_with_a_captured_notes_text_is_that_note_and_is_kept(mem: Any, tm
     assert mem.get(said.id).source["session"] == "s1"                      # the conversation keeps it
     (folder / "project_key.md").unlink()
     assert reconcile(mem, link).forgotten == [said.id]
+
+
+def test_two_projects_claude_code_maps_to_one_folder_are_never_linked_silently(
+        plur_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second `plur link` replaced the first without a word and left its notes orphaned."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    env = {"PLUR_MODEL": "none", "PLUR_AUTOSTART_SERVICE": "0"}
+    first, second = tmp_path / "work" / "你好世界", tmp_path / "work" / "我的项目"
+    first.mkdir(parents=True)
+    second.mkdir()
+    assert claude_memory_folder(first) == claude_memory_folder(second)     # Claude Code's own encoding
+
+    def link(*args: str) -> Any:
+        return CliRunner().invoke(cli, ["--home", str(plur_home), "link", "claude-code", *args], env=env)
+
+    r = link(str(first), "--json")
+    assert r.exit_code == 0, r.output
+    one = json.loads(r.stdout)
+    r = link(str(second))
+    assert r.exit_code == 2, r.output
+    assert f"for {first}" in r.stderr and one["scope"] in r.stderr and "--own-folder" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    links = json.loads((plur_home / "links.json").read_text())["links"]
+    assert [x["scope"] for x in links] == [one["scope"]]                   # the first link stands
+
+    r = link(str(second), "--scope", one["scope"], "--json")               # share it, knowingly
+    assert r.exit_code == 0, r.output
+
+    r = link(str(second), "--own-folder", "--json")                        # or a folder of its own
+    assert r.exit_code == 0, r.output
+    own = json.loads(r.stdout)
+    assert own["folder"] != one["folder"] and own["unlinked"] == [] and own["scope"] != one["scope"]
+    settings = json.loads((second / ".claude" / "settings.local.json").read_text())
+    assert settings["autoMemoryDirectory"] == own["folder"]
+    assert str(claude_memory_folder(second)) == own["folder"]             # what Claude Code reads now
+    scopes = {x["folder"]: x["scope"] for x in json.loads((plur_home / "links.json").read_text())["links"]}
+    assert scopes == {one["folder"]: one["scope"], own["folder"]: own["scope"]}
+
+
+def test_a_moved_memory_folder_replaces_the_projects_old_link(plur_home: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    env = {"PLUR_MODEL": "none", "PLUR_AUTOSTART_SERVICE": "0"}
+    project = tmp_path / "app"
+    project.mkdir()
+    run = CliRunner()
+    before = json.loads(run.invoke(cli, ["--home", str(plur_home), "link", "claude-code", str(project), "--json"],
+                                   env=env).stdout)
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text(json.dumps({"autoMemoryDirectory": "~/elsewhere/memory"}))
+    assert claude_memory_folder(project) == Path("~/elsewhere/memory").expanduser().resolve()
+    r = run.invoke(cli, ["--home", str(plur_home), "link", "claude-code", str(project), "--json"], env=env)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["unlinked"] == [before["folder"]]
+    assert [x["folder"] for x in json.loads((plur_home / "links.json").read_text())["links"]] == [
+        str(claude_memory_folder(project))]

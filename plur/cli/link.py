@@ -24,9 +24,12 @@ def link() -> None:
               help="The memory folder; default Claude Code's for PROJECT_DIR (~/.claude/projects/<path>/memory).")
 @click.option("--scope", default=None, callback=scope_value,
               help="The scope its memories live in; default PROJECT_DIR's project scope; " + HERE_HELP)
+@click.option("--own-folder", is_flag=True,
+              help="Give PROJECT_DIR a Claude Code memory folder no other project shares (sets autoMemoryDirectory "
+                   "in PROJECT_DIR/.claude/settings.local.json), for a project whose folder another one uses.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_obj
-def claude_code(app: App, project_dir: Path | None, memory_dir: Path | None, scope: str | None,
+def claude_code(app: App, project_dir: Path | None, memory_dir: Path | None, scope: str | None, own_folder: bool,
                 as_json: bool) -> None:
     """Link PROJECT_DIR's Claude Code memory folder (default: the current folder's) to its project scope.
 
@@ -35,8 +38,13 @@ def claude_code(app: App, project_dir: Path | None, memory_dir: Path | None, sco
     becomes, updates or forgets its engram within seconds, and an engram learned, changed or forgotten in
     the scope appears in, changes or leaves the folder and its MEMORY.md. Two edits that cross keep both
     texts, the conflict named.
+
+    Claude Code gives two projects one folder when their paths differ only in characters other than ASCII
+    letters and digits (/work/你好世界 and /work/我的项目): linking the second to another scope is refused,
+    naming the first; --own-folder gives it a folder of its own.
     """
-    from ..hosts.claude_link import Link, claude_memory_folder, reconcile, save_link
+    from ..hosts.claude_link import Link, claude_memory_folder, give_own_folder, load_links, reconcile, \
+        remove_link, save_link, sharing
     from ..project import resolve
     from ..service import autostart
     from ..store.scope import check_scope
@@ -45,19 +53,45 @@ def claude_code(app: App, project_dir: Path | None, memory_dir: Path | None, sco
     if memory_dir is None and not project.is_dir():  # a typo would link (and create) a folder nobody uses
         raise ValidationError(f"cannot link {str(project_dir)!r}: not an existing folder; give the project's "
                               "folder, or --memory-dir for a memory folder whose project is not on this machine")
-    folder = Path(os.path.realpath(memory_dir)) if memory_dir is not None else claude_memory_folder(project)
+    if own_folder and memory_dir is not None:
+        raise ValidationError("--own-folder and --memory-dir both choose the memory folder; give one of them")
     mem = app.memory
+    home = Path(mem.home)
     scope = check_scope(scope) if scope else resolve(project, mem.home).scope
+    folder = Path(os.path.realpath(memory_dir)) if memory_dir is not None else claude_memory_folder(project)
+    links = load_links(home)
+    other = sharing(links, str(folder), scope)
+    if other is not None and not own_folder:
+        if other.project is None or other.project == str(project) or memory_dir is not None:
+            raise ValidationError(f"cannot link {str(folder)!r} to {scope}: it is linked to {other.scope}; unlink "
+                                  f"it first (plur link remove {other.folder}; the notes of {other.scope} stay)")
+        raise ValidationError(
+            f"cannot link {str(project)!r} to {scope}: Claude Code keeps its memory in {folder}, the folder it uses "
+            f"for {other.project} too (in a path, every character but an ASCII letter or digit becomes '-'), "
+            f"linked to {other.scope}; give it a folder of its own (--own-folder), share that memory "
+            f"(--scope {other.scope}), or unlink the other first (plur link remove {other.folder})")
+    if own_folder:
+        folder = give_own_folder(project)
     new = Link("claude-code", str(folder), scope, str(project))
-    save_link(Path(mem.home), new)
+    new = next((x for x in links if x.folder == new.folder and x.scope == scope and x.project), new)  # shared: kept
+    stale = [x for x in links if memory_dir is None and x.project == str(project) and x.folder != str(folder)]
+    for x in stale:  # Claude Code uses one folder per project: the one it used before is no longer this project's
+        remove_link(home, x.folder)
+    save_link(home, new)
     report = reconcile(mem, new)
     door = autostart.door(mem.home)  # the service keeps them in step: start it, as any door does on first need
     if door.client is not None:
         door.client.close()
     if as_json:
         emit_json({**new.to_dict(), "to_engrams": report.to_engrams, "to_files": report.to_files,
-                   "conflicts": report.conflicts, "problems": report.problems, "service": door.state})
+                   "conflicts": report.conflicts, "problems": report.problems, "service": door.state,
+                   "own_folder": own_folder, "unlinked": [x.folder for x in stale]})
         return
+    if own_folder:
+        echo(f"gave {project} a Claude Code memory folder of its own: autoMemoryDirectory in "
+             f"{project / '.claude' / 'settings.local.json'}")
+    for x in stale:
+        echo(f"unlinked {x.folder}, the folder Claude Code used for {project} before (its files and engrams are kept)")
     echo(f"linked {folder} <-> {scope}: {len(report.to_engrams)} memory file(s) -> engrams, "
          f"{len(report.to_files)} engram(s) -> files")
     for problem in report.problems:

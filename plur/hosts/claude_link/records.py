@@ -89,10 +89,20 @@ def load_links(home: Path) -> list[Link]:
 
 
 def save_link(home: Path, link: Link) -> list[Link]:
-    """Add ``link`` (replacing one of the same folder); the links now."""
+    """Add ``link`` (replacing one of the same folder and scope); the links now.
+
+    Raises:
+        ValidationError: the folder is linked to another scope (its notes there would be left unlinked, and
+            the folder's files learned again into the new scope): ``remove_link`` it first.
+    """
     if link.kind not in KINDS:
         raise ValidationError(f"unknown link kind {link.kind!r}; use one of {', '.join(KINDS)}")
-    links = [x for x in load_links(home) if x.folder != link.folder] + [link]
+    links = load_links(home)
+    taken = next((x for x in links if x.folder == link.folder and x.scope != link.scope), None)
+    if taken is not None:
+        raise ValidationError(f"cannot link {link.folder!r} to {link.scope}: it is linked to {taken.scope}; unlink "
+                              f"it first (plur link remove {link.folder}; the notes of {taken.scope} stay)")
+    links = [x for x in links if x.folder != link.folder] + [link]
     _write_json(home / LINKS_FILE, {"version": 1, "links": [x.to_dict() for x in links]})
     return links
 
