@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
 import yaml
@@ -133,7 +133,7 @@ def index_line(name: str, e: Engram, title: str | None = None) -> str:
     return f"- [{title}]({name}) — {' '.join(hook.split())}"
 
 
-def index_text(current: str, files: Mapping[str, Engram], gone: set[str], rewritten: set[str] = frozenset()) -> str:
+def index_text(current: str, files: Mapping[str, Engram], gone: Set[str], rewritten: Set[str] = frozenset()) -> str:
     """``MEMORY.md`` in step with the folder: a line for each file of ``files`` it lacks, none for ``gone``
     files, and the line of each ``rewritten`` file (plur changed its engram) written anew.
 
