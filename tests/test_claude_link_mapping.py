@@ -139,6 +139,29 @@ def test_memory_md_lines_follow_update_supersede_type_change_and_forget(mem: Any
     assert "[Claude's own](user_own.md) — a line plur never wrote" in (folder / "MEMORY.md").read_text()
 
 
+def test_a_file_written_before_slugs_lets_its_derived_name_follow_the_text(mem: Any, tmp_path: Path) -> None:
+    """A link made before: plur wrote `name:` as the text cut at 60 characters; once Claude Code edits the file
+    (re-spelling that name), the name is still plur's derivation and follows a later `plur update`."""
+    link, folder = linked(mem, tmp_path)
+    e = mem.learn("Use the staging cluster for load tests, never production.", scope=SCOPE, type="feedback")
+    name = reconcile(mem, link).to_files[0]
+    old = (folder / name).read_text()
+    meta = front(old)
+    meta.pop("metadata")
+    meta["name"], meta["type"] = "Use the staging cluster for load tests, never production.", "feedback"
+    (folder / name).write_text(f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n\n{mem.get(e.id).statement}\n")
+    state = next((Path(mem.home) / "links").glob("*.json"))
+    data = json.loads(state.read_text())
+    data["files"][name]["file"] = __import__("plur.hosts.claude_link.memfile", fromlist=["sha"]).sha(
+        (folder / name).read_text())
+    state.write_text(json.dumps(data))                                   # as the old link left it
+    claude_edits(folder / name, "production.", "production (ask first).")
+    reconcile(mem, link)
+    mem.update(e.id, statement="Use the load cluster for load tests.")
+    reconcile(mem, link)
+    assert front((folder / name).read_text())["name"] == "use-the-load-cluster-for-load-tests"
+
+
 def test_written_files_keep_the_names_letters_of_any_script_and_carry_modified(mem: Any, tmp_path: Path) -> None:
     """File names lost their CJK words, `name:` was the text cut with "…", and no `modified` was written."""
     link, folder = linked(mem, tmp_path)

@@ -73,9 +73,12 @@ def own_fields(fields: Mapping[str, Any], e: Engram) -> dict[str, Any]:
     text (as plur wrote it, or as Claude Code re-spells a name when it edits the file): those stay derived,
     so they follow the text when it changes. A name or description the engram already holds is kept."""
     auto = derived(e.statement)
+    older = _one_line(e.statement, 60)  # the name plur derived before it wrote slugs
+    seen = {"name": {auto["name"], claude_name(auto["name"]), older, claude_name(older)},
+            "description": {auto["description"]}}
     out = dict(fields)
     for key in ("name", "description"):
-        if key not in e.extra and out.get(key) in (auto[key], claude_name(auto[key])):
+        if key not in e.extra and out.get(key) in seen[key]:
             out.pop(key)
     return out
 
