@@ -156,6 +156,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Keep national identity numbers (US SSN, UK NINO, Spanish DNI, Chinese resident id... see docs/security.md) "
             "in what memory stores instead of redacting them; payment card numbers, keys and passwords are redacted "
             "regardless, and logs and the recall log always redact identity numbers."),
+    Setting("forget_requests", True, bool,
+            "A captured user turn that asks to forget something ('please forget my SSN', 'delete what I told you "
+            "about Alex', 'don't keep my address'; eight languages) is not stored: the notes it points to (this "
+            "conversation's, then the project's, then global ones) are forgotten as plur forget does, and the next "
+            "block says so in one line (ids only). off = such a turn is captured like any other. "
+            "docs: concepts/forgetting.md."),
     Setting("store", "", str,
             "Where engrams live: '' = the YAML folder <home>/engrams; 'postgresql://user@host/db' = a PostgreSQL "
             "database with pgvector shared by several machines or a team (extra 'postgres'; docs: 'PostgreSQL and "
@@ -258,6 +264,7 @@ class Settings:
     record_stats: bool = True
     capture: str = "user"
     keep_identity_numbers: bool = False
+    forget_requests: bool = True
     store: str = ""
     feed_retention_days: float = 30.0
     autostart_service: bool = True

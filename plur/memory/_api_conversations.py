@@ -74,7 +74,9 @@ class ConversationMethods:
         stored; the rest goes through :meth:`ingest` with the conversation provenance
         ``{kind: conversation, format: capture, session, turn, role, capture: true, agent?}``: the same
         ``(session, turn)`` again is skipped, a changed text supersedes the stored one. A turn that only asks
-        is stored but never a recall hit.
+        is stored but never a recall hit. A user turn that asks to forget ("please forget my SSN"; setting
+        ``forget_requests``) is not stored: what it points to is forgotten and the next block says so
+        (:mod:`plur.memory.turns.forget_turn`).
 
         Args:
             text: the turn's text as the user (or assistant) wrote it.
@@ -89,7 +91,7 @@ class ConversationMethods:
 
         Returns:
             A :class:`~plur.memory.capture.CaptureResult`: the engrams stored, or why none was
-            (``skipped``), and the kinds of secret redacted.
+            (``skipped``), the kinds of secret redacted, and the ids forgotten at the turn's request.
 
         Raises:
             ValidationError: blank session, negative turn, unknown role or mode, bad scope or date.

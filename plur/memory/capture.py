@@ -10,7 +10,10 @@ out-of-process hosts), and the Claude Code / Codex hook (through the service). I
    and counted in ``stats.db`` (the kinds only, never the text);
 3. a turn with nothing to remember (:func:`trivial`: "ok", "thanks", "continue", a bare shell command,
    a slash command) is not stored;
-4. :func:`plur.memory.ingest.ingest` stores it with the conversation provenance
+4. a user turn that asks to forget ("please forget my SSN"; setting ``forget_requests``) is not stored: what
+   it points to is forgotten and the next block says so (:mod:`plur.memory.turns.forget_turn`); the rest
+   of the turn, if any, goes on;
+5. :func:`plur.memory.ingest.ingest` stores it with the conversation provenance
    ``{kind: conversation, format: capture, session, turn, role, capture: true, agent?}``, dated
    ``when``, in the scope given (the project of the conversation's folder, :mod:`plur.project`):
    the same ``(session, turn)`` again is skipped, a changed text supersedes the stored one (an edited turn);
@@ -77,13 +80,16 @@ class CaptureResult:
     Attributes:
         stored: the engrams written (a new turn, or the new version of an edited one); empty otherwise.
         skipped: why nothing was written: ``""`` (stored), ``off`` (the setting), ``role`` (an
-            assistant turn with ``capture = user``), ``trivial``, ``known`` (this turn is stored already).
+            assistant turn with ``capture = user``), ``trivial``, ``known`` (this turn is stored already),
+            ``forget`` (the turn asked to forget something, :mod:`plur.memory.turns.forget_turn`).
         redacted: the kinds of secret the screen cut out (:attr:`plur.screen.text.Screened.kinds`).
+        forgotten: ids of the notes the turn asked to forget (forgotten before it was stored, if at all).
     """
 
     stored: tuple[Any, ...] = ()
     skipped: str = ""
     redacted: tuple[str, ...] = ()
+    forgotten: tuple[str, ...] = ()
 
 
 def trivial(text: str) -> bool:
@@ -163,9 +169,19 @@ def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user",
     if not text.strip() or trivial(shown.text):
         return CaptureResult(skipped="trivial", redacted=shown.kinds)
     statement = shown.text.strip()
+    forgotten: tuple[str, ...] = ()
+    if role == "user" and mem.settings.forget_requests:       # "please forget my SSN" (plur.memory.turns)
+        from .turns.forget_turn import apply
+
+        done = apply(mem, statement, session=session, turn=turn, scope=scope, trivial=trivial, raw=text.strip())
+        if done.asked:
+            forgotten = done.forgotten
+            if not done.rest or trivial(done.rest):
+                return CaptureResult(skipped="forget", redacted=shown.kinds, forgotten=forgotten)
+            statement = done.rest
     same = mem.store.find_duplicate(statement, scope)
     if same is not None and (_session_of(same) or ("", ""))[0] == session:
-        return CaptureResult(skipped="known", redacted=shown.kinds)   # said again in the same conversation
+        return CaptureResult(skipped="known", redacted=shown.kinds, forgotten=forgotten)   # said again here
     from ..store.engram import parse_time
     from ..formats.chats.turns import Turn
 
@@ -176,7 +192,7 @@ def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user",
     stored = tuple(result.added) + tuple(result.changed)
     if stored:  # counted when the screened text is written, not when the turn is a repeat (docs/security.md#secrets)
         mem.stats.record_screened(shown.kinds, "capture")
-    return CaptureResult(stored=stored, skipped="" if stored else "known", redacted=shown.kinds)
+    return CaptureResult(stored=stored, skipped="" if stored else "known", redacted=shown.kinds, forgotten=forgotten)
 
 
 def _screened(mem: Any, text: str, *, session: str, turn: int, role: str, scope: str) -> Any:

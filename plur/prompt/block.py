@@ -246,7 +246,8 @@ def _line_cost(line: str, budget_tokens: int) -> int:
 
 
 def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetime | None = None, *,
-                pinned: Iterable[Engram] = (), tail: Sequence[str] = (), tail_ids: Sequence[str] = ()) -> Block:
+                pinned: Iterable[Engram] = (), tail: Sequence[str] = (), tail_ids: Sequence[str] = (),
+                notice: Sequence[str] = ()) -> Block:
     """Render ``hits`` (plus always-on ``pinned`` engrams) into a fenced block within ``budget_tokens``.
 
     Selection, by whole engrams except a note too long to fit (clipped, below):
@@ -273,6 +274,9 @@ def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetim
         tail: lines after the notes (the overview, :mod:`plur.prompt.overview`), already neutralised; their
             tokens are set aside first, so the notes fit in what is left. Left out when they alone do not fit.
         tail_ids: engram ids the tail lists (added to ``engram_ids`` after the notes' ids).
+        notice: lines right after the header, before any note (what memory did at the user's request:
+            :func:`plur.memory.turns.forget_turn.take_notices`), already safe (ids and fixed words); their
+            tokens are set aside first; left out only when they alone do not fit.
 
     Returns:
         A :class:`Block`; ``EMPTY_BLOCK`` when no engram fits or there is nothing to show.
@@ -290,6 +294,10 @@ def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetim
         (pinned_lines if engram.pinned else other_lines).append((engram.id, engram_line(engram)))
 
     frame = estimate_tokens(FENCE_OPEN + "\n" + HEADER + "\n" + FENCE_CLOSE)
+    notice = list(notice)
+    if notice and frame + estimate_tokens("\n".join(notice) + "\n") > budget_tokens:
+        notice = []
+    frame += estimate_tokens("\n".join(notice) + "\n") if notice else 0
     tail = list(tail)
     if tail and frame + estimate_tokens("\n".join(tail) + "\n") > budget_tokens:
         tail, tail_ids = [], ()
@@ -319,14 +327,17 @@ def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetim
             used += cost
     # The sum of parts equals the whole for these lines (pieces never span a newline); the
     # loop below is the proof obligation made explicit, dropping the lowest-placed note if not.
-    while chosen or tail:
-        text = "\n".join([FENCE_OPEN, HEADER, *(line for _, line in chosen), *tail, FENCE_CLOSE])
+    while chosen or tail or notice:
+        text = "\n".join([FENCE_OPEN, HEADER, *notice, *(line for _, line in chosen), *tail, FENCE_CLOSE])
         tokens = estimate_tokens(text)
         if tokens <= budget_tokens:
             ids = [eid for eid, _ in chosen]
             ids += [eid for eid in tail_ids if eid not in ids]
             return Block(text=text, engram_ids=tuple(ids), tokens=tokens, hash=_hash(text), overview=bool(tail))
         if not chosen:
+            if tail:
+                tail, tail_ids = [], ()
+                continue
             break
         chosen.pop()
     return EMPTY_BLOCK

@@ -17,7 +17,7 @@ from typing import Any
 from .block import Block, build_block
 from .injected import record_injected
 from .overview import WHY_ASKED
-from .selection import overview_lines, overview_why
+from .selection import overview_lines, overview_why, requested
 
 #: Defaults for a hook's injection: at most this many engrams, within this many tokens, per prompt.
 HOOK_MAX_ENGRAMS = 4
@@ -66,19 +66,21 @@ def new_engrams_block(memory: Any, text: str, *, exclude: Iterable[str] = (), sc
         if text.strip() else []
     if scope is not None:
         hits = [h for h in hits if h.engram.scope in (scope, "global")]
+    notice, hide = requested(memory, text, scope)
+    hits = [h for h in hits if h.engram.id not in hide]
     why = overview_why(text, hits)
     if why and why != WHY_ASKED and OVERVIEW_MARK in shown:
         why = ""  # the floor's overview: once per session
     best = max((h.score for h in hits), default=0.0)
     hits = [h for h in hits if h.engram.id not in shown and not h.below_floor and h.score >= HOOK_RELATIVE_FLOOR * best]
-    pinned = [e for e in memory.pinned(scope) if e.id not in shown] if include_pinned else []
+    pinned = [e for e in memory.pinned(scope) if e.id not in shown and e.id not in hide] if include_pinned else []
     pinned_ids = {e.id for e in pinned}
     # pinned first, then the best hits, never more than max_engrams in all
     room = max(0, max_engrams - len(pinned))
     hits = [h for h in hits if h.engram.id in pinned_ids] + [h for h in hits if h.engram.id not in pinned_ids][:room]
-    lines, ids = overview_lines(memory, scope, why, hits, pinned)
+    lines, ids = overview_lines(memory, scope, why, hits, pinned, hide)
     return build_block(hits, budget_tokens, now or datetime.now(timezone.utc), pinned=pinned[:max_engrams],
-                       tail=lines, tail_ids=[i for i in ids if i not in shown])
+                       tail=lines, tail_ids=[i for i in ids if i not in shown], notice=notice)
 
 
 def inject_block(memory: Any, text: str, *, agent: str, **options: Any) -> Block:

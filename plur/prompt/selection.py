@@ -34,8 +34,8 @@ class Selection:
 
 
 def select_block(hits: Sequence[Any], budget_tokens: int, now: datetime | None = None, *,
-                 pinned: Iterable[Engram] = (), overview: tuple[Sequence[str], Sequence[str]] = ((), ())
-                 ) -> Selection:
+                 pinned: Iterable[Engram] = (), overview: tuple[Sequence[str], Sequence[str]] = ((), ()),
+                 notice: Sequence[str] = ()) -> Selection:
     """The block for recalled ``hits``: those above the relevance floor, plus ``pinned``, within the budget.
 
     Args:
@@ -44,6 +44,7 @@ def select_block(hits: Sequence[Any], budget_tokens: int, now: datetime | None =
         now: validity-window time (default now, UTC).
         pinned: always-on engrams (shown whatever the floor says).
         overview: ``(lines, engram ids)`` placed after the notes (:func:`overview_lines`), or nothing.
+        notice: lines before the notes (:func:`requested`: what memory forgot at the user's request).
 
     Returns:
         A :class:`Selection`.
@@ -53,7 +54,7 @@ def select_block(hits: Sequence[Any], budget_tokens: int, now: datetime | None =
     # a pinned hit below the floor is still pinned: build_block shows it with the other pinned engrams
     kept += [h for h in hits if getattr(h, "below_floor", "") and h.engram.pinned]
     return Selection(build_block(kept, budget_tokens, now or datetime.now(timezone.utc), pinned=pinned,
-                                 tail=overview[0], tail_ids=overview[1]), out)
+                                 tail=overview[0], tail_ids=overview[1], notice=notice), out)
 
 
 def overview_why(text: str, hits: Sequence[Any]) -> str:
@@ -69,17 +70,40 @@ def overview_why(text: str, hits: Sequence[Any]) -> str:
 
 
 def overview_lines(memory: Any, scope: str | None, why: str, hits: Sequence[Any] = (),
-                   pinned: Iterable[Engram] = ()) -> tuple[list[str], tuple[str, ...]]:
+                   pinned: Iterable[Engram] = (), hide: Iterable[str] = ()) -> tuple[list[str], tuple[str, ...]]:
     """The overview's ``(lines, engram ids)`` for a block (``([], ())`` when ``why`` is '').
 
-    Notes already among ``hits`` above the floor or ``pinned`` are not listed again.
+    Notes already among ``hits`` above the floor or ``pinned`` are not listed again, nor those in ``hide``
+    (the notes the message asks to forget: :func:`requested`).
     """
     if not why:
         return [], ()
     from . import overview as ov
 
-    shown = {h.engram.id for h in hits if not getattr(h, "below_floor", "")} | {e.id for e in pinned}
+    shown = {h.engram.id for h in hits if not getattr(h, "below_floor", "")} | {e.id for e in pinned} | set(hide)
     return ov.render(ov.overview_for(memory, scope), why, skip=shown)
+
+
+def requested(memory: Any, text: str, scope: str | None) -> tuple[list[str], set[str]]:
+    """What a block for ``text`` owes the user's requests to forget (setting ``forget_requests``):
+    ``(notice lines, ids to leave out)``. The lines are the notices waiting for this scope (a request captured
+    since the last block: :func:`plur.memory.turns.forget_turn.take_notices`); the ids are the notes ``text``
+    itself asks to forget, left out of its own block (its capture forgets them after this recall)."""
+    if not getattr(memory.settings, "forget_requests", False):
+        return [], set()
+    from ..memory.turns.forget_turn import take_notices
+
+    lines = take_notices(memory, scope)
+    hide: set[str] = set()
+    if text.strip():
+        from ..memory.turns.forget_request import find
+
+        asked = find(text)
+        if asked is not None and not asked.back:
+            from ..memory.turns.forget_turn import targets
+
+            hide = {e.id for e in targets(memory, asked, session=None, turn=None, scope=scope)}
+    return lines, hide
 
 
 def recall_selection(memory: Any, text: str, *, scope: str | None = None, agent: str | None = None,
@@ -91,10 +115,12 @@ def recall_selection(memory: Any, text: str, *, scope: str | None = None, agent:
             if text.strip() else [])
     if scope is not None:
         hits = [h for h in hits if h.engram.scope in (scope, "global")]
-    pinned = list(memory.pinned(scope) if pinned is None else pinned)
-    lines = overview_lines(memory, scope, overview_why(text, hits) if overview else "", hits, pinned)
+    notice, hide = requested(memory, text, scope)
+    pinned = [e for e in (memory.pinned(scope) if pinned is None else pinned) if e.id not in hide]
+    hits = [h for h in hits if h.engram.id not in hide]
+    lines = overview_lines(memory, scope, overview_why(text, hits) if overview else "", hits, pinned, hide)
     return select_block(hits, s.budget_tokens if budget_tokens is None else budget_tokens,
-                        now or datetime.now(timezone.utc), pinned=pinned, overview=lines)
+                        now or datetime.now(timezone.utc), pinned=pinned, overview=lines, notice=notice)
 
 
 def recall_block(memory: Any, text: str, *, scope: str | None = None, agent: str | None = None,

@@ -141,7 +141,7 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
             return {"queued": True, "scope": scope}
         got = run()
         return {"stored": [e.id for e in got.stored], "skipped": got.skipped, "redacted": list(got.redacted),
-                "scope": scope}
+                "scope": scope, "forgotten": list(got.forgotten)}
 
     R = required
     return [

@@ -1,0 +1,11 @@
+"""What a conversation turn says about memory itself, read with no LLM (pure text rules, each one module):
+
+=======================  =====================================================================================
+:mod:`.forget_request`   does the turn ask to forget something ("please forget my SSN")? what does it name?
+:mod:`.forget_turn`      forgetting what a request names (this conversation, this project, global) and the
+                         one-line notice the next block carries
+=======================  =====================================================================================
+
+Capture (:mod:`plur.memory.capture`) applies them to every captured user turn; the setting
+``forget_requests`` turns them off.
+"""
