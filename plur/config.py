@@ -162,6 +162,12 @@ SETTINGS: tuple[Setting, ...] = (
             "conversation's, then the project's, then global ones) are forgotten as plur forget does, and the next "
             "block says so in one line (ids only). off = such a turn is captured like any other. "
             "docs: concepts/forgetting.md."),
+    Setting("route_personal", True, bool,
+            "A captured user turn about the user (family, health, identity, preferences, habits) said in a "
+            "project goes to the scope global, recalled in every project; a note about the code stays in its "
+            "project. The model's learn tools (MCP learn, DSH plur_learn) route the same way unless they say "
+            "about='user' or 'project'. off = captured turns stay in the conversation's project. "
+            "docs: concepts/scopes.md."),
     Setting("store", "", str,
             "Where engrams live: '' = the YAML folder <home>/engrams; 'postgresql://user@host/db' = a PostgreSQL "
             "database with pgvector shared by several machines or a team (extra 'postgres'; docs: 'PostgreSQL and "
@@ -265,6 +271,7 @@ class Settings:
     capture: str = "user"
     keep_identity_numbers: bool = False
     forget_requests: bool = True
+    route_personal: bool = True
     store: str = ""
     feed_retention_days: float = 30.0
     autostart_service: bool = True

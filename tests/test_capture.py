@@ -45,7 +45,7 @@ def test_each_message_is_learned_after_its_recall_with_provenance(mem: Memory) -
         assert worker.stats()["captured"] == 2
     got = {e.statement: e for e in mem.list()}
     e = got["My locker number is 118."]
-    assert e.scope == "project:gym" and e.type == "user"
+    assert e.scope == "global" and e.type == "user"     # about the user: kept for every project (route_personal)
     assert e.source == {"kind": "conversation", "format": "capture", "session": worker.session, "turn": 0,
                         "role": "user", "agent": "agent-7", "capture": True}
     assert got["Which locker is mine?"].source["turn"] == 1

@@ -34,7 +34,8 @@ class Backend(Protocol):
     def list(self, *, scope: str | None, type: str | None, tag: str | None, text: str | None,
              limit: int) -> list[dict[str, Any]]: ...
 
-    def learn(self, statement: str, *, type: str, scope: str, tags: Sequence[str], pinned: bool) -> dict[str, Any]: ...
+    def learn(self, statement: str, *, type: str, scope: str, tags: Sequence[str], pinned: bool,
+              about: str | None = None) -> dict[str, Any]: ...
 
     def update(self, engram_id: str, **changes: Any) -> dict[str, Any]: ...
 
@@ -87,7 +88,12 @@ class LocalBackend:
              limit: int) -> list[dict[str, Any]]:
         return [e.to_dict() for e in self.memory.list(scope=scope, type=type, tag=tag, text=text)[:limit]]
 
-    def learn(self, statement: str, *, type: str, scope: str, tags: Sequence[str], pinned: bool) -> dict[str, Any]:
+    def learn(self, statement: str, *, type: str, scope: str, tags: Sequence[str], pinned: bool,
+              about: str | None = None) -> dict[str, Any]:
+        """``about="auto"``: a note about the user goes to global (:func:`plur.memory.turns.personal.route`)."""
+        from ..memory.turns.personal import route
+
+        scope = route(scope, about, statement, enabled=self.memory.settings.route_personal)
         engram, created = self.memory.learn_outcome(statement, type=type, scope=scope, tags=tags, pinned=pinned)
         return {"engram": engram.to_dict(), "created": created}
 

@@ -60,6 +60,9 @@ Scope: 'global' is shared by every project; 'project:<name>' and 'agent:<name>' 
 
 SCOPE_DOC = ("Scope of the memory: 'global' (shared by all projects), 'project:<name>' or 'agent:<name>'. "
              "Recall in a project scope sees that project plus global. Omit it to use the server's scope.")
+ABOUT_DOC = ("Whom the memory is about: 'user' (the user's life: family, health, identity, preferences, habits; "
+             "kept in global and recalled in every project) or 'project' (the code or the project's work; stays in "
+             "the project). Omit it to let plur decide.")
 #: The store's engram types (plur.store.engram.TYPES): the one list every door advertises.
 Types = Literal[TYPES]  # type: ignore[valid-type]
 Statuses = Literal[STATUSES]  # type: ignore[valid-type]
@@ -180,9 +183,14 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
               tags: Annotated[list[Annotated[str, _field("A tag.", max_length=MAX_TAG_CHARS)]] | None,
                               _field(f"Short lowercase tags (at most {MAX_TAGS}).", max_length=MAX_TAGS)] = None,
               pin: Annotated[bool, _field("Pinned engrams are always shown first in the memory block.")] = False,
+              about: Annotated[Literal["user", "project"] | None, _field(ABOUT_DOC)] = None,
               ctx: Context = None) -> dict[str, Any]:
-        return backend.learn(statement, type=type, scope=policy.write(scope, here(ctx) if scope is None else None),
-                             tags=tags or [], pinned=pin)
+        if about == "user":              # the user's: global (a server pinned to one scope refuses, as for scope)
+            return backend.learn(statement, type=type, scope=policy.write("global"), tags=tags or [], pinned=pin)
+        target = policy.write(scope, here(ctx) if scope is None else None)
+        # unsaid: plur decides (route_personal), unless the model named a scope or the server is pinned to one
+        auto = "auto" if about is None and scope is None and policy.scope is None else None
+        return backend.learn(statement, type=type, scope=target, tags=tags or [], pinned=pin, about=auto)
 
     @server.tool(description="Delete a memory for good, by id (from recall or list). Call it when the user "
                              "asks you to forget something or a memory is wrong and cannot be corrected.")

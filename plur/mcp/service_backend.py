@@ -177,11 +177,14 @@ class ServiceBackend:
         return self._call(lambda c: c.list_engrams(scope=scope, type=type, tag=tag, text=text, limit=limit)["engrams"],
                           lambda b: b.list(scope=scope, type=type, tag=tag, text=text, limit=limit))
 
-    def learn(self, statement: str, *, type: str, scope: str, tags: Sequence[str], pinned: bool) -> dict[str, Any]:
+    def learn(self, statement: str, *, type: str, scope: str, tags: Sequence[str], pinned: bool,
+              about: str | None = None) -> dict[str, Any]:
         def remote(c: "Client") -> dict[str, Any]:
-            out = c.learn(statement, type=type, scope=scope, tags=list(tags), pinned=pinned)
+            extra = {"about": about} if about is not None else {}
+            out = c.learn(statement, type=type, scope=scope, tags=list(tags), pinned=pinned, **extra)
             return {"engram": out["engram"], "created": out["created"]}
-        return self._call(remote, lambda b: b.learn(statement, type=type, scope=scope, tags=tags, pinned=pinned))
+        return self._call(remote, lambda b: b.learn(statement, type=type, scope=scope, tags=tags, pinned=pinned,
+                                                    about=about))
 
     def update(self, engram_id: str, **changes: Any) -> dict[str, Any]:
         self._no_such_engram(engram_id)

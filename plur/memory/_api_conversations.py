@@ -76,7 +76,8 @@ class ConversationMethods:
         ``(session, turn)`` again is skipped, a changed text supersedes the stored one. A turn that only asks
         is stored but never a recall hit. A user turn that asks to forget ("please forget my SSN"; setting
         ``forget_requests``) is not stored: what it points to is forgotten and the next block says so
-        (:mod:`plur.memory.turns.forget_turn`).
+        (:mod:`plur.memory.turns.forget_turn`). A user turn about the user said in a ``project:`` scope is stored
+        in ``global`` (setting ``route_personal``, :mod:`plur.memory.turns.personal`).
 
         Args:
             text: the turn's text as the user (or assistant) wrote it.

@@ -13,7 +13,9 @@ out-of-process hosts), and the Claude Code / Codex hook (through the service). I
 4. a user turn that asks to forget ("please forget my SSN"; setting ``forget_requests``) is not stored: what
    it points to is forgotten and the next block says so (:mod:`plur.memory.turns.forget_turn`); the rest
    of the turn, if any, goes on;
-5. :func:`plur.memory.ingest.ingest` stores it with the conversation provenance
+5. a user turn about the user (setting ``route_personal``, :mod:`plur.memory.turns.personal`) said in a
+   project goes to ``global``, recalled in every project;
+6. :func:`plur.memory.ingest.ingest` stores it with the conversation provenance
    ``{kind: conversation, format: capture, session, turn, role, capture: true, agent?}``, dated
    ``when``, in the scope given (the project of the conversation's folder, :mod:`plur.project`):
    the same ``(session, turn)`` again is skipped, a changed text supersedes the stored one (an edited turn);
@@ -179,6 +181,11 @@ def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user",
             if not done.rest or trivial(done.rest):
                 return CaptureResult(skipped="forget", redacted=shown.kinds, forgotten=forgotten)
             statement = done.rest
+    if role == "user" and mem.settings.route_personal and scope.startswith("project:"):
+        from .turns.personal import about_user
+
+        if about_user(statement):                               # about the user: recalled in every project
+            scope = "global"
     same = mem.store.find_duplicate(statement, scope)
     if same is not None and (_session_of(same) or ("", ""))[0] == session:
         return CaptureResult(skipped="known", redacted=shown.kinds, forgotten=forgotten)   # said again here

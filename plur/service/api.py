@@ -332,7 +332,14 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
 
     def learn(c: Call, statement: str, type: str, scope: str, tags: list[str], pinned: bool,
               domain: str | None, rationale: str | None, created: str | None, ttl: str | None,
-              valid_until: str | None) -> dict[str, Any]:
+              valid_until: str | None, about: str | None) -> dict[str, Any]:
+        if about is not None:      # a model's learn tool: its note about the user goes to global (route_personal)
+            from ..memory.turns.personal import route
+
+            if about == "auto" and "global" not in getattr(c.memory, "writable", {"global"}):
+                about = None        # a team member who may not write global keeps the scope asked
+            scope = route(scope, about, statement if isinstance(statement, str) else "",
+                          enabled=c.memory.settings.route_personal)
         known = c.memory.store.find_duplicate(statement, scope) if isinstance(statement, str) else None
         engram, is_new = c.memory.learn_outcome(statement, scope=scope, type=type, tags=tags, pinned=pinned,
                                                 domain=domain, rationale=rationale, created=created, ttl=ttl,
@@ -376,7 +383,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
             "statement": ((str,), R), "type": ((str,), DEFAULT_TYPE), "scope": ((str,), "global"),
             "tags": ((list,), []), "pinned": ((bool,), False), "domain": (text_or_none, None),
             "rationale": (text_or_none, None), "created": (text_or_none, None), "ttl": (text_or_none, None),
-            "valid_until": (text_or_none, None)}), methods=["POST"]),
+            "valid_until": (text_or_none, None), "about": (text_or_none, None)}), methods=["POST"]),
         Route(PREFIX + "/engrams/{engram_id}", endpoint("engram", engram), methods=["GET"]),
         Route(PREFIX + "/forget", endpoint("forget", forget, {"id": ((str,), R)}), methods=["POST"]),
         Route(PREFIX + "/feedback", endpoint("feedback", feedback, {

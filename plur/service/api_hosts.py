@@ -141,7 +141,7 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
             return {"queued": True, "scope": scope}
         got = run()
         return {"stored": [e.id for e in got.stored], "skipped": got.skipped, "redacted": list(got.redacted),
-                "scope": scope, "forgotten": list(got.forgotten)}
+                "scope": got.stored[0].scope if got.stored else scope, "forgotten": list(got.forgotten)}
 
     R = required
     return [

@@ -17,7 +17,7 @@ export const SKILL = Object.freeze({
     'Each line there is one engram: `[id] (type, scope) statement`.',
     '',
     '- Use `plur_recall` to look further than the block shows.',
-    '- Use `plur_learn` for durable facts, preferences and procedures the user states; one self-contained statement per call.',
+    '- Use `plur_learn` for durable facts, preferences and procedures the user states; one self-contained statement per call (`about: \'user\'` for the user\'s own life, kept for every project; `about: \'project\'` for this project\'s code and work).',
     '- Use `plur_update` with the id when the user corrects or changes a memory (it keeps its id); `plur_forget` when it no longer holds.',
     '- Use `plur_show` to read one memory whole, `plur_list` to browse them (by type, tag or words).',
     '- Use `plur_feedback` to mark a shown engram useful or not.',

@@ -90,10 +90,12 @@ export async function registerTools (ctx, client, settings) {
       type: { type: 'string', enum: [...SCHEMA.types], description: `Kind of engram: ${SCHEMA.types.join(', ')} ('user': about the user; default ${SCHEMA.default_type}).` },
       tags: { type: 'array', items: { type: 'string' }, description: 'Optional tags.' },
       pinned: { type: 'boolean', description: 'Always show it in the memory block (default false).' },
+      about: { type: 'string', enum: ['user', 'project'], description: "Whom it is about: 'user' (the user's life: family, health, identity, preferences, habits; kept for every project) or 'project' (the code or this project's work; stays in this project). Omit it to let plur decide." },
     },
     output: text,
     async execute (args, exec) {
-      const body = { statement: args.statement, type: args.type ?? SCHEMA.default_type, scope: scopeOf(exec), tags: args.tags ?? [], pinned: args.pinned ?? false }
+      // about: 'user' -> global, 'project' -> this agent's scope, unsaid -> the service decides (setting route_personal)
+      const body = { statement: args.statement, type: args.type ?? SCHEMA.default_type, scope: scopeOf(exec), tags: args.tags ?? [], pinned: args.pinned ?? false, about: args.about ?? 'auto' }
       const reply = await call('POST', '/learn', body, exec)
       return `${reply.created ? 'Learned' : 'Already known'} ${reply.engram.id} in ${reply.engram.scope}.`
     },

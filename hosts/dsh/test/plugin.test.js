@@ -231,6 +231,25 @@ test('tools: the model calls plur_learn through the real loop; recall, feedback,
   assert.equal(invalid.isError, true, 'missing required argument: INVALID_ARGS result')
 })
 
+test('plur_learn says whom a note is about (issue 46 D): about user -> global, project -> the agent\'s project, unsaid -> plur decides', async () => {
+  const run = (args) => host.root.tools.execute({ callId: `a-${args.statement.length}`, name: 'plur_learn', arguments: args, agent: delta, signal: AbortSignal.timeout(20000) })
+  const learn = host.root.tools.schemas().find((s) => s.name === 'plur_learn')
+  assert.deepEqual(learn.parameters.properties.about.enum, ['user', 'project'])
+  const cases = [
+    [{ statement: 'My daughter Mira has violin lessons every Thursday.' }, 'global'],
+    [{ statement: 'The delta dev server listens on port 5173.' }, 'project:delta'],
+    [{ statement: 'Deploy delta with helm, never by hand.', about: 'user' }, 'global'],
+    [{ statement: 'I prefer the delta logs in JSON.', about: 'project' }, 'project:delta'],
+  ]
+  for (const [args, scope] of cases) {
+    const result = await run(args)
+    assert.equal(result.isError, false, result.content[0].text)
+    assert.match(result.content[0].text, new RegExp(` in ${scope}\\.$`), `${args.statement} -> ${scope}`)
+    const id = /(ENG-\S+) in /.exec(result.content[0].text)[1]
+    await service.api.request('POST', '/forget', { id })
+  }
+})
+
 test('neutraliseTemplate: no brace pair survives, words are kept', () => {
   assert.equal(neutraliseTemplate('a {{model}} b'), 'a { {model} } b')
   assert.equal(neutraliseTemplate('{{{x}}}'), '{ { {x} } }')
