@@ -1,6 +1,6 @@
 """Capture stays off the turn path: a turn's wait for its block, capture on against off, interleaved in one run.
 
-    python -m bench capture-wait [--turns 150] [--gap-ms 300] [--conversations 6,7] [--doors worker,service] [--out FILE]
+    python -m bench capture-wait [--turns 150] [--gap-ms 300] [--conversations 6,7] [--doors worker,service,rules] [--out FILE]
 
 Two homes hold the same memory (LoCoMo conversation ``A``'s turns, ingested and embedded, then
 copied), each with its own :class:`~plur.prompt.worker.RecallWorker` in this process: one with
@@ -18,6 +18,8 @@ The service door (``--doors service``: the DSH plugin's and the hooks' path) sta
 home and times ``POST /api/v1/block`` per turn; the capture arm then hands the turn to ``POST
 /api/v1/capture`` (queued, not waited for, as the DSH plugin does). A service without that endpoint is
 reported as skipped.
+
+``--doors rules`` times capture itself per turn with the rules of issue 46 on against off (:func:`run_rules`).
 """
 
 from __future__ import annotations
@@ -157,6 +159,61 @@ def run_service(data: list[dict[str, Any]], a: int, b: int, turns: int, gap_s: f
         shutil.rmtree(root, ignore_errors=True)
 
 
+def run_rules(data: list[dict[str, Any]], a: int, b: int, turns: int, gap_s: float) -> dict[str, Any]:
+    """Capture's own cost per turn with the rules of issue 46 (settings ``forget_requests`` and ``route_personal``)
+    on against off: ``Memory.capture`` timed per turn (screen, rules, store, then the embedding the service does
+    right after), into ``project:bench``, arms interleaved ABBA; and the two text checks alone per turn (the request
+    detector, which every block runs too, and the personal classifier)."""
+    from plur.memory import Memory
+    from plur.memory.turns.forget_request import find
+    from plur.memory.turns.personal import about_user, signs
+
+    root = Path(tempfile.mkdtemp(prefix="plur-bench-capture-rules-"))
+    try:
+        off_home, on_home = make_homes(data[a - 1], root)
+        arms = {"off": Memory(off_home, model=MODEL, forget_requests=False, route_personal=False),
+                "on": Memory(on_home, model=MODEL, forget_requests=True, route_personal=True)}
+        for mem in arms.values():
+            mem.recall("warm up the indexes and the model", 1)
+        ms: dict[str, list[float]] = {"off": [], "on": []}
+        store_ms: dict[str, list[float]] = {"off": [], "on": []}
+        messages = texts_of(data[b - 1])[:turns]
+        for i, text in enumerate(messages):
+            for name in (("off", "on") if i % 4 in (0, 3) else ("on", "off")):
+                mem = arms[name]
+                time.sleep(gap_s)
+                t0 = time.perf_counter()
+                got = mem.capture(text, session="bench-rules", turn=i, scope="project:bench", mode="user")
+                store_ms[name].append((time.perf_counter() - t0) * 1e3)
+                if got.stored:
+                    mem.embed_queued()
+                ms[name].append((time.perf_counter() - t0) * 1e3)
+        checks: dict[str, list[float]] = {"detector_us": [], "classifier_us": []}
+        for text in messages:
+            t0 = time.perf_counter()
+            find(text)
+            t1 = time.perf_counter()
+            signs.cache_clear()
+            about_user(text)
+            checks["detector_us"].append((t1 - t0) * 1e6)
+            checks["classifier_us"].append((time.perf_counter() - t1) * 1e6)
+        out: dict[str, Any] = {}
+        for name, mem in arms.items():
+            v = ms[name]
+            scopes = [e.scope for e in mem.list() if isinstance(e.source, dict) and e.source.get("session") == "bench-rules"]
+            out[name] = {"p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95), "mean_ms": sum(v) / len(v), "turns": len(v),
+                         "store_p50_ms": pct(store_ms[name], 0.5), "store_p95_ms": pct(store_ms[name], 0.95),
+                         "captured": len(scopes), "engrams_after": len(mem.list()),
+                         "in_global": sum(1 for sc in scopes if sc == "global"), "ms": [round(x, 2) for x in v]}
+            mem.close()
+        out["p50_delta_ms"] = out["on"]["p50_ms"] - out["off"]["p50_ms"]
+        out["p95_delta_ms"] = out["on"]["p95_ms"] - out["off"]["p95_ms"]
+        out.update({k: {"p50": pct(v, 0.5), "p95": pct(v, 0.95)} for k, v in checks.items()})
+        return out
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _print(door: str, res: dict[str, Any], gap_ms: float) -> None:
     if "skipped" in res:
         print(f"{door}: skipped, {res['skipped']}")
@@ -167,6 +224,11 @@ def _print(door: str, res: dict[str, Any], gap_ms: float) -> None:
         extra = f"  (captured {r['captured']}, engrams after {r['engrams_after']})" if "captured" in r else ""
         print(f"  capture {name:3}: p50 {r['p50_ms']:.1f} ms  p95 {r['p95_ms']:.1f} ms  mean {r['mean_ms']:.1f} ms{extra}")
     print(f"  on - off: p50 {res['p50_delta_ms']:+.1f} ms  p95 {res['p95_delta_ms']:+.1f} ms  (target p50 <= +5 ms)")
+    if "detector_us" in res:
+        print(f"  capture without its embedding: off p50 {off['store_p50_ms']:.1f} ms, on p50 {on['store_p50_ms']:.1f} ms "
+              f"({on['store_p50_ms'] - off['store_p50_ms']:+.1f} ms)")
+        print(f"  stored in global with the rules: {on['in_global']} of {on['captured']}; request detector p50 "
+              f"{res['detector_us']['p50']:.0f} us, personal classifier p50 {res['classifier_us']['p50']:.0f} us per turn")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -178,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gap-ms", type=float, default=300.0,
                     help="pause before each message, ms (default 300; 0 = back to back)")
     ap.add_argument("--doors", default="worker,service",
-                    help="worker (RecallWorker in process), service (POST /block, capture by POST /capture), or both")
+                    help="worker (RecallWorker in process), service (POST /block, capture by POST /capture), rules "
+                         "(Memory.capture per turn with the issue-46 rules on against off), comma-separated")
     ap.add_argument("--out", type=Path, help="write manifest and results as JSON here")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -187,9 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     results: dict[str, Any] = {}
     for door in [d.strip() for d in args.doors.split(",") if d.strip()]:
-        if door not in ("worker", "service"):
-            raise SystemExit(f"--doors {args.doors!r}: use worker, service or both")
-        results[door] = (run if door == "worker" else run_service)(data, a, b, args.turns, args.gap_ms / 1e3)
+        doors = {"worker": run, "service": run_service, "rules": run_rules}
+        if door not in doors:
+            raise SystemExit(f"--doors {args.doors!r}: use worker, service and/or rules, comma-separated")
+        results[door] = doors[door](data, a, b, args.turns, args.gap_ms / 1e3)
         _print(door, results[door], args.gap_ms)
     print(f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after")
     if args.out:
