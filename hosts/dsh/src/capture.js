@@ -3,9 +3,15 @@
  * never plugin reminders, DSH's runtime-context snapshots or tool results) is handed to the plur service's
  * capture endpoint, which screens secrets out and stores the turn with its session provenance.
  *
- * Off the turn path: the request is fired and forgotten (bounded by the plugin's tool timeout); a failure
- * is logged once per kind of failure and never delays or breaks the turn. A service without the endpoint
- * (404 for the route) turns capture off for the plugin's life, with one info line.
+ * Off the turn path: the request is fired and never awaited by the turn (each try bounded by the plugin's tool
+ * timeout). While the service this plugin started is coming up (no `service.json` yet, or its address not
+ * answering) the capture waits for it, retrying, at most {@link START_WAIT_MS}: the message of the headless
+ * run that started the service is stored too. The retry timer keeps the process alive, so a one-shot `dsh`
+ * stays up until its turn is handed over; plugin disposal waits for captures in flight, at most
+ * {@link DRAIN_MS}, within DSH's 5 s shutdown grace. The service acknowledges a turn once it is in its
+ * journal (it survives a kill of the service). A turn finally not stored is logged at error level, one line
+ * per kind of failure, and never delays or breaks the turn. A service without the endpoint (404 for the
+ * route) turns capture off for the plugin's life, with one info line.
  *
  * @module @plur-ai/dsh/capture
  */
@@ -14,6 +20,14 @@
 export const CAPTURE_PATH = '/capture'
 /** Longest text sent, characters (a longer message keeps its head). */
 export const MAX_CAPTURE_CHARS = 16000
+/** Longest wait for the service this plugin started before a capture is given up, ms. */
+export const START_WAIT_MS = 90000
+/** Pause between two tries while that service comes up, ms. */
+export const RETRY_MS = 250
+/** Longest wait of plugin disposal for captures in flight, ms (DSH force-exits 5 s after an exit request). */
+export const DRAIN_MS = 4000
+/** Failures of a service that is not up yet (no service.json, or its address refuses). */
+const NOT_UP = new Set(['NO_SERVICE', 'UNREACHABLE'])
 
 /**
  * The session id of a DSH agent (its session header's id), or `undefined`.
@@ -66,11 +80,15 @@ export function answerOf (agent) {
 /** Sends typed turns to the capture endpoint. */
 export class Capturer {
   /**
-   * @param {{client: import('./client.js').PlurClient, logger: {info: Function, warn: Function, debug: Function}}} options
+   * @param {{client: import('./client.js').PlurClient, logger: {info: Function, warn: Function, error: Function, debug: Function},
+   *   starter?: {state: string}, startWaitMs?: number}} options - the client, the logger, the plugin's service
+   *   starter (captures wait for the service it starts) and that wait's bound (default {@link START_WAIT_MS}).
    */
   constructor (options) {
     this.client = options.client
     this.logger = options.logger
+    this.starter = options.starter
+    this.startWaitMs = options.startWaitMs ?? START_WAIT_MS
     /** false once the service said it has no capture endpoint. */
     this.available = true
     this.lastProblem = ''
@@ -95,7 +113,7 @@ export class Capturer {
       scope,
       agent_id: agent.id,
     }
-    const done = this.client.request('POST', CAPTURE_PATH, body)
+    const done = this.send(body)
       .then(() => {
         if (this.lastProblem !== '') this.logger.info('plur capture works again')
         this.lastProblem = ''
@@ -107,7 +125,7 @@ export class Capturer {
           return
         }
         const problem = String(error?.message ?? error)
-        if (problem !== this.lastProblem) this.logger.warn('plur capture failed, the turn was not stored: %s', problem)
+        if (problem !== this.lastProblem) this.logger.error(`plur capture failed, a typed message was not stored in memory: ${problem}`)
         this.lastProblem = problem
       })
       .finally(() => { this.inflight.delete(done) })
@@ -115,8 +133,38 @@ export class Capturer {
     return done
   }
 
-  /** @returns {Promise<void>} when every capture in flight settled. */
-  async drain () {
-    await Promise.all([...this.inflight])
+  /**
+   * POST one capture; while the service this plugin started is not up yet, try again every {@link RETRY_MS}
+   * (a referenced timer: the process waits for it), at most `startWaitMs` in all.
+   * @param {object} body - the capture request.
+   * @returns {Promise<any>} the service's answer.
+   * @throws {import('./client.js').PlurServiceError} the last failure.
+   */
+  async send (body) {
+    const deadline = Date.now() + this.startWaitMs
+    for (;;) {
+      try {
+        return await this.client.request('POST', CAPTURE_PATH, body)
+      } catch (error) {
+        const starting = ['starting', 'started'].includes(this.starter?.state)
+        if (!NOT_UP.has(error?.code) || !starting || Date.now() + RETRY_MS > deadline) {
+          if (starting && NOT_UP.has(error?.code)) error.message = `the plur service this session started did not answer within ${Math.round(this.startWaitMs / 1000)} s (${error.message})`
+          throw error
+        }
+        await new Promise((resolve) => setTimeout(resolve, RETRY_MS))
+      }
+    }
+  }
+
+  /**
+   * Wait for the captures in flight, at most `ms` (an unreferenced timer: it never holds the process).
+   * @param {number} [ms] - the bound (default: none).
+   * @returns {Promise<number>} how many were still in flight when it returned.
+   */
+  async drain (ms) {
+    const all = Promise.all([...this.inflight])
+    if (ms === undefined) await all
+    else await Promise.race([all, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
+    return this.inflight.size
   }
 }

@@ -35,7 +35,7 @@ import { CAPTURE_MODES, LIVE_DEFAULTS, LiveSettings, settingsMount } from './set
 export { findProject, resolveProject } from './project.js'
 import { SKILL } from './skill.js'
 import { SCOPE_RE, scopeFor, typedText, userText } from './scope.js'
-import { answerOf, Capturer } from './capture.js'
+import { answerOf, Capturer, DRAIN_MS } from './capture.js'
 import { commandOf, noteBlock, Starter } from './start.js'
 import { registerTools } from './tools.js'
 
@@ -151,8 +151,8 @@ export function apply (ctx, config) {
   const client = new PlurClient({ home: settings.home, timeoutMs: settings.timeoutMs })
   const tools = new PlurClient({ home: settings.home, timeoutMs: settings.toolTimeoutMs })
   const cache = new BlockCache()
-  const capturer = new Capturer({ client: new PlurClient({ home: settings.home, timeoutMs: settings.toolTimeoutMs }), logger })
   const starter = new Starter({ home: settings.home, command: commandOf(settings.plurCommand) })
+  const capturer = new Capturer({ client: new PlurClient({ home: settings.home, timeoutMs: settings.toolTimeoutMs }), logger, starter })
   let live = true
   let lastProblem = ''
   /** Tool registrations to undo when memory is switched off; a re-mount when it is switched on. */
@@ -168,10 +168,15 @@ export function apply (ctx, config) {
   /** The settings in force now (the settings seam's, else the config's). */
   const now = () => ({ ...settings, ...live_.get() })
 
-  ctx.effect(() => () => {
+  // Disposal (a headless run's exit included) waits for captures in flight, bounded: the first message of a
+  // run that started the service is handed over once the service is up (capture.js); past the bound they go
+  // on, their retry timer keeping the process up, and a turn finally lost is logged.
+  ctx.effect(() => async () => {
     live = false
     cache.clearAll()
-  }, 'plur: drop every memory block')
+    const left = await capturer.drain(DRAIN_MS)
+    if (left > 0) logger.info('plur: %d captured message(s) still waiting for the plur service; the process ends once they are stored', left)
+  }, 'plur: drop every memory block, wait for captures in flight')
 
   ctx.systemPrompt.section({
     name: SECTION_NAME,
