@@ -161,11 +161,13 @@ def check_home(home: Any, name: str = "home", *, error: type[ValidationError] = 
         name: what the value is called in the message (``"--home"``, ``"home"``).
 
     Raises:
-        ValidationError: (or ``error``) ``home`` is ``""``.
+        ValidationError: (or ``error``) ``home`` is ``""`` or only whitespace.
     """
     if isinstance(home, str) and home == "":
         raise error(f"{name} is empty ('' would be the current directory); pass a folder, "
                     "or leave it out for $PLUR_HOME / ~/.plur")
+    if isinstance(home, str) and not home.strip():
+        raise error(f"{name} {home!r} is blank; pass a folder, or leave it out for $PLUR_HOME / ~/.plur")
 
 
 def parse_value(kind: type, value: Any, name: str, *, source: str | None = None,

@@ -120,7 +120,7 @@ def test_cli_sessions_and_forget_session(plur_home: Path) -> None:
         m.capture("Deploys go out on Tuesdays.", session="chat-b", turn=0)
     out = _plur(plur_home, "sessions", "--json")
     assert out.returncode == 0, out.stderr
-    assert {s["session"] for s in json.loads(out.stdout)["sessions"]} == {"chat-a", "chat-b"}
+    assert {s["session"] for s in json.loads(out.stdout)} == {"chat-a", "chat-b"}
     out = _plur(plur_home, "forget", "--session", "chat-a", "-y")
     assert out.returncode == 0 and "forgotten: session chat-a (1 engram)" in out.stdout, out.stderr
     assert "chat-a" not in _plur(plur_home, "sessions").stdout

@@ -16,6 +16,7 @@ One module per command group, each imported only when one of its commands runs
 :mod:`.recall`       recall, section
 :mod:`.health`       init, doctor, reindex
 :mod:`.serve`        serve, mcp
+:mod:`.hook`         hook claude-code (its --help and --print-config; a hook run skips click)
 :mod:`.project`      project which, list, bind, unbind (:mod:`plur.project`)
 :mod:`.completion`   completion (bash, zsh, fish)
 ``service``          :mod:`plur.service.commands` (start, stop, status)
@@ -70,7 +71,7 @@ COMMANDS = {
     "reindex": "plur.cli.health.reindex",
     "serve": "plur.cli.serve.serve",
     "mcp": "plur.cli.serve.mcp",
-    "hook": "plur.cli.serve.hook",
+    "hook": "plur.cli.hook.hook",
     "project": "plur.cli.project.project",
     "service": "plur.service.commands.service",
     "completion": "plur.cli.completion.completion",
@@ -85,29 +86,37 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'plur.cli' has no attribute {name!r}")
 
 
-def log_to_stderr() -> None:
+def log_to_stderr(json_lines: bool = False) -> None:
     """plur's warnings on stderr as bare lines (what logging's last resort printed), each fallback line once
-    per process however many times the model is resolved."""
+    per process however many times the model is resolved; with ``json_lines`` (a ``--json`` run) each is one
+    JSON object, ``{"warning": "model-fallback" | "log", "message": ...}``, as every warning of a JSON run."""
     import logging
 
     class Stderr(logging.Handler):
         def __init__(self) -> None:
             super().__init__(logging.WARNING)
             self.said: set[str] = set()
+            self.json_lines = False
 
         def emit(self, record: logging.LogRecord) -> None:
             text = record.getMessage()
-            if record.name == "plur.embed.fallback":
+            fallback = record.name == "plur.embed.fallback"
+            if fallback:
                 if text in self.said:
                     return
                 self.said.add(text)
             from ..screen.logs import redact_line
+            from .fast import warning_line
 
-            sys.stderr.write(redact_line(text) + "\n")  # the current stderr (click's test runner swaps it)
+            line = warning_line("model-fallback" if fallback else "log", redact_line(text), self.json_lines)
+            sys.stderr.write(line + "\n")  # the current stderr (click's test runner swaps it)
 
     logger = logging.getLogger("plur")
-    if not any(type(h).__name__ == "Stderr" for h in logger.handlers):
-        logger.addHandler(Stderr())
+    handler = next((h for h in logger.handlers if type(h).__name__ == "Stderr"), None)
+    if handler is None:
+        handler = Stderr()
+        logger.addHandler(handler)
+    handler.json_lines = json_lines  # type: ignore[attr-defined]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,9 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     # A model fallback is said once on stderr, as its log line (plur.embed.fallback), not also as a warning.
     warnings.filterwarnings("ignore", message="plur: embedding model")
     warnings.filterwarnings("ignore", message="plur: no embedding model")
-    log_to_stderr()
+    args = sys.argv[1:] if argv is None else list(argv)
+    log_to_stderr(json_lines="--json" in args)
     try:
-        args = sys.argv[1:] if argv is None else list(argv)
         if "recall" in args or "section" in args:  # the thin client's commands; others go straight to click
             from .fast import run
 

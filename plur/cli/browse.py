@@ -7,15 +7,15 @@ import click
 from ..service.session import Session as App
 from ..store.engram import STATUSES, TYPES
 from .output import echo, emit_json, engram_line
-from .scopes import HERE_HELP, scope_value
+from .scopes import HERE_HELP, nonblank, scope_value
 
 
 @click.command("list")
 @click.option("--scope", default=None, callback=scope_value, help="Only this exact scope; " + HERE_HELP)
 @click.option("--type", "type_", type=click.Choice(TYPES), default=None, help="Only engrams of this type.")
-@click.option("--tag", default=None, help="Only engrams carrying this tag.")
+@click.option("--tag", default=None, callback=nonblank, help="Only engrams carrying this tag.")
 @click.option("--status", type=click.Choice(STATUSES), default=None, help="Only engrams of this status (default: every status).")
-@click.option("--text", default=None, help="Case-insensitive substring of the statement.")
+@click.option("--text", default=None, callback=nonblank, help="Case-insensitive substring of the statement.")
 @click.option("--limit", type=click.IntRange(min=0), default=None, help="Show at most this many (newest first).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of engrams.")
 @click.pass_obj

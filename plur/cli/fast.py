@@ -56,6 +56,18 @@ BELOW_FLOOR = " [below floor]"
 BELOW_FLOOR_HINT = ("plur: hits marked [below floor] stay out of the memory block (relevance floor); "
                     "`plur recall --explain` says why")
 
+def warning_line(kind: str, text: str, as_json: bool) -> str:
+    """A warning for stderr: the ``plur: ...`` line itself, or with ``--json`` one JSON object
+    ``{"warning": kind, "message": text}`` (stdout holds only the command's JSON document)."""
+    return json.dumps({"warning": kind, "message": text}, ensure_ascii=False) if as_json else text
+
+
+def say_service_warnings(answer: dict[str, Any], as_json: bool) -> None:
+    """The service's ``warnings`` (its model fell back), on stderr as an in-process command says them."""
+    for text in answer.get("warnings") or ():
+        _out(warning_line("model-fallback", str(text), as_json), err=True)
+
+
 def _parse(args: list[str], spec: dict[str, tuple[str, str]]) -> tuple[str, dict[str, Any]] | None:
     """The one positional and the options of ``args``, or ``None`` for any form outside ``spec``."""
     positional: list[str] = []
@@ -83,7 +95,7 @@ def _parse(args: list[str], spec: dict[str, tuple[str, str]]) -> tuple[str, dict
             value, i = args[i + 1], i + 2
         else:
             return None
-        if not value or value.startswith("-"):
+        if not value.strip() or value.startswith("-"):
             return None
         if kind == "many":
             opts.setdefault(key, []).append(value)
@@ -212,8 +224,8 @@ def run(argv: list[str]) -> int | None:
     if parsed is None:
         return None
     text, opts = parsed
-    if command == "recall" and not text.strip():
-        return None  # a blank query: click refuses it with the usual one line
+    if not text.strip():
+        return None  # a blank query or message: click refuses it with the usual one line
     values = _recall_values(opts) if command == "recall" else {k: v for k, v in opts.items() if k != "as_json"}
     if values is None or (command == "section" and "agent" not in values):
         return None
@@ -231,6 +243,7 @@ def run(argv: list[str]) -> int | None:
                 return None
             if command == "section":
                 got = client.block(values["agent"], text, values.get("scope"))
+                say_service_warnings(got, as_json)
                 if as_json:
                     app.json_output = True
                     doc = {k: got.get(k) for k in ("agent_id", "text", "engram_ids", "tokens", "hash")}
@@ -241,7 +254,9 @@ def run(argv: list[str]) -> int | None:
                 if not got["text"]:
                     _out(EMPTY_SECTION, err=True)
                 return 0
-            hits = client.recall(text, **values)["hits"]
+            answer = client.recall(text, **values)
+            say_service_warnings(answer, as_json)
+            hits = answer["hits"]
             if as_json:
                 app.json_output = True
                 sys.stdout.write(json.dumps(hits, ensure_ascii=False, indent=2, default=str) + "\n")

@@ -8,12 +8,12 @@ from ..service.session import Session as App
 from ..store.engram import Engram
 from .ask import confirm
 from .output import echo, emit_json, engram_line, json_option
-from .scopes import HERE_HELP, scope_value
+from .scopes import HERE_HELP, nonblank, scope_value
 
 
 @click.command()
 @click.argument("engram_id", required=False)
-@click.option("--session", "session", metavar="ID",
+@click.option("--session", "session", metavar="ID", callback=nonblank,
               help="Forget a whole conversation instead: every engram captured or ingested from session ID "
                    "(list them with: plur sessions).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
@@ -75,7 +75,7 @@ def sessions(app: App, scope: str | None, as_json: bool) -> None:
     plur forget --session ID."""
     rows = app.memory.sessions(scope=scope)
     if as_json:
-        emit_json({"sessions": [vars(r) for r in rows]})
+        emit_json([vars(r) for r in rows])
         return
     if not rows:
         echo("no conversations in memory (capture stores them as you talk; plur ingest imports one)")

@@ -73,7 +73,8 @@ def usage_line(exc: click.ClickException) -> str:
 
 class PlurGroup(LazyGroup):
     """Turns PlurError into one stderr line and ``exit_code`` for every subcommand, and click's own usage
-    errors (3 lines: usage, hint, error) into one line with exit code 2 (:func:`usage_line`)."""
+    errors (3 lines: usage, hint, error) into one line with exit code 2 (:func:`usage_line`); a group given
+    no command (``plur``, ``plur service``) prints its whole help as click does (stderr, exit 2)."""
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
@@ -83,6 +84,9 @@ class PlurGroup(LazyGroup):
 
         try:
             rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a bare group (`plur`, `plur service`): its help,
+            exc.show()                                       # as click prints it (stderr, exit 2), not one line
+            sys.exit(exc.exit_code)
         except click.ClickException as exc:
             click.echo(usage_line(exc), err=True)
             sys.exit(exc.exit_code)

@@ -6,6 +6,7 @@ import click
 
 from ..service.session import Session as App
 from .output import echo, emit_json, json_option, one_line, summary
+from .scopes import nonblank
 
 #: Doors of the screen (``stats.db`` table ``screened``) that write to the logs of ``stats.db`` rather than notes.
 LOG_DOORS = ("recall", "feedback")
@@ -30,10 +31,10 @@ def init(app: App, as_json: bool) -> None:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.option("--no-model", is_flag=True, help="Skip resolving the embedding model (fast).")
-@click.option("--restore", "restore", default=None, metavar="NAME",
+@click.option("--restore", "restore", default=None, metavar="NAME", callback=nonblank,
               help="Move a quarantined file you fixed back into the store (its name as listed, or the engram id); "
                    "it is validated first.")
-@click.option("--discard", "discard", default=None, metavar="NAME",
+@click.option("--discard", "discard", default=None, metavar="NAME", callback=nonblank,
               help="Delete a quarantined file you do not want back (its name as listed, or the engram id).")
 @click.option("--fix", is_flag=True, help="Make the home owner-only: folders 0700, files 0600 (an older home).")
 @click.pass_obj

@@ -15,7 +15,7 @@ import click
 from ..errors import ValidationError
 from ..service.session import Session as App
 from .output import echo, emit_json, one_line
-from .scopes import HERE_HELP, scope_value
+from .scopes import HERE_HELP, NonBlankPath, nonblank, scope_value
 
 IMPORT_CHOICES = ("jsonl", "plur-yaml", "claude-dir", "claude-memory", "chatgpt-memory", "notes")
 INGEST_CHOICES = ("messages", "claude-code", "chatgpt", "longmemeval", "locomo", "dsh", "claude-ai")
@@ -40,7 +40,7 @@ def preview_lines(engrams: Sequence[Any]) -> list[str]:
 
 
 @click.command("import")
-@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.argument("sources", nargs=-1, required=True, type=NonBlankPath(path_type=Path, exists=True))
 @click.option("--format", "fmt", type=click.Choice(IMPORT_CHOICES), default=None,
               help="Default: from the path and content (Claude memory folder, .jsonl, .yaml, claude.ai memory text, "
                    "ChatGPT saved memories, Markdown/text notes).")
@@ -75,7 +75,7 @@ def import_(app: App, sources: tuple[Path, ...], fmt: str | None, scope: str | N
     out = app.memory.import_engrams(engrams, dry_run=dry_run)
     where = str(sources[0]) if len(sources) == 1 else f"{len(paths)} files"
     if as_json:
-        emit_json({"source": str(sources[0]) if len(sources) == 1 else [str(s) for s in sources],
+        emit_json({"sources": [str(s) for s in sources],
                    "files": [str(p) for p in paths], "dry_run": dry_run,
                    "added": [e.id for e in out.added], "already_known": [e.id for e in out.known],
                    "new_ids": dict(out.renamed), "secrets_removed": out.secrets,
@@ -99,10 +99,10 @@ def import_(app: App, sources: tuple[Path, ...], fmt: str | None, scope: str | N
 
 
 @click.command()
-@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True))
+@click.argument("sources", nargs=-1, required=True, type=NonBlankPath(path_type=Path, exists=True))
 @click.option("--format", "fmt", type=click.Choice(INGEST_CHOICES), default=None,
               help="Default: detected from the content.")
-@click.option("--session", default=None, help="Session id for conversations that carry none.")
+@click.option("--session", default=None, callback=nonblank, help="Session id for conversations that carry none.")
 @click.option("--date", default=None, help="Time for turns with none of their own (ISO-8601).")
 @click.option("--scope", default=None, callback=scope_value,
               help="Scope of the new engrams; default global, and for Claude Code sessions their project's scope; "
@@ -193,7 +193,7 @@ def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Pa
     secrets = sum(r.secrets for r in results)
     skipped = sum(r.skipped for r in results)
     if as_json:
-        emit_json({"source": str(files[0].path) if len(files) == 1 else [str(f.path) for f in files],
+        emit_json({"sources": [str(f.path) for f in files],
                    "format": ", ".join(formats), "turns": sum(r.turns for r in results), "dry_run": dry_run,
                    "added": [e.id for e in added], "skipped": skipped, "secrets_removed": secrets,
                    "changed": [{"id": e.id, "supersedes": e.supersedes} for e in changed],

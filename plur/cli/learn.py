@@ -10,7 +10,7 @@ from ..errors import ValidationError
 from ..service.session import Session as App
 from ..store.engram import TYPES, Engram
 from .output import echo, emit_json
-from .scopes import HERE_HELP, scope_value
+from .scopes import HERE_HELP, nonblank, scope_value
 
 
 @click.command()
@@ -19,8 +19,8 @@ from .scopes import HERE_HELP, scope_value
               help="global, project:<name> or agent:<name>; " + HERE_HELP)
 @click.option("--type", "type_", type=click.Choice(TYPES), default="fact", show_default=True, help="What kind of memory this is.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeat for more).")
-@click.option("--domain", default=None, help="Dotted domain, e.g. dev.testing.")
-@click.option("--rationale", default=None, help="Why this is worth remembering.")
+@click.option("--domain", default=None, callback=nonblank, help="Dotted domain, e.g. dev.testing.")
+@click.option("--rationale", default=None, callback=nonblank, help="Why this is worth remembering.")
 @click.option("--pin", is_flag=True, help="Pinned engrams go first in the memory block.")
 @click.option("--created", default=None, help="When it was true/said (ISO-8601, e.g. 2025-07-25T10:00Z); default now.")
 @click.option("--ttl", default=None, help="Expire after this long, e.g. 30d, 12h, 2w (then recall skips it).")

@@ -10,7 +10,7 @@ import click
 from ..errors import ValidationError
 from ..service.session import Session as App
 from .output import echo, emit_json, json_option
-from .scopes import HERE_HELP, scope_value
+from .scopes import HERE_HELP, NonBlankPath, scope_value
 
 
 @click.group()
@@ -19,8 +19,8 @@ def link() -> None:
 
 
 @link.command("claude-code")
-@click.argument("project_dir", required=False, type=click.Path(path_type=Path, file_okay=False))
-@click.option("--memory-dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+@click.argument("project_dir", required=False, type=NonBlankPath(path_type=Path, file_okay=False))
+@click.option("--memory-dir", type=NonBlankPath(path_type=Path, file_okay=False), default=None,
               help="The memory folder; default Claude Code's for PROJECT_DIR (~/.claude/projects/<path>/memory).")
 @click.option("--scope", default=None, callback=scope_value,
               help="The scope its memories live in; default PROJECT_DIR's project scope; " + HERE_HELP)
@@ -120,7 +120,7 @@ def list_(app: App, as_json: bool) -> None:
 
 
 @link.command("remove")
-@click.argument("folder", type=click.Path(path_type=Path))
+@click.argument("folder", type=NonBlankPath(path_type=Path))
 @json_option
 @click.pass_obj
 def remove(app: App, folder: Path, as_json: bool) -> None:

@@ -6,12 +6,13 @@ import click
 
 from ..service.session import Session as App
 from .output import echo, emit_json
+from .scopes import nonblank
 
 
 @click.command()
-@click.option("--from", "source", default=None, metavar="HOME|URI",
+@click.option("--from", "source", default=None, metavar="HOME|URI", callback=nonblank,
               help="Where the engrams are: a plur home folder or postgresql://...; default this home's store.")
-@click.option("--to", "target", required=True, metavar="HOME|URI", help="Where they go: a home folder or postgresql://...")
+@click.option("--to", "target", required=True, metavar="HOME|URI", callback=nonblank, help="Where they go: a home folder or postgresql://...")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.pass_obj
 def migrate(app: App, source: str | None, target: str, as_json: bool) -> None:

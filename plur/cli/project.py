@@ -11,7 +11,7 @@ import click
 
 from ..service.session import Session as App
 from .output import echo, emit_json, json_option
-from .scopes import home_of_ctx
+from .scopes import NonBlankPath, home_of_ctx
 
 
 @click.group("project")
@@ -20,7 +20,7 @@ def project() -> None:
 
 
 @project.command("which")
-@click.argument("folder", required=False, type=click.Path(file_okay=False))
+@click.argument("folder", required=False, type=NonBlankPath(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print folder, root, scope, how and registered as JSON.")
 @click.pass_context
 def which(ctx: click.Context, folder: str | None, as_json: bool) -> None:
@@ -79,7 +79,7 @@ def list_(ctx: click.Context, as_json: bool) -> None:
 
 
 @project.command("bind")
-@click.argument("folder", type=click.Path(file_okay=False))
+@click.argument("folder", type=NonBlankPath(file_okay=False))
 @click.option("--to", "scope", required=True, help="The project scope, e.g. project:web (see `plur project list`).")
 @json_option
 @click.pass_context
@@ -92,7 +92,7 @@ def bind(ctx: click.Context, folder: str, scope: str, as_json: bool) -> None:
 
 
 @project.command("unbind")
-@click.argument("folder", type=click.Path(file_okay=False))
+@click.argument("folder", type=NonBlankPath(file_okay=False))
 @json_option
 @click.pass_context
 def unbind(ctx: click.Context, folder: str, as_json: bool) -> None:

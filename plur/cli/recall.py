@@ -8,9 +8,9 @@ import click
 
 from ..service.session import Session as App
 from ..store.engram import TYPES, Engram, _check_scope
-from .fast import BELOW_FLOOR, BELOW_FLOOR_HINT, EMPTY_SECTION
+from .fast import BELOW_FLOOR, BELOW_FLOOR_HINT, EMPTY_SECTION, say_service_warnings
 from .output import echo, emit_json, fmt_number, json_option, summary
-from .scopes import HERE_HELP, scope_value
+from .scopes import HERE_HELP, nonblank, scope_value
 
 MODES = ("hybrid", "bm25", "dense")
 
@@ -21,11 +21,11 @@ MODES = ("hybrid", "bm25", "dense")
 @click.option("--scope", default=None, callback=scope_value, help="Recall within this scope (plus global); " + HERE_HELP)
 @click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True, help="hybrid (BM25 + dense, fused), bm25 or dense alone.")
 @click.option("--type", "types", type=click.Choice(TYPES), multiple=True, help="Only this type (repeat for more).")
-@click.option("--tag", "tags", multiple=True, help="Only engrams with this tag (repeat: any of them).")
+@click.option("--tag", "tags", multiple=True, callback=nonblank, help="Only engrams with this tag (repeat: any of them).")
 @click.option("--min-score", "min_score", type=click.FloatRange(0.0, 1.0), default=None,
               help="Drop hits scoring below this (scores are in [0, 1], higher is better).")
 @click.option("--include-expired", is_flag=True, help="Also show retired (superseded) and expired engrams.")
-@click.option("--agent", default=None, help="Who is asking (recorded in stats.db).")
+@click.option("--agent", default=None, callback=nonblank, help="Who is asking (recorded in stats.db).")
 @click.option("--explain", is_flag=True,
               help="Show the fused score, each leg's rank and score, and the hits the relevance floor keeps out.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
@@ -50,9 +50,10 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
     if client is not None:
         from ..index.recall import Hit
 
-        got = client.recall(query, k, scope=scope, mode=mode, agent=agent, types=list(types) or None,
-                            tags=list(tags) or None, min_score=min_score, include_expired=include_expired)["hits"]
-        hits = [Hit(**{**h, "engram": Engram.from_dict(h["engram"])}) for h in got]
+        answer = client.recall(query, k, scope=scope, mode=mode, agent=agent, types=list(types) or None,
+                               tags=list(tags) or None, min_score=min_score, include_expired=include_expired)
+        say_service_warnings(answer, as_json)
+        hits = [Hit(**{**h, "engram": Engram.from_dict(h["engram"])}) for h in answer["hits"]]
     else:
         mem = app.memory
         mode = "bm25" if app.keyword_only else mode  # a service is starting: no model load here (issue 26)
@@ -86,8 +87,8 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
 
 
 @click.command()
-@click.argument("message")
-@click.option("--agent", required=True, help="The agent the block is for.")
+@click.argument("message", callback=nonblank)
+@click.option("--agent", required=True, callback=nonblank, help="The agent the block is for.")
 @click.option("--scope", default=None, callback=scope_value, help="Recall within this scope (plus global); " + HERE_HELP)
 @json_option
 @click.pass_obj
@@ -106,6 +107,7 @@ def section(app: App, message: str, agent: str, scope: str | None, as_json: bool
     client = app.service("section", start=True)
     if client is not None:
         got = client.block(agent, message, scope)
+        say_service_warnings(got, as_json)
         block = {k: got.get(k) for k in ("agent_id", "text", "engram_ids", "tokens", "hash")}
     else:  # the same selection the recall worker makes: pinned engrams of the scope first, then the hits
         from ..prompt.selection import recall_block

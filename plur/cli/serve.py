@@ -1,17 +1,17 @@
-"""Doors: ``plur serve`` (web page + JSON API), ``plur mcp`` (MCP server), ``plur hook`` (prompt hooks)."""
+"""Doors: ``plur serve`` (web page + JSON API), ``plur mcp`` (MCP server); ``plur hook`` is :mod:`plur.cli.hook`."""
 
 from __future__ import annotations
 
 import click
 
 from ..service.session import Session as App
-from .scopes import HERE_HELP, scope_value
+from .scopes import HERE_HELP, nonblank, scope_value
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (0.0.0.0: every interface).")
+@click.option("--host", default="127.0.0.1", show_default=True, callback=nonblank, help="Address to listen on (0.0.0.0: every interface).")
 @click.option("--port", type=click.IntRange(0, 65535), default=7777, show_default=True, help="0: any free port.")
-@click.option("--allow-host", "allow_hosts", multiple=True, help="Another Host name the pages answer to.")
+@click.option("--allow-host", "allow_hosts", multiple=True, callback=nonblank, help="Another Host name the pages answer to.")
 @click.option("--open", "open_browser", is_flag=True,
               help="Open the page in the default browser, logged in (a one-time login URL, handed over in an "
                    "owner-only file, never on a command line).")
@@ -57,11 +57,26 @@ def service_stdio() -> None:
                    "server's current folder) and may name any scope.")
 @click.option("--transport", type=click.Choice(("stdio", "streamable-http")), default="stdio", show_default=True,
               help="streamable-http: every request needs 'Authorization: Bearer <token in HOME/mcp.token>'.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="streamable-http only; loopback only.")
+@click.option("--host", default="127.0.0.1", show_default=True, callback=nonblank, help="streamable-http only; loopback only.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="streamable-http only.")
+@click.option("--print-config", is_flag=True,
+              help="Print the mcpServers JSON for Claude Desktop, Cursor, a project's .mcp.json... naming this plur "
+                   "by its absolute path (and the home, when one was chosen), then exit.")
 @click.pass_obj
-def mcp(app: App, scope: str | None, transport: str, host: str, port: int) -> None:
-    """Serve memory over MCP (Claude Desktop / Code, Cursor, ...): tools, engram resource, memory prompt."""
+def mcp(app: App, scope: str | None, transport: str, host: str, port: int, print_config: bool) -> None:
+    """Serve memory over MCP (Claude Desktop / Code, Cursor, ...): tools, engram resource, memory prompt.
+
+    MCP clients start the server with their own PATH: register it by its absolute path (--print-config).
+    """
+    if print_config:
+        import json
+
+        from .hostconfig import mcp_config
+
+        if transport != "stdio":
+            raise click.UsageError("--print-config writes a stdio entry; leave --transport out")
+        click.echo(json.dumps(mcp_config(app.home, ["--scope", scope] if scope else []), indent=2))
+        return
     from ..mcp.scope import ScopePin
     from ..mcp.server import serve as run_mcp
     from ..mcp.service_backend import ServiceBackend
@@ -92,16 +107,3 @@ def _say_which_home(given: object) -> None:
                   "PLUR_HOME in the client's env for plur mcp if your memory lives elsewhere")
     state = "" if os.path.lexists(home) else "; it does not exist yet: reads find nothing, the first learn creates it"
     click.echo(f"plur mcp: memory at {home} ({source}){state}", err=True)
-
-
-@click.command(context_settings={"ignore_unknown_options": True})
-@click.argument("host", type=click.Choice(["claude-code"]))
-@click.argument("args", nargs=-1, type=click.UNPROCESSED)
-@click.pass_obj
-def hook(app: App, host: str, args: tuple[str, ...]) -> None:
-    """Answer a host's prompt hook (its JSON on stdin), e.g. Claude Code's: see docs/hosts/claude-code.md."""
-    import sys
-
-    from ..hooks.claude_code import main as hook_main
-
-    sys.exit(hook_main([*(["--home", str(app.home)] if app.home else []), *args]))

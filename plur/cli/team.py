@@ -15,6 +15,7 @@ import click
 
 from ..service.session import Session as App
 from .output import echo, emit_json, json_option
+from .scopes import nonblank
 
 
 def _scopes(values: tuple[str, ...]) -> list[str]:
@@ -69,7 +70,7 @@ def team() -> None:
 
 
 @team.command("add")
-@click.argument("name")
+@click.argument("name", callback=nonblank)
 @_READ
 @_WRITE
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
@@ -104,7 +105,7 @@ def list_(app: App, as_json: bool) -> None:
     with _database(app) as conn:
         members = t.list_members(conn)
     if as_json:
-        emit_json({"members": [{"name": m.name, "read": sorted(m.read), "write": sorted(m.write)} for m in members]})
+        emit_json([{"name": m.name, "read": sorted(m.read), "write": sorted(m.write)} for m in members])
         return
     if not members:
         echo("no members; add one with `plur team add NAME --read SCOPES --write SCOPES`")
@@ -113,7 +114,7 @@ def list_(app: App, as_json: bool) -> None:
 
 
 @team.command("grant")
-@click.argument("name")
+@click.argument("name", callback=nonblank)
 @_READ
 @_WRITE
 @json_option
@@ -135,8 +136,8 @@ def grant(app: App, name: str, read: tuple[str, ...], write: tuple[str, ...], as
 
 
 @team.command("revoke")
-@click.argument("name")
-@click.argument("scopes", nargs=-1, required=True)
+@click.argument("name", callback=nonblank)
+@click.argument("scopes", nargs=-1, required=True, callback=nonblank)
 @json_option
 @click.pass_obj
 def revoke(app: App, name: str, scopes: tuple[str, ...], as_json: bool) -> None:
@@ -159,7 +160,7 @@ def revoke(app: App, name: str, scopes: tuple[str, ...], as_json: bool) -> None:
 
 
 @team.command("remove")
-@click.argument("name")
+@click.argument("name", callback=nonblank)
 @json_option
 @click.pass_obj
 def remove(app: App, name: str, as_json: bool) -> None:
@@ -174,7 +175,7 @@ def remove(app: App, name: str, as_json: bool) -> None:
 
 
 @team.command("rotate")
-@click.argument("name")
+@click.argument("name", callback=nonblank)
 @json_option
 @click.pass_obj
 def rotate(app: App, name: str, as_json: bool) -> None:

@@ -269,8 +269,24 @@ def _write_file(path: Path, data: bytes) -> None:
         raise StoreError(f"cannot write {path} ({exc}); check free space and permissions") from None
 
 
+def export_text(engrams: Iterable[Engram], fmt: str = "jsonl") -> str:
+    """The text of a ``jsonl`` or ``plur-yaml`` export (what :func:`write_engrams` writes; ``plur export -``
+    prints it on stdout).
+
+    Raises:
+        ValidationError: ``fmt`` is not a one-file format (``claude-dir`` is a folder).
+    """
+    if _check_format(fmt) == "claude-dir":
+        raise ValidationError("a claude-dir export is a folder and cannot go to stdout; use --format jsonl or "
+                              "plur-yaml, or give a folder path")
+    items = list(engrams)
+    if fmt == "jsonl":
+        return "".join(json.dumps(e.to_dict(), ensure_ascii=False, default=str) + "\n" for e in items)
+    return dump_plur_yaml(items)
+
+
 def write_engrams(engrams: Iterable[Engram], path: str | os.PathLike[str], fmt: str | None = None,
-                  *, force: bool = False, home: str | os.PathLike[str] | None = None) -> int:
+                  *, force: bool = False, home: str | os.PathLike[str] | None = None, parents: bool = False) -> int:
     """Write engrams to a file or folder in one of :data:`FORMATS`, safely (see :mod:`plur.store.export_target`).
 
     Never inside ``home``; never over (or deleting) a file a plur export did not write; a previous
@@ -282,13 +298,15 @@ def write_engrams(engrams: Iterable[Engram], path: str | os.PathLike[str], fmt: 
         fmt: one of :data:`FORMATS`; default :func:`detect_format`.
         force: replace a previous plur export at ``path``.
         home: the plur home the engrams come from; the target may not be inside it.
+        parents: create the folder the target goes in when it is missing (else that is an error: a
+            mistyped folder no longer becomes a tree of new folders beside a hidden manifest).
 
     Returns:
         Number of engrams written.
 
     Raises:
-        ValidationError: unknown format, a target inside ``home``, a file or folder plur did not
-            write, or a previous export without ``force``.
+        ValidationError: unknown format, a target inside ``home``, a missing folder without ``parents``,
+            a file or folder plur did not write, or a previous export without ``force``.
         StoreError: the disk write failed (the previous export is unchanged).
     """
     from ..store.export_target import check_file_target, check_outside_home, record_file, replace_folder, sha256_file
@@ -296,6 +314,9 @@ def write_engrams(engrams: Iterable[Engram], path: str | os.PathLike[str], fmt: 
     p = Path(path).expanduser()
     fmt = _check_format(fmt or detect_format(p))
     check_outside_home(p, Path(home) if home is not None else None)
+    if not parents and not p.parent.is_dir():
+        raise ValidationError(f"folder {str(p.parent)!r} does not exist (the export {str(p)!r} would go in it); "
+                              "create it first, or pass --parents to create it")
     items = list(engrams)
     if fmt == "claude-dir":
         def build(folder: Path) -> dict[str, str]:
@@ -314,14 +335,11 @@ def write_engrams(engrams: Iterable[Engram], path: str | os.PathLike[str], fmt: 
         replace_folder(p, force, build)
         return len(items)
     check_file_target(p, force)
-    if fmt == "jsonl":
-        text = "".join(json.dumps(e.to_dict(), ensure_ascii=False, default=str) + "\n" for e in items)
-    else:
-        text = dump_plur_yaml(items)
-    _write_file(p, text.encode("utf-8"))
+    _write_file(p, export_text(items, fmt).encode("utf-8"))
     record_file(p)
     return len(items)
 
 
-__all__ = ["FORMATS", "IMPORT_FORMATS", "detect_format", "detect_import_format", "from_plur", "import_sources",
+__all__ = ["FORMATS", "IMPORT_FORMATS", "detect_format", "detect_import_format", "export_text", "from_plur",
+           "import_sources",
            "read_engrams", "to_plur", "write_engrams"]

@@ -54,9 +54,9 @@ class HookError(Exception):
 
 
 def _home(value: str | None) -> str:
-    if value == "":  # as the plur command: '' would be the current directory
-        raise HookError("--home is empty ('' would be the current directory); pass a folder, or leave it out "
-                        "for $PLUR_HOME / ~/.plur")
+    if value is not None and not value.strip():  # as the plur command: '' would be the current directory
+        raise HookError(f"--home {value!r} is empty ('' would be the current directory); pass a folder, or leave "
+                        "it out for $PLUR_HOME / ~/.plur")
     if value:
         return os.path.expanduser(value)
     env = os.environ.get("PLUR_HOME")
@@ -80,6 +80,8 @@ def parse_args(argv: list[str]) -> dict[str, Any]:
                 raise HookError(f"{name} needs a value; {USAGE}")
             i += 1
             value = argv[i]
+        if key != "home" and not value.strip():  # as every plur command: empty input is refused (--home: _home)
+            raise HookError(f"{name} is empty; {USAGE}")
         try:
             opts[key] = conv[key](value) if key in conv else value
         except ValueError:

@@ -11,6 +11,14 @@ from pathlib import Path
 from typing import Any
 
 
+def fallback_warnings(mem: Any) -> list[str]:
+    """The loud lines of the resolved embedding model (a fallback to the packaged model or to BM25 only, int8
+    not in use), ``[]`` before it resolves: never waits for the model. The service adds them to its answers so
+    a command answered there says what one answered in-process says (``plur.cli``'s stderr handler)."""
+    res = getattr(mem, "_resolution", None)  # a team member's view has none of its own: nothing to say
+    return [w for w in getattr(res, "warnings", ()) if w.startswith("plur:")] if res is not None else []
+
+
 def cache_dir(mem: Any) -> Path:
     """Folder of the embedding cache: :attr:`plur.memory.Memory.cache_dir`, which documents it."""
     return Path(mem.settings.cache_dir).expanduser() if mem.settings.cache_dir else mem.home / "cache"

@@ -301,7 +301,15 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
         t0 = time.perf_counter()
         hits = c.memory.recall(query, k, scope=scope, mode=mode, types=types, tags=tags, agent=agent,
                                min_score=min_score, include_expired=include_expired)
-        return {"hits": [h.to_dict() for h in hits], "took_ms": (time.perf_counter() - t0) * 1000.0}
+        return {"hits": [h.to_dict() for h in hits], "took_ms": (time.perf_counter() - t0) * 1000.0,
+                **model_warnings(c)}
+
+    def model_warnings(c: Call) -> dict[str, Any]:
+        """``{"warnings": [...]}`` when the service's model fell back (the CLI says it as in-process), else {}."""
+        from ..memory.models import fallback_warnings
+
+        said = fallback_warnings(c.memory)
+        return {"warnings": said} if said else {}
 
     def block_dict(agent_id: str, block: Any) -> dict[str, Any]:
         return {"agent_id": agent_id, "text": block.text, "hash": block.hash,
@@ -314,7 +322,8 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
         rendered = recall_block(c.memory, query, scope=scope, agent=agent_id)
         if inject and rendered.text:  # the host puts it into its prompt (DSH's section), notes or overview
             record_injected(c.memory, agent_id, rendered)
-        return {**block_dict(agent_id, rendered), "took_ms": (time.perf_counter() - t0) * 1000.0}
+        return {**block_dict(agent_id, rendered), "took_ms": (time.perf_counter() - t0) * 1000.0,
+                **model_warnings(c)}
 
     def submit(c: Call, text: str, scope: str | None) -> dict[str, Any]:
         c.worker.submit(c.params["agent_id"], text, scope)

@@ -14,6 +14,17 @@ from . import files
 from .files import home_of
 
 
+def nonblank(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A blank ``--host`` or ``--allow-host`` is refused (``''`` would bind every interface), as every plur
+    command refuses empty input (``plur.cli.scopes.nonblank``, above this layer)."""
+    from ..errors import ValidationError
+
+    for v in value if isinstance(value, tuple) else (value,):
+        if isinstance(v, str) and not v.strip():
+            raise ValidationError(f"{param.opts[-1]} {v!r} is empty: give a value (see `plur service start --help`)")
+    return value
+
+
 def _home(ctx: click.Context) -> Path:
     return home_of(getattr(ctx.obj, "home", None))
 
@@ -108,10 +119,10 @@ def service() -> None:
 
 
 @service.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (a non-loopback one prints a warning).")
+@click.option("--host", default="127.0.0.1", show_default=True, callback=nonblank, help="Address to listen on (a non-loopback one prints a warning).")
 @click.option("--port", type=click.IntRange(0, 65535), default=None,
               help="Port to listen on; 0: any free port. Default: 7777, or a free port when 7777 is taken (said).")
-@click.option("--allow-host", "allow_hosts", multiple=True, help="Another Host name the pages answer to.")
+@click.option("--allow-host", "allow_hosts", multiple=True, callback=nonblank, help="Another Host name the pages answer to.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.option("--auto", is_flag=True, help="Started on a tool's first need (the DSH plugin does): exit after "
               "service_idle_exit_s without a request, as the service plur's commands start themselves.")
