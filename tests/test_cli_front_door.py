@@ -270,3 +270,21 @@ def test_lists_print_a_json_array_and_the_rest_one_object(run, home: Path) -> No
     src = home.parent / "in.jsonl"
     src.write_text('{"statement": "Lunch is at noon."}\n', encoding="utf-8")
     assert json.loads(run("import", str(src), "--json").stdout)["sources"] == [str(src)]
+
+
+# -- project which ------------------------------------------------------------------------------------------
+def test_project_which_registers_nothing(run, home: Path, tmp_path: Path) -> None:
+    """`plur project which /not/there` registered the name it printed: the repository cloned there later got
+    `app-2`."""
+    learn_id(run, "The build uses Bazel.")  # the home exists
+    missing = tmp_path / "not" / "there" / "app"
+    assert run("project", "which", str(missing)).stdout.strip() == "project:app"
+    real = tmp_path / "elsewhere" / "app"
+    (real / ".git").mkdir(parents=True)
+    assert run("project", "which", str(real)).stdout.strip() == "project:app"
+    assert json.loads(run("project", "which", str(real), "--json").stdout)["registered"] is False
+    assert not (home / "projects.json").exists() or str(missing) not in (home / "projects.json").read_text()
+    from plur.project import resolve
+
+    assert resolve(missing, home).registered is False  # no door registers a folder that does not exist
+    assert resolve(real, home).scope == "project:app"  # the first write from the real clone: the plain name

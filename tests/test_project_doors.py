@@ -33,7 +33,11 @@ def test_project_which_list_bind_unbind(run, home: Path, folders: dict[str, Path
     learn_id(run, "The build uses Bazel.")                                      # creates the home
     assert run("project", "which", str(folders["cjk"])).stdout.strip() == "project:我的项目"
     assert run("project", "which", str(folders["two"])).stdout.strip() == "project:app"
-    assert run("project", "which", str(folders["one"])).stdout.strip() == "project:app-2"  # first come keeps app
+    assert run("project", "which", str(folders["one"])).stdout.strip() == "project:app"  # a read registers nothing
+    for clone in ("two", "one"):  # the first write from a folder registers its root: first come keeps app
+        monkeypatch.chdir(folders[clone])
+        learn_id(run, f"The {clone} clone builds with make.", "--scope", "here")
+    assert run("project", "which", str(folders["one"])).stdout.strip() == "project:app-2"
     monkeypatch.chdir(folders["one"])
     got = json.loads(run("project", "which", "--json").stdout)
     assert (got["scope"], got["how"], got["registered"]) == ("project:app-2", "git", True)

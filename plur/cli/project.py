@@ -26,11 +26,13 @@ def project() -> None:
 def which(ctx: click.Context, folder: str | None, as_json: bool) -> None:
     """Print the scope of FOLDER (default: the current folder), as every door resolves it.
 
-    A root seen for the first time is registered in the home's projects.json when the home exists.
+    A read: nothing is registered. A root not in the home's projects.json yet gets the scope printed when a
+    door that writes (learn, capture, a hook) first resolves it; another root of that name registered first
+    would take the plain name.
     """
     from ..project import resolve
 
-    got = resolve(folder if folder is not None else os.getcwd(), home_of_ctx(ctx))
+    got = resolve(folder if folder is not None else os.getcwd(), home_of_ctx(ctx), register_new=False)
     if folder is not None and not os.path.isdir(folder) and not as_json:  # a typo still gets a plausible scope
         echo(f"note: {got.folder} is no folder here; {got.scope} is the scope it would have", err=True)
     if as_json:
@@ -74,7 +76,7 @@ def list_(ctx: click.Context, as_json: bool) -> None:
     if not out:
         home = home_of_ctx(ctx)
         when = "" if home.is_dir() else f" once the home {home} exists (`plur init`, or a first `plur learn`)"
-        echo("no projects yet: a folder registers the first time a door (hook, MCP, DSH, `plur project which`) "
+        echo("no projects yet: a folder registers the first time a door (hook, MCP, DSH, `--scope here`) "
              f"resolves it{when}", err=True)
 
 

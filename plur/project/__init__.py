@@ -12,9 +12,10 @@ So ``repo/packages/web`` is ``repo``'s project, two clones named ``app`` are ``p
 ``project:app-2``, ``/home/u/我的项目`` is ``project:我的项目``, and nothing resolves to ``global``.
 
 Registration (:func:`resolve` with ``register=True``): a root seen for the first time is written to
-``<home>/projects.json`` *only when the home exists*; in a home that does not exist yet the name is
-computed without registering and nothing is created (a pure read never creates the home). The first
-write to the home then registers it the next time any door resolves that folder.
+``<home>/projects.json`` *only when the home and the root exist*; in a home that does not exist yet the name
+is computed without registering and nothing is created (a pure read never creates the home), and a folder
+that does not exist takes no name. The first write to the home then registers it the next time any door
+resolves that folder. ``plur project which`` only reads: it prints the scope without registering.
 
 Migration from basename scopes: the DSH plugin used the folder's last name (``project:web``). The
 first root registered with that name keeps the plain name, so its notes stay its own; notes filed
@@ -79,7 +80,7 @@ def resolve(folder: str | os.PathLike[str], home: str | os.PathLike[str], regist
     Args:
         folder: any folder (need not exist; a missing one is named as it is spelled).
         home: the plur home (its ``projects.json``).
-        register_new: write a new root to the registry (only ever when the home exists).
+        register_new: write a new root to the registry (only ever when the home and the root exist).
 
     Raises:
         StoreError: ``projects.json`` is unreadable or invalid. A registration that fails (home not
@@ -87,8 +88,8 @@ def resolve(folder: str | os.PathLike[str], home: str | os.PathLike[str], regist
     """
     home_path = Path(home)
     project = find(folder, load(home_path))
-    if project.registered or not register_new or not home_path.is_dir():
-        return project
+    if project.registered or not register_new or not home_path.is_dir() or not os.path.isdir(project.root):
+        return project  # a folder that does not exist is named, never registered (a typo takes no name)
     try:
         return project._replace(scope=register(home_path, project.root), registered=True)
     except StoreError:
