@@ -4,7 +4,7 @@ claude.ai offers no file format for its memory; what people hold is text copied 
 are read (:func:`shape` tells which; :data:`SHAPES`):
 
 ``settings``
-    The settings page's export: a ``=== MEMORY EXPORT ===`` banner, ``## SECTION`` headings
+    The settings page's export: a ``=== MEMORY EXPORT ===`` banner (or none, when copied without it), ``## SECTION`` headings
     (``IDENTITY``, ``PREFERENCES``, ``PROJECTS``, ``TECHNICAL SETUP``...) and one fact per line,
     ``[unknown] - fact`` or ``[2026-05-02] - fact``. One note per fact; the ``[unknown]`` marker is
     dropped, a date becomes the note's ``created``.
@@ -49,9 +49,19 @@ def _plain_heading(line: str) -> str | None:
     return text if text.lower() in PROSE_HEADINGS else None
 
 
+#: A fact line of the settings export, by its marker alone: ``[unknown] - ...`` or ``[2026-05-02] - ...``.
+_MARKED = re.compile(r"^\s*(?:[-*]\s*)?\[(?:unknown|\d{4}-\d{2}-\d{2})\]\s*[-–—:]\s*\S", re.I)
+
+
 def shape(text: str) -> str | None:
-    """Which of :data:`SHAPES` ``text`` is, or ``None`` when it is none of them."""
+    """Which of :data:`SHAPES` ``text`` is, or ``None`` when it is none of them. The settings export is told
+    by its banner, or without one (copied from below it) by its fact lines: two or more lines marked
+    ``[unknown] -`` or ``[<date>] -`` and no other text line outside headings."""
     if _BANNER.search(text):
+        return "settings"
+    body = [line for line in text.splitlines() if line.strip() and not _SECTION.match(line)]
+    marked = sum(1 for line in body if _MARKED.match(line))
+    if marked >= 2 and marked == len(body):
         return "settings"
     lines = text.splitlines()
     if any(_CARD.match(line) for line in lines):

@@ -72,15 +72,15 @@ def read_chatgpt_memory(text: str) -> list[Note]:
 
 def looks_like_chatgpt_memory(text: str) -> bool | None:
     """``True`` when ``text`` is a list of ChatGPT-worded memories, ``False`` when it is not a one-per-line
-    list at all (paragraphs, headings), ``None`` when it is a plain list that could be either. A list under
-    the dialog's title ("Saved memories") is ChatGPT's."""
+    list at all (paragraphs separated by blank lines, headings), ``None`` when it is a plain list that could
+    be either. A list under the dialog's title ("Saved memories") is ChatGPT's."""
     text, titled = _untitled(text)
     lines = [line for line in text.splitlines() if line.strip()]
     if len(lines) < 2 or any(_HEADING.match(line) for line in lines):
         return False
     blocks = re.split(r"\n\s*\n", text.strip())
-    if any(len(b.splitlines()) > 1 for b in blocks) and len(blocks) > 1:
-        return False  # paragraphs of several lines: prose notes
+    if len(blocks) > 1 and (not titled or any(len(b.splitlines()) > 1 for b in blocks)):
+        return False  # paragraphs (text with blank lines between): notes, however each is worded
     items = [_BULLET.sub("", line).strip() for line in lines]
     if titled or sum(1 for i in items if _CHATGPT_START.match(i)) * 2 >= len(items):
         return True
