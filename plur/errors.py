@@ -97,11 +97,31 @@ class MissingDependencyError(PlurError, ImportError):
 def install_hint(extra: str) -> str:
     """The command that installs plur's optional ``extra`` into this interpreter.
 
-    plur installs from its source checkout (``pip install -e '<checkout>[extra]'``): the project called
-    ``plur`` on PyPI is another one, so installing ``plur[extra]`` from PyPI would fetch the wrong package. The
-    checkout is the folder above the imported ``plur`` package when it holds plur's ``pyproject.toml``.
+    From a source checkout (the folder above the imported ``plur`` package holds plur's ``pyproject.toml``):
+    ``pip install -e '<checkout>[extra]'``. From a wheel (no checkout to point at; the project called ``plur``
+    on PyPI is another one, so ``plur[extra]`` would fetch the wrong package): the extra's own requirements as
+    the installed ``plur-memory`` lists them, e.g. ``pip install 'mcp<3,>=2.3'``.
     """
+    import shlex
     import sys
+
+    root = _checkout()
+    if root is not None:
+        return f"{sys.executable} -m pip install -e '{root}[{extra}]'"
+    try:
+        from importlib.metadata import PackageNotFoundError, requires
+
+        listed = requires("plur-memory") or []
+    except PackageNotFoundError:
+        listed = []
+    reqs = [r.split(";")[0].strip() for r in listed if f'extra == "{extra}"' in r.replace("'", '"')]
+    if reqs:
+        return f"{sys.executable} -m pip install " + " ".join(shlex.quote(r) for r in reqs)
+    return f"{sys.executable} -m pip install '<the plur-memory wheel>[{extra}]'"
+
+
+def _checkout() -> str | None:
+    """The source checkout plur is imported from, or ``None`` (an installed wheel)."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
@@ -109,8 +129,7 @@ def install_hint(extra: str) -> str:
         ours = 'name = "plur-memory"' in (root / "pyproject.toml").read_text(encoding="utf-8")
     except OSError:
         ours = False
-    where = str(root) if ours else "<your plur checkout>"
-    return f"{sys.executable} -m pip install -e '{where}[{extra}]'"
+    return str(root) if ours else None
 
 
 def require(module: str, extra: str) -> ModuleType:

@@ -31,7 +31,7 @@ from plur.errors import ModelError, ValidationError
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "models.lock"
 BGE = "BAAI/bge-small-en-v1.5"
-FIX = f"python scripts/fetch_models.py download {BGE}"
+FIX = f"{sys.executable} -m plur.embed.fetch download {BGE}"
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +94,7 @@ def test_lock_pins_the_required_models_and_round_trips() -> None:
         assert any(f.path == "model.safetensors" and f.sha256 for f in spec.files), spec.name
     text = LOCK.read_text(encoding="utf-8")
     assert dump_lock(specs, lock_header(text), lock_trailer(text)) == text
-    assert "# unverified: fill with scripts/fetch_models.py --update-lock" in text
+    assert "# unverified: fill with python -m plur.embed.fetch --update-lock verify" in text
 
 
 def test_lock_rejects_a_malformed_entry(tmp_path: Path) -> None:

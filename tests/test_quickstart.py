@@ -126,6 +126,13 @@ def test_the_wheel_runs_the_quickstart(tmp_path: Path) -> None:
         if env_pythonpath is not None:
             os.environ["PYTHONPATH"] = env_pythonpath
     assert_same(printed, home)
+    plur_exe = str(user / ".venv" / "bin" / "plur")  # hints that fit a wheel (issue 48): no checkout, no scripts/
+    mcp = subprocess.run([plur_exe, "mcp"], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                         env={**os.environ, "HOME": str(home)})
+    assert mcp.returncode == 6 and "pip install 'mcp" in mcp.stderr and "checkout" not in mcp.stderr, mcp.stderr
+    fetch = subprocess.run([str(user / ".venv" / "bin" / "python"), "-m", "plur.embed.fetch", "list"],
+                           capture_output=True, text=True, timeout=300)
+    assert fetch.returncode == 0 and "BAAI/bge-small-en-v1.5" in fetch.stdout, fetch.stderr
     licence = subprocess.run([str(user / ".venv" / "bin" / "python"), "-c",
                               "from importlib.metadata import metadata; m = metadata('plur-memory'); "
                               "print(m['License-Expression'] or m['License'])"],

@@ -23,6 +23,14 @@ _HASH_MEMO: dict[tuple[str, int, int], str] = {}
 _HASH_MEMO_LOCK = threading.Lock()
 
 
+def fetch_hint(args: str) -> str:
+    """The command that runs :mod:`plur.embed.fetch` with ``args`` in this installation (a wheel has no
+    ``scripts/`` folder), e.g. ``/home/you/.venv/bin/python -m plur.embed.fetch download BAAI/bge-small-en-v1.5``."""
+    import sys
+
+    return f"{sys.executable} -m plur.embed.fetch {args}"
+
+
 def sha256_file(path: Path) -> str:
     """sha256 hex digest of a file's bytes (symlinks followed), read in 1 MiB blocks.
 
@@ -153,7 +161,7 @@ def download_pinned(spec: ModelSpec, *, cache_dir: Path | None = None, local_dir
     if hf_offline():
         raise ModelError(
             f"cannot download {spec.name}: HF_HUB_OFFLINE is set; unset it, or fetch the model on a "
-            f"machine with network (python scripts/fetch_models.py download {spec.name} --to DIR) and "
+            f"machine with network ({fetch_hint('download ' + spec.name + ' --to DIR')}) and "
             f"set PLUR_MODEL=DIR"
         )
     _probe_hub(spec, timeout_s)
@@ -171,7 +179,7 @@ def download_pinned(spec: ModelSpec, *, cache_dir: Path | None = None, local_dir
             raise ModelError(
                 f"cannot download {f.path} of {spec.name}@{spec.revision[:7]}: {type(exc).__name__}: "
                 f"{str(exc)[:300]}; check the network (huggingface.co) or fetch the model elsewhere with "
-                f"python scripts/fetch_models.py download {spec.name} --to DIR and set PLUR_MODEL=DIR"
+                f"{fetch_hint('download ' + spec.name + ' --to DIR')} and set PLUR_MODEL=DIR"
             ) from None
         if folder is None:
             folder = Path(got)
@@ -197,10 +205,10 @@ def _probe_hub(spec: ModelSpec, timeout_s: float) -> None:
     except OSError as exc:
         raise ModelError(
             f"cannot download {spec.name}: {host}:{port} is unreachable ({exc}); connect to the network, "
-            f"or fetch the model on another machine (python scripts/fetch_models.py download {spec.name} "
-            f"--to DIR), copy DIR here and set PLUR_MODEL=DIR"
+            f"or fetch the model on another machine ({fetch_hint('download ' + spec.name + ' --to DIR')}), "
+            "copy DIR here and set PLUR_MODEL=DIR"
         ) from None
 
 
-__all__ = ["VerifyReport", "download_pinned", "hf_cache_dir", "hf_offline", "hf_snapshot_folder", "sha256_file",
+__all__ = ["VerifyReport", "download_pinned", "fetch_hint", "hf_cache_dir", "hf_offline", "hf_snapshot_folder", "sha256_file",
            "verify_files"]

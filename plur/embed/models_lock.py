@@ -28,7 +28,7 @@ PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 POOLINGS = ("cls", "mean")
 _SHA256_RE = re.compile(r"\A[0-9a-f]{64}\Z")
 _REVISION_RE = re.compile(r"\A[0-9a-f]{40}\Z")
-_UNVERIFIED_COMMENT = "# unverified: fill with scripts/fetch_models.py --update-lock"
+_UNVERIFIED_COMMENT = "# unverified: fill with python -m plur.embed.fetch --update-lock verify"
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ def dump_lock(specs: Mapping[str, ModelSpec], header: str = "", trailer: str = "
     Args:
         specs: repository id -> spec, written in this order.
         header: comment lines (each starting with ``#``) to put first; the current file's header is
-            kept by ``scripts/fetch_models.py --update-lock``.
+            kept by ``python -m plur.embed.fetch --update-lock verify``.
         trailer: text kept verbatim after the models (the ``[rerankers]`` tables, see :func:`lock_trailer`).
 
     Returns:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import ModelError
 from .embedder import Embedder, SentenceTransformerEmbedder
-from .model_files import download_pinned, hf_offline, hf_snapshot_folder, sha256_file, verify_files
+from .model_files import download_pinned, fetch_hint, hf_offline, hf_snapshot_folder, sha256_file, verify_files
 from .models_lock import PACKAGED_MODEL, ModelSpec, find_spec, load_lock
 
 log = logging.getLogger("plur.embed")
@@ -97,7 +97,7 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
 
     Raises:
         ModelError: the model failed and ``settings.allow_fallback`` is False; the message says why
-            and how to fix it (``python scripts/fetch_models.py download MODEL``).
+            and how to fix it (``python -m plur.embed.fetch download MODEL``).
     """
     requested = str(settings.model).strip()
     device, batch = settings.device, int(settings.embed_batch_size)
@@ -122,7 +122,7 @@ def resolve_embedder(settings: Any, *, lock_path: Path | None = None, cache_dir:
         failures.append(str(exc))
     folder = Path(requested).expanduser()
     looks_like_path = folder.is_dir() or requested.startswith(("/", "./", "../", "~", ".\\")) or folder.is_absolute()
-    fix = (f"python scripts/fetch_models.py download {requested} (needs huggingface.co)" if not looks_like_path
+    fix = (f"{fetch_hint('download ' + requested)} (needs huggingface.co)" if not looks_like_path
            else "point PLUR_MODEL at a folder holding a sentence-transformers model")
 
     if folder.is_dir():
@@ -225,7 +225,7 @@ def _load_pinned(spec: ModelSpec, device: str, batch: int, cache_dir: Path | Non
             continue
         for path, digest in report.unverified:
             warn_list.append(f"{spec.name}: {path} has no pinned sha256 (computed {digest}); "
-                             "fill it with scripts/fetch_models.py --update-lock")
+                             f"fill it with {fetch_hint('--update-lock verify ' + spec.name)}")
         try:
             e = make(spec, device, batch, folder=folder)
         except ModelError as exc:
