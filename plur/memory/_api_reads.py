@@ -1,15 +1,16 @@
-"""The read methods of :class:`~plur.memory.Memory` (a mixin it inherits): one engram, lists, the pinned
-engrams, and recall. Each is documented here and delegates in one line to the module that does it
+"""The read methods of :class:`~plur.memory.Memory` (a mixin it inherits): one engram, its history, lists, the
+pinned engrams, and recall. Each is documented here and delegates in one line to the module that does it
 (:mod:`.reads`, :mod:`.recall`, :mod:`.legs`, :mod:`.filters`, :mod:`.freshness`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..store.engram import Engram
-from . import filters as _filters, freshness as _freshness, legs as _two_legs, reads as _reads, recall as _recall
+from . import filters as _filters, freshness as _freshness, labels as _labels, legs as _two_legs, reads as _reads
+from . import recall as _recall
 
 if TYPE_CHECKING:  # pragma: no cover - plur.index.recall loads on the first recall
     from ..index.recall import Fills, Hit
@@ -44,7 +45,8 @@ class ReadMethods:
     def recall(self, query: str, k: int = 10, *, scope: str | None = None, types: Sequence[str] | None = None,
                tags: Sequence[str] | None = None, mode: str = "hybrid", agent: str | None = None,
                record: bool = True, min_score: float | None = None, include_expired: bool = False,
-               now: Any = None, explain: bool = False, scopes: frozenset[str] | None = None) -> list[Hit]:
+               now: Any = None, explain: bool = False, scopes: frozenset[str] | None = None,
+               user_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> list[Hit]:
         """Engrams relevant to ``query``, best first.
 
         Args:
@@ -70,6 +72,10 @@ class ReadMethods:
             explain: fill each hit's ``context_matches`` (query terms matched via neighbouring turns).
             scopes: recall only among engrams in these scopes (a team member's readable scopes, set by the
                 service's door, :mod:`plur.service.access`), on top of ``scope``; ``None`` = no such limit.
+            user_id: one user's notes: the scope ``agent:<user_id>`` (plus ``global``), instead of ``scope``
+                (:mod:`plur.memory.labels`).
+            metadata: ``{name: value}`` every hit must carry, each as the tag ``name:value`` (what
+                :meth:`learn`'s ``metadata`` adds).
 
         Returns:
             At most ``k`` :class:`~plur.index.recall.Hit` objects, ``rank`` 1..n, scores in [0, 1]
@@ -77,11 +83,13 @@ class ReadMethods:
             memory block ('' when it clears it; :meth:`relevance_floor`, setting ``relevance_floor``).
 
         Raises:
-            ValidationError: bad query type, k, scope, mode, min_score or ``now``.
+            ValidationError: bad query type, k, scope, mode, min_score, ``now``, ``metadata``, or both
+                ``scope`` and ``user_id``.
         """
+        scope = _labels.scope_of(scope, user_id, None)
         return _recall.recall(self, query, k, scope=scope, types=types, tags=tags, mode=mode, agent=agent,
                               record=record, min_score=min_score, include_expired=include_expired, now=now,
-                              explain=explain, scopes=scopes)
+                              explain=explain, scopes=scopes, required=_labels.tags_of(metadata) or None)
 
     def recall_legs(self, query: str, k: int = 10, *, scope: str | None = None, agent: str | None = None,
                     record: bool = True) -> dict[str, list[Hit]]:
@@ -113,10 +121,11 @@ class ReadMethods:
     # -- recall's internals, called through the instance ---------------------------------------
     def _legs(self, query: str, k: int, scope: str | None, types: Sequence[str] | None,
               tags: Sequence[str] | None, need_bm25: bool, need_dense: bool, include_expired: bool = False,
-              scopes: frozenset[str] | None = None
+              scopes: frozenset[str] | None = None, required: Sequence[str] | None = None
               ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float, Fills]:
         """The two legs' rankings, the BM25 full-match score and the fills (:func:`plur.memory.legs.legs`)."""
-        return _two_legs.legs(self, query, k, scope, types, tags, need_bm25, need_dense, include_expired, scopes)
+        return _two_legs.legs(self, query, k, scope, types, tags, need_bm25, need_dense, include_expired, scopes,
+                              required)
 
     def _get_or_none(self, engram_id: str) -> Engram | None:
         """The stored engram, or ``None`` when it vanished (:func:`plur.memory.freshness.get_or_none`)."""
@@ -130,14 +139,35 @@ class ReadMethods:
         """Ids recall never returns (:func:`plur.memory.filters.blocked`)."""
         return _filters.blocked(self, include_expired)
 
-    def _allowed(self, scope: str | None, types: Sequence[str] | None,
-                 tags: Sequence[str] | None, scopes: frozenset[str] | None = None) -> set[str] | None:
+    def _allowed(self, scope: str | None, types: Sequence[str] | None, tags: Sequence[str] | None,
+                 scopes: frozenset[str] | None = None, required: Sequence[str] | None = None) -> set[str] | None:
         """Ids a scope/type/tag filter admits, ``None`` for no filter (:func:`plur.memory.filters.allowed`)."""
-        return _filters.allowed(self, scope, types, tags, scopes)
+        return _filters.allowed(self, scope, types, tags, scopes, required)
+
+    def history(self, engram_id: str) -> list[Engram]:
+        """The versions of a note, oldest first: the chain :meth:`supersede` links (each new engram names the
+        one it replaced in ``supersedes``; the old one stays, retired), from any id in it.
+
+        :meth:`update` edits a note in place (same id, ``updated`` set) and keeps no earlier text: supersede
+        when the history should stay. A forgotten version is gone from the chain.
+
+        Args:
+            engram_id: any version's id.
+
+        Returns:
+            Every stored version, the first statement first and the current one last (``[engram]`` for a
+            note never superseded).
+
+        Raises:
+            NotFoundError: no such engram.
+            InvalidIdError: ``engram_id`` is not an engram id.
+        """
+        return _reads.history(self, engram_id)
 
     # last: a method named ``list`` shadows the builtin in the annotations of the methods after it (mypy)
     def list(self, *, scope: str | None = None, type: str | None = None, tag: str | None = None,
-             status: str | None = None, text: str | None = None) -> list[Engram]:
+             status: str | None = None, text: str | None = None, user_id: str | None = None,
+             metadata: Mapping[str, Any] | None = None) -> list[Engram]:
         """Engrams matching every given filter, newest first.
 
         Args:
@@ -146,8 +176,13 @@ class ReadMethods:
             tag: engrams carrying this tag.
             status: ``active`` or ``retired``.
             text: a case-insensitive substring of the statement.
+            user_id: exactly the scope ``agent:<user_id>`` (one user's notes), instead of ``scope``.
+            metadata: ``{name: value}``: engrams carrying every tag ``name:value``.
 
         Raises:
-            ValidationError: ``scope`` is not a valid scope (``projct:atlas`` would match nothing, silently).
+            ValidationError: ``scope`` is not a valid scope (``projct:atlas`` would match nothing, silently),
+                bad ``metadata``, or both ``scope`` and ``user_id``.
         """
-        return _reads.list_(self, scope=scope, type=type, tag=tag, status=status, text=text)
+        scope = _labels.scope_of(scope, user_id, None)
+        return _reads.list_(self, scope=scope, type=type, tag=tag, status=status, text=text,
+                            required=_labels.tags_of(metadata))

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..store.engram import Engram
-from . import forget as _forget, imports as _imports, writes as _writes
+from . import forget as _forget, imports as _imports, labels as _labels, writes as _writes
 from .imports import ImportResult
 
 
@@ -20,7 +20,7 @@ class WriteMethods:
     def learn(self, statement: str, *, scope: str = "global", type: str = "fact", tags: Sequence[str] = (),
               domain: str | None = None, rationale: str | None = None, source: Mapping[str, Any] | None = None,
               pinned: bool = False, created: Any = None, valid_from: Any = None, valid_until: Any = None,
-              ttl: Any = None) -> Engram:
+              ttl: Any = None, user_id: str | None = None, metadata: Mapping[str, Any] | None = None) -> Engram:
         """Remember ``statement``; an exact duplicate in the same scope returns the existing engram.
 
         A duplicate is not written again, but tags it lacks are added to it (never dropped): the
@@ -41,14 +41,20 @@ class WriteMethods:
             valid_until: end of the validity window (ISO-8601 or datetime), likewise.
             ttl: time to live from now, e.g. ``'30d'`` (:func:`~plur.store.engram.parse_duration`)
                 or a ``timedelta``; sets ``valid_until`` (give one of the two).
+            user_id: the note is this user's: the scope ``agent:<user_id>``, instead of ``scope``
+                (:mod:`plur.memory.labels`).
+            metadata: ``{name: value}`` stored as the tags ``name:value``, which :meth:`recall` and
+                :meth:`list` filter on with their own ``metadata``.
 
         Returns:
             The stored engram (the one already held, for a duplicate).
 
         Raises:
-            ValidationError: empty statement, bad scope/type/tag/time, ttl with valid_until, or over
-                ``max_statement_bytes``.
+            ValidationError: empty statement, bad scope/type/tag/time/metadata, ttl with valid_until, both
+                ``scope`` and ``user_id``, or over ``max_statement_bytes``.
         """
+        scope = _labels.scope_of(scope, user_id, "global") or "global"
+        tags = [*tags, *_labels.tags_of(metadata)]
         return _writes.learn(self, statement, scope=scope, type=type, tags=tags, domain=domain, rationale=rationale,
                              source=source, pinned=pinned, created=created, valid_from=valid_from,
                              valid_until=valid_until, ttl=ttl)

@@ -78,13 +78,15 @@ def note_changes(mem: Any, before: int, changed: Iterable[Any], removed: Iterabl
 
 
 def allowed(mem: Any, scope: str | None, types: Sequence[str] | None,
-             tags: Sequence[str] | None, scopes: frozenset[str] | None = None) -> set[str] | None:
+            tags: Sequence[str] | None, scopes: frozenset[str] | None = None,
+            required: Sequence[str] | None = None) -> set[str] | None:
     """The filter's admitted ids, cached until the store changes (an O(n) pass per store change);
-    ``scopes``: only engrams in these scopes (a team member's readable ones), ``None`` = no such limit."""
-    if scope is None and not types and not tags and scopes is None:
+    ``scopes``: only engrams in these scopes (a team member's readable ones), ``None`` = no such limit;
+    ``required``: tags every admitted engram carries, all of them (``metadata=``, :mod:`.labels`)."""
+    if scope is None and not types and not tags and scopes is None and not required:
         return None
     key = (mem._generation, scope, tuple(sorted(types or ())), tuple(sorted(tags or ())),
-           None if scopes is None else tuple(sorted(scopes)))
+           None if scopes is None else tuple(sorted(scopes)), tuple(sorted(required or ())))
     got = mem._allowed_cache.get(key)
     if got is None:
         if len(mem._allowed_cache) > 64 or any(k[0] != mem._generation for k in mem._allowed_cache):
@@ -92,5 +94,8 @@ def allowed(mem: Any, scope: str | None, types: Sequence[str] | None,
         from ..index.recall import allowed_ids
 
         got = allowed_ids(mem._by_id(), scope=scope, types=types, tags=tags, scopes=scopes)
+        if required:
+            need = set(required)
+            got = {i for i, e in mem._by_id().items() if (got is None or i in got) and need.issubset(e.tags)}
         mem._allowed_cache[key] = got
     return got

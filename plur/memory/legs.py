@@ -14,16 +14,18 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def legs(mem: Any, query: str, k: int, scope: str | None, types: Sequence[str] | None,
           tags: Sequence[str] | None, need_bm25: bool, need_dense: bool, include_expired: bool = False,
-          scopes: frozenset[str] | None = None) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float, Fills]:
+          scopes: frozenset[str] | None = None, required: Sequence[str] | None = None
+          ) -> tuple[list[tuple[str, float]], list[tuple[str, float]], float, Fills]:
     """The two legs' rankings (validity-filtered), the query's BM25 full-match score and the fills.
 
     Fills (both legs run): ``({id: BM25 score} of dense-only candidates, {id: cosine} of BM25-only
     candidates)``, so that fusion sums both legs' evidence for every candidate; see
-    :func:`plur.index.recall.combine`. ``scopes``: admit only engrams in these scopes (``None``: no limit).
+    :func:`plur.index.recall.combine`. ``scopes``: admit only engrams in these scopes (``None``: no limit);
+    ``required``: only engrams carrying every one of these tags.
     """
     idx = mem._index(need_dense)
     mem._scan()
-    allowed = mem._allowed(scope, types, tags, scopes)
+    allowed = mem._allowed(scope, types, tags, scopes, required)
     if allowed is not None and not allowed:
         return [], [], 0.0, ({}, {})
     n = max(k, mem.settings.candidates)

@@ -1,9 +1,10 @@
-"""Reads through a :class:`~plur.memory.Memory`: one engram, filtered lists, the pinned engrams
-(cached until the store changes).
+"""Reads through a :class:`~plur.memory.Memory`: one engram, its history (the supersede chain), filtered lists,
+the pinned engrams (cached until the store changes).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -17,7 +18,7 @@ def get(mem: Any, engram_id: str) -> Engram:
 
 
 def list_(mem: Any, *, scope: str | None = None, type: str | None = None, tag: str | None = None,
-         status: str | None = None, text: str | None = None) -> list[Engram]:
+          status: str | None = None, text: str | None = None, required: Sequence[str] = ()) -> list[Engram]:
     """Engrams matching every given filter: :meth:`plur.memory.Memory.list`, which documents it."""
     if scope is not None:
         _check_scope(scope)
@@ -30,7 +31,33 @@ def list_(mem: Any, *, scope: str | None = None, type: str | None = None, tag: s
     return [e for e in mem._newest_cache[1]
             if (scope is None or e.scope == scope) and (type is None or e.type == type)
             and (tag is None or tag in e.tags) and (status is None or e.status == status)
-            and (needle is None or needle in e.statement.casefold())]
+            and (needle is None or needle in e.statement.casefold())
+            and (not required or set(required).issubset(e.tags))]
+
+
+def history(mem: Any, engram_id: str) -> list[Engram]:
+    """A note's versions along ``supersedes``, oldest first: :meth:`plur.memory.Memory.history`, which documents it."""
+    mem._scan()
+    by_id = mem.store.by_id()
+    start = mem.store.get(engram_id)  # NotFoundError / InvalidIdError
+    older: list[Engram] = []
+    e, seen = start, {start.id}
+    while e.supersedes and e.supersedes in by_id and e.supersedes not in seen:  # a hand-edited loop ends
+        e = by_id[e.supersedes]
+        seen.add(e.id)
+        older.append(e)
+    successors: dict[str, list[Engram]] = {}
+    for other in by_id.values():
+        if other.supersedes:
+            successors.setdefault(other.supersedes, []).append(other)
+    newer: list[Engram] = []
+    e = start
+    while (after := sorted((n for n in successors.get(e.id, ()) if n.id not in seen),
+                           key=lambda n: (n.created, n.id))):
+        e = after[-1]  # two supersessions of one note (a hand edit): the newest leads
+        seen.add(e.id)
+        newer.append(e)
+    return [*reversed(older), start, *newer]
 
 
 def pinned(mem: Any, scope: str | None = None) -> list[Engram]:

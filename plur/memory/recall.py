@@ -48,8 +48,10 @@ def check_query(mem: Any, query: Any, k: Any, scope: str | None) -> None:
 def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types: Sequence[str] | None = None,
            tags: Sequence[str] | None = None, mode: str = "hybrid", agent: str | None = None,
            record: bool = True, min_score: float | None = None, include_expired: bool = False,
-           now: Any = None, explain: bool = False, scopes: frozenset[str] | None = None) -> list[Hit]:
-    """Engrams relevant to ``query``, best first: :meth:`plur.memory.Memory.recall`, which documents it."""
+           now: Any = None, explain: bool = False, scopes: frozenset[str] | None = None,
+           required: Sequence[str] | None = None) -> list[Hit]:
+    """Engrams relevant to ``query``, best first: :meth:`plur.memory.Memory.recall`, which documents it
+    (``required``: tags every hit carries, its ``metadata=``)."""
     check_query(mem, query, k, scope)
     query = bound_query(query)
     from ..index.recall import check_mode, combine
@@ -66,7 +68,7 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
         # Without an embedding model, dense recall degrades to BM25 (the fallback was already loud).
         mode_used = "bm25" if mode == "dense" and mem._index(mode != "bm25").dense is None else mode
         bm25, dense, top, fills = mem._legs(query, k, scope, types, tags, mode_used != "dense",
-                                             mode_used != "bm25", include_expired, scopes)
+                                             mode_used != "bm25", include_expired, scopes, required)
         hits = second_stage(mem, query, k, now, explain, mode_used, lambda n: combine(
             bm25, dense, mode=mode_used, k=n, lookup=mem._get_or_none, fusion_method=s.fusion,
             rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top, fills=fills))
