@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-pytest.importorskip("mkdocs")
-pytest.importorskip("mkdocstrings_handlers.python")
 
 #: What a page may load from another machine: nothing. (Links a reader clicks are not loads.)
 EXTERNAL_LOAD = re.compile(r"""<(?:link|script|img|iframe|source)\b[^>]*\b(?:href|src)=["']?(?:https?:)?//""", re.I)
@@ -26,6 +24,8 @@ ROLE = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj):(?:<code>|`)")
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("mkdocstrings_handlers.python")
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1", "HF_HUB_OFFLINE": "1"}
     r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)], cwd=ROOT,
@@ -62,3 +62,31 @@ def test_the_python_reference_renders_roles_and_lists_the_methods(site: Path) ->
                  "plur.hosts.anthropic_memory.PlurMemoryTool", "plur.hosts.pydantic_ai.attach"):
         assert name in ids, name
     assert 'href="#plur.config.Settings"' in text  # a role became a link to what it names
+
+
+def test_scripts_docs_works_after_plain_setup(tmp_path: Path) -> None:
+    """`scripts/docs` needed `scripts/setup --dev` (the docs extra), which the README did not say: after a plain
+    `scripts/setup` it installs that extra into .venv first (a stub interpreter records what it is asked)."""
+    import shutil
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(ROOT / "scripts" / "docs", tmp_path / "scripts" / "docs")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    stub = tmp_path / ".venv" / "bin" / "python"
+    log = tmp_path / "calls.txt"
+    stub.write_text(f'#!/bin/sh\necho "$*" >> {log}\n[ "$1" = "-c" ] && exit 1\nexit 0\n')
+    stub.chmod(0o755)
+    r = subprocess.run(["bash", str(tmp_path / "scripts" / "docs"), "build"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    calls = log.read_text().splitlines()
+    assert calls[1] == "-m pip install -q -e .[docs]" and calls[2].startswith("-m mkdocs build --strict"), calls
+
+
+def test_the_readme_and_getting_started_name_the_platform_ci_tests() -> None:
+    """getting-started said "Linux or macOS", the README "Linux"; CI (.ci/run -> scripts/test) runs on Debian."""
+    claim = "On Linux with Python 3.11 or newer (CI runs Debian on x86-64; macOS is not tested)"
+    for page in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        assert claim in text and "Linux or macOS" not in text, page
+    assert "apt-get" in (ROOT / "scripts" / "setup").read_text()  # what the claim rests on
