@@ -12,13 +12,14 @@ import sys
 #: ``plur hook <host>`` -> the module whose ``main(argv)`` serves it.
 HOOKS = {"claude-code": "plur.hooks.claude_code"}
 #: Arguments the click command answers instead (help, the config to paste): no hook run.
-CLICK_ONLY = {"-h", "--help", "--print-config", "--with-stop"}
+CLICK_ONLY = {"-h", "--help", "--print-config", "--install", "--with-stop"}
 
 
 def main() -> int:
     """Run ``plur`` with ``sys.argv``; returns the exit code."""
     argv = sys.argv[1:]
-    if len(argv) >= 2 and argv[0] == "hook" and argv[1] in HOOKS and not CLICK_ONLY.intersection(argv[2:]):
+    if len(argv) >= 2 and argv[0] == "hook" and argv[1] in HOOKS and not CLICK_ONLY.intersection(
+            a.split("=", 1)[0] for a in argv[2:]):
         import importlib
 
         return int(importlib.import_module(HOOKS[argv[1]]).main(argv[2:]))

@@ -12,7 +12,7 @@ import json
 import click
 
 from ..service.session import Session as App
-from .scopes import nonblank
+from .scopes import NonBlankPath, nonblank
 
 #: The events ``--print-config`` registers; ``--with-stop`` adds ``Stop`` (capture = "all" stores answers).
 EVENTS = ("UserPromptSubmit", "SessionStart")
@@ -35,10 +35,14 @@ def hook() -> None:
 @click.option("--print-config", is_flag=True,
               help="Print the hooks JSON for ~/.claude/settings.json (or ~/.codex/hooks.json) naming this plur by "
                    "its absolute path (and the home, when one was chosen), then exit.")
-@click.option("--with-stop", is_flag=True, help="With --print-config: register Stop too (capture = \"all\").")
+@click.option("--install", "install_into", type=NonBlankPath(dir_okay=False), default=None,
+              help="Write those hooks into this settings file (~/.claude/settings.json, ~/.codex/hooks.json), "
+                   "keeping every other setting and hook (an earlier plur hook is replaced), then exit.")
+@click.option("--with-stop", is_flag=True,
+              help="With --print-config or --install: register Stop too (capture = \"all\").")
 @click.pass_obj
 def claude_code(app: App, hook_home: str | None, scope: str | None, max_engrams: int | None, budget_tokens: int | None,
-                timeout_s: float | None, print_config: bool, with_stop: bool) -> None:
+                timeout_s: float | None, print_config: bool, install_into: str | None, with_stop: bool) -> None:
     """Answer Claude Code's UserPromptSubmit, SessionStart and Stop hooks: the event's JSON on stdin, the
     memory to add on stdout. Codex runs it unchanged.
 
@@ -58,14 +62,19 @@ def claude_code(app: App, hook_home: str | None, scope: str | None, max_engrams:
                         ("--timeout-s", timeout_s)):
         if value is not None:
             options += [name, str(value)]
-    if print_config:
-        from .hostconfig import hook_config
+    if print_config or install_into is not None:
+        from .hostconfig import hook_config, install, is_plur_hook
 
-        events = (*EVENTS, "Stop") if with_stop else EVENTS
-        click.echo(json.dumps(hook_config(home, options, events), indent=2))
+        config = hook_config(home, options, (*EVENTS, "Stop") if with_stop else EVENTS)
+        if install_into is None:
+            click.echo(json.dumps(config, indent=2))
+            return
+        events = install(Path(install_into), config, is_plur_hook)
+        command = config["hooks"][events[0]][0]["hooks"][0]["command"]
+        click.echo(f"plur: {', '.join(events)} hooks in {install_into} run {command}")
         return
     if with_stop:
-        raise click.UsageError("--with-stop goes with --print-config")
+        raise click.UsageError("--with-stop goes with --print-config or --install")
     import sys
 
     from ..hooks.claude_code import main as hook_main

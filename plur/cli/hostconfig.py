@@ -50,4 +50,53 @@ def mcp_config(home: Path | None, options: list[str]) -> dict[str, Any]:
     return {"mcpServers": {"plur": {"command": argv[0], "args": [*argv[1:], *home_args(home), "mcp", *options]}}}
 
 
-__all__ = ["HOOK_TIMEOUT_S", "home_args", "hook_config", "mcp_config", "plur_argv"]
+def install(path: Path, config: dict[str, Any], mine: Any) -> list[str]:
+    """Merge ``config`` into the JSON file at ``path`` (made, with its folder, when missing), written atomically.
+
+    Each top-level key of ``config`` (``hooks``, ``mcpServers``) is a mapping merged into the file's: for every
+    name in it, the entries ``mine(entry)`` recognises as an earlier plur's are replaced by ``config``'s, every
+    other entry and every other setting is kept.
+
+    Returns:
+        The names written (``["UserPromptSubmit", "SessionStart"]``, ``["plur"]``).
+
+    Raises:
+        ValidationError: the file is not a JSON object (it is left as it was).
+    """
+    import json
+
+    from ..errors import ValidationError
+    from ..store.atomic import atomic_write
+
+    path = path.expanduser()
+    try:
+        current = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, ValueError) as exc:
+        raise ValidationError(f"{str(path)!r} is not a JSON file plur can read ({exc}); fix it or give another "
+                              "path (nothing was written)") from None
+    if not isinstance(current, dict):
+        raise ValidationError(f"{str(path)!r} holds JSON that is not an object; nothing was written")
+    names: list[str] = []
+    for key, wanted in config.items():
+        held = current.get(key) if isinstance(current.get(key), dict) else {}
+        for name, value in wanted.items():
+            old = held.get(name)
+            if isinstance(value, list):  # hooks: a list of matcher groups per event; keep the others'
+                kept = [g for g in old if not mine(g)] if isinstance(old, list) else []
+                held[name] = [*kept, *value]
+            else:
+                held[name] = value
+            names.append(name)
+        current[key] = held
+    atomic_write(path, (json.dumps(current, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    return names
+
+
+def is_plur_hook(group: Any) -> bool:
+    """Is this hooks group (``{"hooks": [{"type": "command", "command": ...}]}``) plur's own?"""
+    hooks = group.get("hooks") if isinstance(group, dict) else None
+    return isinstance(hooks, list) and any(isinstance(h, dict) and " hook claude-code" in str(h.get("command", ""))
+                                           for h in hooks)
+
+
+__all__ = ["HOOK_TIMEOUT_S", "home_args", "hook_config", "install", "is_plur_hook", "mcp_config", "plur_argv"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..service.session import Session as App
-from .scopes import HERE_HELP, nonblank, scope_value
+from .scopes import HERE_HELP, NonBlankPath, nonblank, scope_value
 
 
 @click.command()
@@ -62,20 +62,31 @@ def service_stdio() -> None:
 @click.option("--print-config", is_flag=True,
               help="Print the mcpServers JSON for Claude Desktop, Cursor, a project's .mcp.json... naming this plur "
                    "by its absolute path (and the home, when one was chosen), then exit.")
+@click.option("--install", "install_into", type=NonBlankPath(dir_okay=False), default=None,
+              help="Write that entry into this mcpServers JSON file (Claude Desktop's, Cursor's, a project's "
+                   ".mcp.json), keeping the other servers and settings, then exit.")
 @click.pass_obj
-def mcp(app: App, scope: str | None, transport: str, host: str, port: int, print_config: bool) -> None:
+def mcp(app: App, scope: str | None, transport: str, host: str, port: int, print_config: bool,
+        install_into: str | None) -> None:
     """Serve memory over MCP (Claude Desktop / Code, Cursor, ...): tools, engram resource, memory prompt.
 
     MCP clients start the server with their own PATH: register it by its absolute path (--print-config).
     """
-    if print_config:
+    if print_config or install_into is not None:
         import json
+        from pathlib import Path
 
-        from .hostconfig import mcp_config
+        from .hostconfig import install, mcp_config
 
         if transport != "stdio":
-            raise click.UsageError("--print-config writes a stdio entry; leave --transport out")
-        click.echo(json.dumps(mcp_config(app.home, ["--scope", scope] if scope else []), indent=2))
+            raise click.UsageError("--print-config and --install write a stdio entry; leave --transport out")
+        config = mcp_config(app.home, ["--scope", scope] if scope else [])
+        if install_into is None:
+            click.echo(json.dumps(config, indent=2))
+            return
+        install(Path(install_into), config, lambda _: False)
+        entry = config["mcpServers"]["plur"]
+        click.echo(f"plur: the MCP server 'plur' in {install_into} runs {' '.join([entry['command'], *entry['args']])}")
         return
     from ..mcp.scope import ScopePin
     from ..mcp.server import serve as run_mcp
@@ -90,9 +101,10 @@ def mcp(app: App, scope: str | None, transport: str, host: str, port: int, print
 
 
 def _say_which_home(given: object) -> None:
-    """One stderr line: the home plur mcp serves and where that came from. MCP clients start it with a minimal
-    environment (HOME, PATH, USER, SHELL, TERM, LOGNAME), so a PLUR_HOME set in the user's shell is dropped
-    unless the client's config passes it (issue 38)."""
+    """One stderr line: the home plur mcp serves and where that came from. A desktop MCP client starts it with
+    a minimal environment (HOME, PATH, USER, SHELL, TERM, LOGNAME), so a PLUR_HOME set in the user's shell is
+    dropped unless the client's config passes it (issue 38); one started from that shell (Claude Code, Codex)
+    passes it on."""
     import os
 
     from ..service.files import home_of
@@ -103,7 +115,8 @@ def _say_which_home(given: object) -> None:
     elif os.environ.get("PLUR_HOME"):
         source = "PLUR_HOME"
     else:
-        source = ("the default: PLUR_HOME is not set here; MCP clients pass a minimal environment, so set "
-                  "PLUR_HOME in the client's env for plur mcp if your memory lives elsewhere")
+        source = ("the default: PLUR_HOME is not set here; a desktop MCP client passes a minimal environment, "
+                  "so if your memory lives elsewhere give it in the client's entry: "
+                  "plur --home DIR mcp --install FILE, or PLUR_HOME in its env")
     state = "" if os.path.lexists(home) else "; it does not exist yet: reads find nothing, the first learn creates it"
     click.echo(f"plur mcp: memory at {home} ({source}){state}", err=True)
