@@ -288,3 +288,28 @@ def test_project_which_registers_nothing(run, home: Path, tmp_path: Path) -> Non
 
     assert resolve(missing, home).registered is False  # no door registers a folder that does not exist
     assert resolve(real, home).scope == "project:app"  # the first write from the real clone: the plain name
+
+
+def test_install_merges_plur_into_a_config_and_keeps_the_rest(tmp_path: Path) -> None:
+    settings = tmp_path / "claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": "opus", "hooks": {
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "plur hook claude-code"}]},
+                             {"hooks": [{"type": "command", "command": "lint-prompt"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]}}))
+    r = plur("hook", "claude-code", "--install", str(settings), "--scope", "project:web")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(settings.read_text())
+    assert got["model"] == "opus" and got["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": "notify"}]}]
+    prompt = [h["command"] for g in got["hooks"]["UserPromptSubmit"] for h in g["hooks"]]
+    assert prompt[0] == "lint-prompt" and len(prompt) == 2 and os.path.isabs(prompt[1].split()[0])  # the bare one went
+    assert prompt[1].endswith(f"hook claude-code --home {os.environ['PLUR_HOME']} --scope project:web")
+    assert "SessionStart" in got["hooks"]
+    cursor = tmp_path / "cursor" / "mcp.json"
+    assert plur("mcp", "--install", str(cursor)).returncode == 0
+    cursor.write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}))
+    assert plur("mcp", "--install", str(cursor)).returncode == 0
+    assert set(json.loads(cursor.read_text())["mcpServers"]) == {"other", "plur"}
+    cursor.write_text("[1, 2]")
+    r = plur("mcp", "--install", str(cursor))
+    assert r.returncode == 2 and "not an object" in r.stderr and cursor.read_text() == "[1, 2]"
