@@ -447,7 +447,8 @@ def _scope_commands() -> set[str]:
 SCOPED = {"learn": ["learn", "x"], "list": ["list"], "recall": ["recall", "x"],
           "section": ["section", "x", "--agent", "a"], "export": ["export", "{tmp}/out.jsonl"], "import": ["import", "{tmp}/in.jsonl"],
           "ingest": ["ingest", "{tmp}/in.jsonl"], "mcp": ["mcp"], "sessions": ["sessions"],
-          "link claude-code": ["link", "claude-code", "{tmp}"]}
+          "link claude-code": ["link", "claude-code", "{tmp}"],
+          "hook claude-code": ["hook", "claude-code", "--print-config"]}
 
 
 def test_the_scope_table_names_every_command_with_a_scope_option() -> None:

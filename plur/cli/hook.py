@@ -18,6 +18,16 @@ from .scopes import NonBlankPath, nonblank
 EVENTS = ("UserPromptSubmit", "SessionStart")
 
 
+def hook_scope(value: str | None) -> str | None:
+    """A scope, or ``here`` (the project of the hook's cwd, resolved per event by the hook): checked now, so a
+    config never carries a scope the hook would refuse at every prompt."""
+    if value is None or value == "here":
+        return value
+    from ..store.scope import check_scope
+
+    return check_scope(value)
+
+
 @click.group()
 def hook() -> None:
     """Answer a host's prompt hook (its JSON on stdin); see docs/hosts/claude-code.md."""
@@ -25,7 +35,7 @@ def hook() -> None:
 
 @hook.command("claude-code")
 @click.option("--home", "hook_home", default=None, help="The plur home (as `plur --home`).")
-@click.option("--scope", default=None, callback=nonblank,
+@click.option("--scope", default=None, callback=lambda ctx, param, value: hook_scope(nonblank(ctx, param, value)),
               help="Recall in this scope plus global ('here': the project of the hook's cwd, the default).")
 @click.option("--max-engrams", type=click.IntRange(0, 100000), default=None, help="Notes per prompt at most (4).")
 @click.option("--budget-tokens", type=click.IntRange(0, 100000), default=None,
