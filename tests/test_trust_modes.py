@@ -224,7 +224,7 @@ def test_every_command_leaves_the_home_owner_only_under_umask_022(pg_base: str) 
         plur("link remove", str(tmp / "proj"))
         hook_input = {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "cwd": str(tmp / "proj"),
                       "prompt": "What is my dog called?", "transcript_path": str(tmp / "none.jsonl")}
-        plur("hook", "claude-code", stdin=json.dumps(hook_input))
+        plur("hook claude-code", stdin=json.dumps(hook_input))  # a group since issue 48 (--help, --install)
         plur("completion", "bash")
         plur("doctor")
         plur("mcp")  # stdio, its input ends at once
