@@ -31,7 +31,7 @@ from plur.errors import ModelError, ValidationError
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "models.lock"
 BGE = "BAAI/bge-small-en-v1.5"
-FIX = f"{sys.executable} -m plur.embed.fetch download {BGE}"
+FIX = f"python -m plur.embed.fetch download {BGE}"
 
 
 @pytest.fixture(scope="module")

@@ -24,11 +24,10 @@ _HASH_MEMO_LOCK = threading.Lock()
 
 
 def fetch_hint(args: str) -> str:
-    """The command that runs :mod:`plur.embed.fetch` with ``args`` in this installation (a wheel has no
-    ``scripts/`` folder), e.g. ``/home/you/.venv/bin/python -m plur.embed.fetch download BAAI/bge-small-en-v1.5``."""
-    import sys
-
-    return f"{sys.executable} -m plur.embed.fetch {args}"
+    """The command that runs :mod:`plur.embed.fetch` with ``args``, which a wheel has as a checkout does (a wheel
+    has no ``scripts/`` folder), e.g. ``python -m plur.embed.fetch download BAAI/bge-small-en-v1.5`` (the
+    ``python`` of plur's environment)."""
+    return f"python -m plur.embed.fetch {args}"
 
 
 def sha256_file(path: Path) -> str:
