@@ -120,5 +120,5 @@ def test_the_fallback_warning_names_the_model(tmp_path: Path, capsys: pytest.Cap
     err = capsys.readouterr().err
     assert res.source == "packaged-fallback"
     assert "embedding model 'BAAI/bge-small-en-v1.5' could not be loaded" in err, err
-    assert "Fix: python scripts/fetch_models.py download BAAI/bge-small-en-v1.5 (needs huggingface.co)" in err
+    assert "Fix: python -m plur.embed.fetch download BAAI/bge-small-en-v1.5 (needs huggingface.co)" in err
     assert "[redacted" not in err
