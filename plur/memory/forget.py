@@ -49,7 +49,7 @@ def forget_many(mem: Any, engram_ids: list[str]) -> list[Engram]:
         if removed:
             _erase_traces(mem, removed, drop_saved, erase_dense, purge_saved)
     if removed:
-        forget_stats(mem, [e.id for e in removed])
+        forget_stats(mem, [e.id for e in removed], [e.statement for e in removed])
         for e in removed:
             forget_quarantined(mem, e.id)
     if failed is not None:
@@ -88,8 +88,9 @@ def _erase_traces(mem: Any, removed: list[Engram], drop_saved: Any, erase_dense:
                     local.forget(vector_keys(mem, e))
 
 
-def forget_stats(mem: Any, engram_ids: str | list[str]) -> None:
-    """Erase these engrams' rows in stats.db (one transaction); on a full disk stats.db was opened read-only,
+def forget_stats(mem: Any, engram_ids: str | list[str], texts: list[str] | tuple[str, ...] = ()) -> None:
+    """Erase these engrams' rows in stats.db (one transaction; ``texts``, their statements, also blank the
+    recall queries that are one of them: :mod:`plur.stats.erase`); on a full disk stats.db was opened read-only,
     so after the deletions above freed space it is opened again and tried once more (issue 38: a full disk
     refused every forget, so plur could not free space).
 
@@ -98,7 +99,7 @@ def forget_stats(mem: Any, engram_ids: str | list[str]) -> None:
     """
     ids = [engram_ids] if isinstance(engram_ids, str) else list(engram_ids)
     try:
-        mem.stats.forget_engrams(ids)
+        mem.stats.forget_engrams(ids, texts)
         return
     except StoreError:
         pass
@@ -107,7 +108,7 @@ def forget_stats(mem: Any, engram_ids: str | list[str]) -> None:
             mem._stats.close()
             mem._stats = None
     try:
-        mem.stats.forget_engrams(ids)
+        mem.stats.forget_engrams(ids, texts)
     except StoreError as exc:
         named = ids[0] if len(ids) == 1 else f"{len(ids)} engrams"
         if not all([mem.stats.note_pending_forget(i) for i in ids]):

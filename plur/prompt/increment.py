@@ -93,5 +93,5 @@ def inject_block(memory: Any, text: str, *, agent: str, **options: Any) -> Block
     """
     block = new_engrams_block(memory, text, agent=agent, **options)
     if block.text:
-        record_injected(memory, agent, block)
+        record_injected(memory, agent, block, message=text)
     return block

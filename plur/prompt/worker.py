@@ -410,7 +410,7 @@ class RecallWorker:
                 elif current is None and not block.text:
                     self._counters["unchanged"] += 1
                 else:
-                    self._publish(agent_id, _Entry(block, req.scope, req.gen) if block.text else None)
+                    self._publish(agent_id, _Entry(block, req.scope, req.gen, req.text) if block.text else None)
                     self._counters["published"] += 1
             if st is not None:
                 st.finished_gen = max(st.finished_gen, req.gen)
@@ -444,7 +444,7 @@ class RecallWorker:
             entry.recorded = True
             self._counters["injections"] += 1
         try:
-            record_injected(self.memory, agent_id, entry.block)
+            record_injected(self.memory, agent_id, entry.block, message=entry.message)
         except Exception as exc:  # noqa: BLE001
             log.log(logging.DEBUG if shutting_down() else logging.WARNING,
                     "could not record the injection of a memory block for agent %r: %s", agent_id, exc)

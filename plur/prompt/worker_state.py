@@ -19,12 +19,13 @@ class _Request:
 class _Entry:
     """One published block. Immutable except the two one-way flags (False -> True)."""
 
-    __slots__ = ("block", "scope", "gen", "read", "recorded")
+    __slots__ = ("block", "scope", "gen", "message", "read", "recorded")
 
-    def __init__(self, block: Block, scope: str | None, gen: int) -> None:
+    def __init__(self, block: Block, scope: str | None, gen: int, message: str | None = None) -> None:
         self.block = block
         self.scope = scope
         self.gen = gen
+        self.message = message  # the submitted text the block was recalled for (the injection log shows it)
         self.read = False       # set by the first reader (any thread)
         self.recorded = False   # set by the worker when the injection row is written
 

@@ -321,7 +321,7 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
         t0 = time.perf_counter()
         rendered = recall_block(c.memory, query, scope=scope, agent=agent_id)
         if inject and rendered.text:  # the host puts it into its prompt (DSH's section), notes or overview
-            record_injected(c.memory, agent_id, rendered)
+            record_injected(c.memory, agent_id, rendered, message=query)
         return {**block_dict(agent_id, rendered), "took_ms": (time.perf_counter() - t0) * 1000.0,
                 **model_warnings(c)}
 

@@ -3,30 +3,20 @@
 Usage statistics never touch engram YAML files: recall stays read-only on the
 store, so a person's git history of their memory shows only their own edits.
 
-Schema (times are Unix epoch seconds, UTC, ``REAL``)::
-
-    recalls(id INTEGER PRIMARY KEY, ts REAL, agent TEXT, scope TEXT, query TEXT,
-            mode TEXT, latency_ms REAL, n_hits INTEGER)
-    recall_hits(recall_id INTEGER, engram_id TEXT, rank INTEGER, score REAL,
-                bm25_rank INTEGER, dense_rank INTEGER,          -- rank is 1-based
-                above_floor INTEGER)                            -- 1 cleared the relevance floor, 0 below
-                                                                -- it, NULL recorded before schema 2
-    feedback(id INTEGER PRIMARY KEY, ts REAL, engram_id TEXT, useful INTEGER, agent TEXT, query TEXT)
+The schema and its migrations: :mod:`plur.stats.schema`; what a forget erases: :mod:`plur.stats.erase`.
 
 "Recalled" means returned above the relevance floor (:mod:`plur.index.floor`): only those hits can
 enter a memory block. Hits returned below it, and recalls recorded before the floor was (schema 1,
 ``above_floor`` NULL), count as "returned below the floor".
-    injections(id INTEGER PRIMARY KEY, ts REAL, agent TEXT, block_hash TEXT, tokens INTEGER)
-    injection_engrams(injection_id INTEGER, engram_id TEXT, position INTEGER)
-    screened(id INTEGER PRIMARY KEY, ts REAL, kind TEXT, door TEXT)   -- one row per secret redacted
-                                                                       -- (never the secret itself)
 
-Queries pass the secret screen (:mod:`plur.screen.text`) before they are written: a key typed in a
-prompt is stored as ``[redacted <kind>]`` and counted in ``screened``.
+Queries pass the secret screen (:mod:`plur.screen`) before they are written: a key typed in a prompt is stored
+as ``[redacted <kind>]`` and counted in ``screened``. An injection's message is the query of the recall that built
+its block (:mod:`plur.stats.injections`): never written twice.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import sqlite3
 import threading
@@ -39,34 +29,13 @@ from typing import Any, Protocol
 from ..errors import StoreError
 from ..screen.pieces import join
 from ..screen.text import screen
+from . import erase, injections
+from .schema import SCHEMA, SCHEMA_VERSION, migrate
 
 log = logging.getLogger("plur.stats.db")
 
-SCHEMA_VERSION = 2
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS recalls(
-    id INTEGER PRIMARY KEY, ts REAL NOT NULL, agent TEXT, scope TEXT, query TEXT NOT NULL,
-    mode TEXT NOT NULL, latency_ms REAL NOT NULL, n_hits INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS recalls_ts ON recalls(ts);
-CREATE TABLE IF NOT EXISTS recall_hits(
-    recall_id INTEGER NOT NULL REFERENCES recalls(id) ON DELETE CASCADE, engram_id TEXT NOT NULL,
-    rank INTEGER NOT NULL, score REAL, bm25_rank INTEGER, dense_rank INTEGER, above_floor INTEGER);
-CREATE INDEX IF NOT EXISTS recall_hits_engram ON recall_hits(engram_id);
-CREATE INDEX IF NOT EXISTS recall_hits_recall ON recall_hits(recall_id);
-CREATE TABLE IF NOT EXISTS injections(
-    id INTEGER PRIMARY KEY, ts REAL NOT NULL, agent TEXT NOT NULL, block_hash TEXT, tokens INTEGER);
-CREATE INDEX IF NOT EXISTS injections_ts ON injections(ts);
-CREATE TABLE IF NOT EXISTS injection_engrams(
-    injection_id INTEGER NOT NULL REFERENCES injections(id) ON DELETE CASCADE,
-    engram_id TEXT NOT NULL, position INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS injection_engrams_engram ON injection_engrams(engram_id);
-CREATE TABLE IF NOT EXISTS feedback(
-    id INTEGER PRIMARY KEY, ts REAL NOT NULL, engram_id TEXT NOT NULL, useful INTEGER NOT NULL,
-    agent TEXT, query TEXT);
-CREATE INDEX IF NOT EXISTS feedback_engram ON feedback(engram_id);
-CREATE TABLE IF NOT EXISTS screened(id INTEGER PRIMARY KEY, ts REAL NOT NULL, kind TEXT NOT NULL, door TEXT);
-"""
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 class _HitLike(Protocol):
@@ -86,15 +55,6 @@ def _percentile(sorted_values: Sequence[float], q: float) -> float | None:
         return None
     idx = max(0, min(len(sorted_values) - 1, int(round(q / 100.0 * (len(sorted_values) - 1)))))
     return float(sorted_values[idx])
-
-
-def _migrate(db: sqlite3.Connection) -> None:
-    """Schema 1 -> 2: ``recall_hits.above_floor`` (old rows stay NULL: recorded before the floor)."""
-    cols = {r[1] for r in db.execute("PRAGMA table_info(recall_hits)")}
-    if "above_floor" not in cols:
-        db.execute("ALTER TABLE recall_hits ADD COLUMN above_floor INTEGER")
-    db.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
-    db.commit()
 
 
 class StatsDB:
@@ -118,13 +78,16 @@ class StatsDB:
         self._lock = threading.Lock()
         #: agent -> (row id, query as kept) of its latest recall, in this process only (a key split over two queries)
         self._last_query: dict[str, tuple[int, str]] = {}
+        #: (agent, sha256 of the query as asked) -> row id of its latest recall, in this process only: the recall an
+        #: injection of that message names (:meth:`record_injection`); a digest, never the text
+        self._recalled: dict[tuple[str, bytes], int] = {}
         try:
             self._db, self.writable = connect(self.path, timeout_s=5.0, read_only=read_only)
             if self.writable:
                 try:
                     self._db.execute("PRAGMA foreign_keys=ON")
-                    self._db.executescript(_SCHEMA)
-                    _migrate(self._db)
+                    self._db.executescript(SCHEMA)
+                    migrate(self._db)
                     self._db.execute("INSERT OR IGNORE INTO meta VALUES('schema_version', ?)",
                                      (str(SCHEMA_VERSION),))
                 except sqlite3.OperationalError as exc:  # full disk, I/O error: keep reading
@@ -133,7 +96,7 @@ class StatsDB:
                     self._db, self.writable = connect(self.path, read_only=True)
             if not self.writable:  # an empty in-memory stand-in needs the tables; a read-only file has them
                 with suppress(sqlite3.Error):
-                    self._db.executescript(_SCHEMA)
+                    self._db.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path} is not a usable stats database ({exc}); "
                              "move it aside and plur will start a fresh one") from None
@@ -182,6 +145,7 @@ class StatsDB:
         """Log one recall and its ranked hits (each with whether it cleared the relevance floor); returns the recall id."""
         if not self.writable:
             return 0
+        asked = _digest(query)
         earlier = self._last_query.get(agent or "")   # a key pasted in two pieces over two queries: both are cut
         joined = join(earlier[1], query) if earlier else None
         shown = screen(joined.text if joined else query)
@@ -204,8 +168,11 @@ class StatsDB:
             log.warning("recall not recorded in %s (%s)", self.path, exc)
             return 0
         self._last_query[agent or ""] = (rid, query)
-        while len(self._last_query) > 256:
-            self._last_query.pop(next(iter(self._last_query)))
+        self._recalled.pop((agent or "", asked), None)
+        self._recalled[(agent or "", asked)] = rid
+        for kept in (self._last_query, self._recalled):
+            while len(kept) > 256:
+                kept.pop(next(iter(kept)))
         if rewrite:   # secure_delete zeroed the old text in its page; the WAL's copy of that page goes too
             with self._lock, suppress(sqlite3.Error):
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -241,14 +208,22 @@ class StatsDB:
             "SELECT COALESCE(door, '') AS door, COUNT(*) AS n FROM screened GROUP BY door ORDER BY n DESC, door")}
 
     def record_injection(self, *, agent: str, engram_ids: Sequence[str], block_hash: str = "",
-                         tokens: int = 0, ts: float | None = None) -> int:
-        """Log that a memory block with ``engram_ids`` (in block order) reached ``agent``'s prompt."""
+                         tokens: int = 0, message: str | None = None, ts: float | None = None) -> int:
+        """Log that a memory block with ``engram_ids`` (in block order) reached ``agent``'s prompt.
+
+        Args:
+            message: the message the block was recalled for (what the user typed), as the door passed it to
+                the recall: the row names ``agent``'s latest recall of exactly that text in this process, whose
+                query (screened, kept in the recall log) is the injection's message; no text is written here.
+        """
         if not self.writable:
             return 0
+        recall_id = self._recalled.get((agent, _digest(message))) if message else None
         try:
             with self._lock, self._db:
-                cur = self._db.execute("INSERT INTO injections(ts, agent, block_hash, tokens) VALUES(?,?,?,?)",
-                                       (ts or time.time(), agent, block_hash, int(tokens)))
+                cur = self._db.execute(
+                    "INSERT INTO injections(ts, agent, block_hash, tokens, recall_id) VALUES(?,?,?,?,?)",
+                    (ts or time.time(), agent, block_hash, int(tokens), recall_id))
                 iid = int(cur.lastrowid or 0)
                 self._db.executemany("INSERT INTO injection_engrams VALUES(?,?,?)",
                                      [(iid, e, i + 1) for i, e in enumerate(engram_ids)])
@@ -303,48 +278,31 @@ class StatsDB:
                 "SELECT engram_id FROM feedback UNION SELECT engram_id FROM recall_hits "
                 "UNION SELECT engram_id FROM injection_engrams")}
 
-    def forget_engram(self, engram_id: str) -> None:
-        """:meth:`forget_engrams` of one engram."""
-        self.forget_engrams([engram_id])
+    def forget_engram(self, engram_id: str, text: str | None = None) -> None:
+        """:meth:`forget_engrams` of one engram (``text``: its statement)."""
+        self.forget_engrams([engram_id], [text] if text else ())
 
-    def forget_engrams(self, engram_ids: list[str]) -> None:
+    def forget_engrams(self, engram_ids: list[str], texts: Sequence[str] = ()) -> None:
         """Drop every event row naming one of ``engram_ids`` (a person forgets engrams), in one transaction.
 
-        Erased: its feedback rows (with their query text); its own ``recall_hits`` rows; the query text
-        of every recall that returned it (blanked: a query that found the engram may repeat its words);
-        its ``injection_engrams`` rows. Kept: those recalls' other hits, so forgetting one note does not
-        take other notes' recall counts with it (issue 38: an unrelated note's forget took another's
-        count from 10 to 0), and the rows that hold no text (``recalls`` time, mode, latency;
-        ``injections``). Deleted and overwritten bytes are zeroed (``secure_delete``) and the WAL is
-        truncated and the file VACUUMed, so no copy of the query remains in the file, its journal or
-        free pages.
+        What goes and what stays: :func:`plur.stats.erase.erase` (``texts``, the forgotten statements, also
+        blank the recall queries and injection messages that are one of them: a forgotten conversation's
+        turns). Deleted and overwritten bytes are zeroed (``secure_delete``) and the WAL is truncated and the
+        file VACUUMed, so no copy of the text remains in the file, its journal or free pages.
 
         Raises:
-            StoreError: the home is read-only (nothing can be erased there).
+            StoreError: the home is read-only, or the transaction failed (nothing erased; forget again).
         """
         named = engram_ids[0] if len(engram_ids) == 1 else f"{len(engram_ids)} engrams"
         if not self.writable:
-            raise StoreError(f"cannot erase the stats of {named}: {self.path} is read-only")
+            raise erase.refuse(named, self.path)
         from ..store.sqlite_files import scrub
 
         with self._lock:
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-                self._db.execute("CREATE TEMP TABLE IF NOT EXISTS _gone(id INTEGER PRIMARY KEY)")
-                self._db.execute("DELETE FROM _gone")
-                for engram_id in engram_ids:
-                    self._db.execute("DELETE FROM feedback WHERE engram_id=?", (engram_id,))
-                    self._db.execute("INSERT OR IGNORE INTO _gone SELECT recall_id FROM recall_hits "
-                                     "WHERE engram_id=?", (engram_id,))
-                    self._db.execute("DELETE FROM recall_hits WHERE engram_id=?", (engram_id,))
-                    self._db.execute("DELETE FROM injection_engrams WHERE engram_id=?", (engram_id,))
-                self._db.execute("UPDATE recalls SET query='' WHERE id IN (SELECT id FROM _gone)")
-                self._db.execute("COMMIT")
+                erase.erase(self._db, engram_ids, texts)
             except sqlite3.Error as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise StoreError(f"cannot erase the stats of {named} in {self.path} ({exc}); "
-                                 "check free space and permissions, then forget again") from None
+                raise erase.refuse(named, self.path, exc) from None
             scrub(self._db)
 
     # -- reads ----------------------------------------------------------------------------
@@ -387,11 +345,33 @@ class StatsDB:
             "WHERE h.engram_id=? ORDER BY r.ts DESC, r.id DESC LIMIT ?", (engram_id, int(limit)))
 
     def injection_history(self, engram_id: str, limit: int = 100) -> list[dict[str, Any]]:
-        """Injections whose block held ``engram_id``, newest first: time, agent, position, tokens."""
-        return self._rows(
-            "SELECT i.id AS injection_id, i.ts AS time, i.agent, e.position, i.tokens, i.block_hash "
-            "FROM injection_engrams e JOIN injections i ON i.id = e.injection_id "
-            "WHERE e.engram_id=? ORDER BY i.ts DESC, i.id DESC LIMIT ?", (engram_id, int(limit)))
+        """Injections whose block held ``engram_id``, newest first: time, agent, position, tokens, message."""
+        with self._lock:
+            return injections.history(self._db, engram_id, limit)
+
+    def injections(self, *, text: str | None = None, agent: str | None = None, engram_id: str | None = None,
+                   limit: int = 100, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
+        """The injection log, newest first: which block went to which agent when, for which message.
+
+        Args:
+            text: only injections whose message contains it (case-insensitive for ASCII letters).
+            agent: only this agent's. engram_id: only blocks that held it.
+            limit, offset: the page (rows).
+
+        Returns:
+            ``(matched, rows)``: how many injections match, and this page of them, each
+            ``{injection_id, time, agent, message, tokens, block_hash, engram_ids}`` (``engram_ids`` in block
+            order; ``message`` the query of the recall that built the block as the recall log keeps it
+            (:mod:`plur.stats.injections`), ``None`` when unknown, ``''`` when a forget blanked it).
+        """
+        with self._lock:
+            return injections.listing(self._db, text=text, agent=agent, engram_id=engram_id, limit=limit,
+                                      offset=offset)
+
+    def injection_agents(self) -> list[str]:
+        """The agents the injection log names, sorted."""
+        with self._lock:
+            return injections.agents(self._db)
 
     def recalls(self, since: float | None = None, limit: int = 1000) -> list[dict[str, Any]]:
         """Recall events, newest first: id, time, agent, scope, query, mode, latency_ms, n_hits."""

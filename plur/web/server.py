@@ -7,7 +7,12 @@ same URL with ``?format=json``)::
     GET  /engrams/<id>              engram detail   (views.engram_page)
     GET  /stats                     statistics      (views.stats_page)
     GET  /playground                recall playground (views.playground_page)
+    GET  /conversations             conversations memory holds turns of (logs.conversations_page)
+    GET  /injections                the injection log: which block went to which agent when, for which
+                                    message (logs.injections_page)
+    POST /engrams                   add a note (views.add)
     POST /engrams/<id>/<action>     pin | unpin | retire | restore | edit | forget (views.act)
+    POST /conversations/forget      forget a conversation whole (logs.forget_conversation)
     GET  /static/...                style.css, app.js
 
 Guards, outermost first: :class:`~plur.web.security.HostGuard` (foreign ``Host`` -> 400),
@@ -15,14 +20,13 @@ security headers (CSP without inline script or style, no framing, ``no-store``),
 :class:`~plur.web.login.LoginGuard` (the pages under their secret prefix ``/w/<random>``; a one-time
 ``?login=`` code and the cookie it sets, else 401),
 :class:`~plur.web.security.SessionCookie` (session id cookie + CSRF token), and on the
-POST route :func:`~plur.web.security.check_mutation` (same-origin ``Origin`` + token -> else 403).
+POST routes :func:`~plur.web.security.check_mutation` (same-origin ``Origin`` + token -> else 403).
 
 Starlette, Jinja2 and uvicorn are imported lazily (the ``web`` extra).
 """
 
 from __future__ import annotations
 
-import json
 import secrets
 import sys
 import threading
@@ -32,11 +36,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from ..net.bodylimit import BodyLimit
-from .display import safe_text
 from ..jsonio import request_json
 from ..errors import (ConflictError, DatabaseUnavailableError, InvalidIdError, NotFoundError, PlurError,
                       ValidationError, require)
-from . import charts, login, security, views
+from . import login, logs, security, views
+from .render import SecurityHeaders, environment, json_response, wants_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from starlette.applications import Starlette
@@ -48,106 +52,6 @@ if TYPE_CHECKING:  # pragma: no cover
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
-
-#: Sent with every response. No inline script/style is used anywhere, so none is allowed.
-SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
-    (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                                 b"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"same-origin"),
-    (b"cross-origin-opener-policy", b"same-origin"),
-    (b"cross-origin-resource-policy", b"same-origin"),
-)
-
-
-class _SecurityHeaders:
-    """ASGI middleware adding :data:`SECURITY_HEADERS` (and ``Cache-Control: no-store`` for pages)."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        is_static = scope.get("path", "").startswith("/static/")
-
-        async def send_wrapped(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", [])) + list(SECURITY_HEADERS)
-                if not is_static:
-                    headers.append((b"cache-control", b"no-store"))
-                message["headers"] = headers
-            await send(message)
-
-        await self.app(scope, receive, send_wrapped)
-
-
-def _environment() -> Any:
-    jinja2 = require("jinja2", "web")
-    from markupsafe import Markup
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-
-    def safe_svg(fn: Callable[..., str]) -> Callable[..., Any]:
-        # charts.* escape every label themselves; mark their output safe for the template.
-        return lambda *a, **kw: Markup(fn(*a, **kw))
-
-    env.globals.update(bar_chart=safe_svg(charts.bar_chart), line_chart=safe_svg(charts.line_chart),
-                       share_bar=safe_svg(charts.share_bar), qs=query_string)
-    # visible: control and bidi characters of displayed statements shown as \uNNNN (plur.web.display);
-    # the edit form and the JSON twins keep the exact text.
-    env.filters.update(when=short_time, day=lambda v: (v or "")[:10], num=number, score=score, visible=safe_text)
-    return env
-
-
-def query_string(params: dict[str, Any], **changes: Any) -> str:
-    """``?a=1&b=2`` from ``params`` updated with ``changes``; empty / ``None`` values dropped."""
-    merged = {**params, **changes}
-    clean = {k: v for k, v in merged.items() if v not in (None, "")}
-    return "?" + urlencode(clean) if clean else "?"
-
-
-def short_time(value: str | None) -> str:
-    """``'2025-07-25T02:00:00Z'`` -> ``'2025-07-25 02:00'`` (UTC); ``None`` -> ``'—'``."""
-    if not value:
-        return "—"
-    return value[:16].replace("T", " ")
-
-
-def number(value: Any) -> str:
-    """Thousands-separated integer, or ``'—'`` for ``None``."""
-    if value is None:
-        return "—"
-    if isinstance(value, float) and not value.is_integer():
-        return f"{value:,.1f}"
-    return f"{int(value):,}"
-
-
-def score(value: float | None, digits: int = 4) -> str:
-    """A score with ``digits`` significant digits, or ``'—'``."""
-    return "—" if value is None else f"{value:.{digits}g}"
-
-
-def _json_response(data: Any, status: int = 200) -> "Response":
-    from starlette.responses import Response
-
-    body = json.dumps(data, ensure_ascii=False, default=str, indent=None)
-    return Response(body, status_code=status, media_type="application/json")
-
-
-def wants_json(request: "Request") -> bool:
-    """True for ``?format=json`` (the one way to ask for a JSON twin).
-
-    Raises:
-        ValidationError: ``format`` is neither ``json`` nor ``html``.
-    """
-    fmt = request.query_params.get("format", "html")
-    if fmt not in ("html", "json"):
-        raise ValidationError(f"format={fmt!r}; use format=json for the JSON twin or omit it for HTML")
-    return fmt == "json"
 
 
 def _status_for(exc: PlurError) -> int:
@@ -191,8 +95,9 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
 
     from .queries import UsageCounts
 
-    env = _environment()
-    for name in ("engrams.html", "engram.html", "stats.html", "playground.html", "error.html"):
+    env = environment()
+    for name in ("engrams.html", "engram.html", "stats.html", "playground.html", "conversations.html", "injections.html",
+                 "error.html"):
         env.get_template(name)  # compile now: a template error fails at start, and the first page is not slower
     key = secret or secrets.token_bytes(32)
     login_token = login_token or login.new_login_token()
@@ -209,7 +114,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
 
     def render(request: Request, page: views.Page, nav: str) -> Response:
         if wants_json(request):
-            return _json_response(page.data, page.status)
+            return json_response(page.data, page.status)
         params = dict(request.query_params)
         params["format"] = "json"
         context = {**page.data, "d": page.data, "nav": nav, "home": home, "base": request.scope.get("root_path", ""),
@@ -225,7 +130,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
         except ValidationError:
             as_json = False
         if as_json:
-            return _json_response({"error": str(exc), "kind": type(exc).__name__}, code)
+            return json_response({"error": str(exc), "kind": type(exc).__name__}, code)
         return render_error(request, str(exc), code)
 
     def render_error(request: Request, message: str, code: int) -> Response:
@@ -247,7 +152,17 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
         return await page(request, "engrams", views.engrams_page, dict(request.query_params))
 
     async def engram(request: Request) -> Response:
-        return await page(request, "engrams", views.engram_page, request.path_params["engram_id"])
+        added = request.query_params.get("added")
+
+        def shown(memory: Memory, engram_id: str, caches: views.Caches) -> views.Page:
+            return views.engram_page(memory, engram_id, caches=caches, added=added)
+        return await page(request, "engrams", shown, request.path_params["engram_id"])
+
+    async def conversations(request: Request) -> Response:
+        return await page(request, "conversations", logs.conversations_page, dict(request.query_params))
+
+    async def injections(request: Request) -> Response:
+        return await page(request, "injections", logs.injections_page, dict(request.query_params))
 
     async def stats(request: Request) -> Response:
         return await page(request, "stats", views.stats_page)
@@ -255,23 +170,24 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
     async def playground(request: Request) -> Response:
         return await page(request, "playground", views.playground_page, dict(request.query_params))
 
-    async def action(request: Request) -> Response:
-        engram_id = request.path_params["engram_id"]
-        name = request.path_params["action"]
+    async def posted(request: Request) -> tuple[dict[str, str], bool, Response | None]:
+        """A POST's fields (a form, or a JSON object whose lists are joined by commas), whether it asks for
+        JSON, and the answer that refuses it (a bad body, a cross-origin or token-less request) or None."""
         if request.headers.get("content-type", "").startswith("application/json"):
             try:
                 body = request_json(await request.body(), "the JSON body")
             except ValidationError as exc:
-                return error(request, exc)
+                return {}, True, error(request, exc)
             if not isinstance(body, dict):
-                return error(request, ValidationError("the JSON body must be an object of form fields"))
-            form = {str(k): str(v) for k, v in body.items() if v is not None}
+                return {}, True, error(request, ValidationError("the JSON body must be an object of form fields"))
+            form = {str(k): ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+                    for k, v in body.items() if v is not None}
         else:
             form = {k: v for k, v in (await request.form()).items() if isinstance(v, str)}
         try:
             as_json = wants_json(request)
         except ValidationError as exc:
-            return error(request, exc)
+            return form, False, error(request, exc)
         token = request.headers.get(security.HEADER_NAME) or form.get(security.FORM_FIELD)
         refusal = security.check_mutation(
             method=request.method, secret=key, session_id=request.state.session_id,
@@ -280,8 +196,44 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
             scheme=request.url.scheme)
         if refusal:
             if as_json:
-                return _json_response({"error": refusal, "kind": "Forbidden"}, 403)
-            return render_error(request, refusal, 403)
+                return form, as_json, json_response({"error": refusal, "kind": "Forbidden"}, 403)
+            return form, as_json, render_error(request, refusal, 403)
+        return form, as_json, None
+
+    async def add(request: Request) -> Response:
+        form, as_json, refused = await posted(request)
+        if refused is not None:
+            return refused
+        try:
+            engram, created = await call(views.add, memory, form)
+        except PlurError as exc:
+            return error(request, exc)
+        if as_json:
+            return json_response({"ok": True, "action": "add", "created": created, "engram": engram.to_dict()},
+                                        201 if created else 200)
+        base = request.scope.get("root_path", "")
+        return RedirectResponse(f"{base}/engrams/{engram.id}?added={'new' if created else 'known'}", status_code=303)
+
+    async def forget_conversation(request: Request) -> Response:
+        form, as_json, refused = await posted(request)
+        if refused is not None:
+            return refused
+        try:
+            session, n = await call(logs.forget_conversation, memory, form)
+        except PlurError as exc:
+            return error(request, exc)
+        if as_json:
+            return json_response({"ok": True, "action": "forget-conversation", "session": session,
+                                         "forgotten": n})
+        base = request.scope.get("root_path", "")
+        return RedirectResponse(base + "/conversations?" + urlencode({"forgotten": session, "n": n}), status_code=303)
+
+    async def action(request: Request) -> Response:
+        engram_id = request.path_params["engram_id"]
+        name = request.path_params["action"]
+        form, as_json, refused = await posted(request)
+        if refused is not None:
+            return refused
         try:
             changed = await call(views.act, memory, engram_id, name, form)
         except ConflictError as exc:
@@ -299,7 +251,8 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
             if name == "edit" and not as_json and not isinstance(exc, InvalidIdError):
                 # Show the edit form again with the reason, keeping the page the person was on.
                 try:
-                    shown = await call(views.engram_page, memory, engram_id, error=str(exc), caches=caches)
+                    shown = await call(views.engram_page, memory, engram_id, error=str(exc), caches=caches,
+                                       draft=form.get("statement"))
                 except PlurError:
                     return error(request, exc)
                 return render(request, shown, "engrams")
@@ -307,7 +260,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
         except PlurError as exc:
             return error(request, exc)
         if as_json:
-            return _json_response({"ok": True, "action": name, "engram": changed.to_dict()})
+            return json_response({"ok": True, "action": name, "engram": changed.to_dict()})
         base = request.scope.get("root_path", "")
         if name == "forget":
             return RedirectResponse(base + "/?" + urlencode({"forgotten": changed.id}), status_code=303)
@@ -315,16 +268,20 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
 
     routes = [
         Route("/", engrams, methods=["GET", "HEAD"], name="engrams"),
+        Route("/engrams", add, methods=["POST"], name="add"),
         Route("/engrams/{engram_id}", engram, methods=["GET", "HEAD"], name="engram"),
         Route("/engrams/{engram_id}/{action}", action, methods=["POST"], name="action"),
         Route("/stats", stats, methods=["GET", "HEAD"], name="stats"),
         Route("/playground", playground, methods=["GET", "HEAD"], name="playground"),
+        Route("/conversations", conversations, methods=["GET", "HEAD"], name="conversations"),
+        Route("/conversations/forget", forget_conversation, methods=["POST"], name="forget_conversation"),
+        Route("/injections", injections, methods=["GET", "HEAD"], name="injections"),
         Mount("/static", app=StaticFiles(directory=str(STATIC)), name="static"),
     ]
     middleware = [
         Middleware(BodyLimit),   # every body bounded as it streams, chunked ones too (plur.net.bodylimit)
         Middleware(security.HostGuard, allowed=security.allowed_hosts(bound_host, allow_hosts)),
-        Middleware(_SecurityHeaders),
+        Middleware(SecurityHeaders),
         Middleware(login.LoginGuard, secret=key, login_token=login_token),
         Middleware(security.SessionCookie, secret=key),
     ]
@@ -335,7 +292,7 @@ def create_app(memory: "Memory", *, bound_host: str | None = None, allow_hosts: 
         message = {404: f"no page at {request.url.path!r}; start from the engrams table at /",
                    405: f"{request.method} is not allowed at {request.url.path!r}"}.get(code, "request failed")
         if request.query_params.get("format") == "json":
-            return _json_response({"error": message, "kind": "HTTPError"}, code)
+            return json_response({"error": message, "kind": "HTTPError"}, code)
         return render_error(request, message, code)
 
     app = Starlette(routes=routes, middleware=middleware, exception_handlers={404: http_error, 405: http_error})

@@ -103,12 +103,18 @@ def engrams_page(memory: "Memory", params: Mapping[str, str], caches: Caches = _
     return Page("engrams.html", data)
 
 
+#: The engram page's notice after the add-a-note form (``?added=``).
+ADDED = {"new": "Added.",
+         "known": "Already known: memory held this exact note in this scope (tags it lacked were added to it)."}
+
+
 def _time_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**r, "time": table.iso(r.get("time"))} for r in rows]
 
 
 def engram_page(memory: "Memory", engram_id: str, *, error: str | None = None,
-                caches: Caches = _NO_CACHE, status: int = 400, draft: str | None = None) -> Page:
+                caches: Caches = _NO_CACHE, status: int = 400, draft: str | None = None,
+                added: str | None = None) -> Page:
     """One engram: fields, its YAML file text, usage counts, recall history and injections.
 
     Args:
@@ -118,6 +124,7 @@ def engram_page(memory: "Memory", engram_id: str, *, error: str | None = None,
         caches: where to read usage counts from.
         status: the HTTP status with an ``error`` (400 invalid, 409 changed meanwhile or duplicate).
         draft: the text the person submitted, shown in the edit form again so it is not lost.
+        added: ``new`` or ``known`` after the add-a-note form (a notice says which), else ``None``.
 
     Raises:
         InvalidIdError: ``engram_id`` is malformed.
@@ -140,6 +147,9 @@ def engram_page(memory: "Memory", engram_id: str, *, error: str | None = None,
         "version": engram_version(e),
         "draft": draft,
         "conflict": bool(error) and status == 409,
+        "notice": ADDED.get(added or ""),
+        "types_all": list(TYPES),
+        "scopes": [s for s, _ in caches.facets.get(_engrams(memory))["scopes"]],
     }
     return Page("engram.html", data, status=status if error else 200)
 
@@ -274,6 +284,54 @@ def playground_page(memory: "Memory", params: Mapping[str, str], caches: Caches 
 
 #: Actions accepted at ``POST /engrams/<id>/<action>`` and the form fields each reads.
 ACTIONS: tuple[str, ...] = ("pin", "unpin", "retire", "restore", "edit", "forget")
+#: Fields the edit form may change (each optional: a field not sent is left as it is).
+EDITABLE: tuple[str, ...] = ("statement", "type", "scope", "tags")
+
+
+def tags_field(raw: str) -> tuple[str, ...]:
+    """The tags of a form's comma-separated text field: ``"a, b,,c "`` -> ``("a", "b", "c")`` (tags hold no comma)."""
+    return tuple(dict.fromkeys(t.strip() for t in raw.split(",") if t.strip()))
+
+
+def _changes(current: Engram, form: Mapping[str, str]) -> dict[str, Any]:
+    """The fields of ``form`` (:data:`EDITABLE`) whose value differs from ``current``'s."""
+    changes: dict[str, Any] = {}
+    if form.get("statement") is not None:
+        statement = form["statement"].replace("\r\n", "\n")
+        if statement != current.statement:
+            changes["statement"] = statement
+    for name in ("type", "scope"):
+        value = (form.get(name) or "").strip()
+        if form.get(name) is not None and value != getattr(current, name):
+            if not value:
+                raise ValidationError(f"edit: the {name} must not be empty; keep {getattr(current, name)!r} "
+                                      f"or give another")
+            changes[name] = value
+    if form.get("tags") is not None and tags_field(form["tags"]) != tuple(current.tags):
+        changes["tags"] = tags_field(form["tags"])
+    return changes
+
+
+def add(memory: "Memory", form: Mapping[str, str]) -> tuple[Engram, bool]:
+    """The add-a-note form (``POST /engrams``): :meth:`plur.memory.Memory.learn_outcome` of its fields.
+
+    Args:
+        memory: the facade.
+        form: ``statement`` (required), ``type`` (default ``fact``), ``scope`` (default ``global``),
+            ``tags`` (comma-separated).
+
+    Returns:
+        ``(engram, created)``: ``created`` is False when memory held the exact note in that scope already.
+
+    Raises:
+        ValidationError: no statement, or a bad type, scope or tag (the message names the value).
+    """
+    statement = (form.get("statement") or "").replace("\r\n", "\n")
+    if not statement.strip():
+        raise ValidationError("add a note: the statement is empty; write the note's text")
+    return memory.learn_outcome(statement, type=(form.get("type") or "").strip() or "fact",
+                                scope=(form.get("scope") or "").strip() or "global",
+                                tags=tags_field(form.get("tags") or ""))
 
 
 def act(memory: "Memory", engram_id: str, action: str, form: Mapping[str, str]) -> Engram:
@@ -282,15 +340,19 @@ def act(memory: "Memory", engram_id: str, action: str, form: Mapping[str, str]) 
     Args:
         memory: the facade.
         engram_id: the engram to change.
-        action: ``pin`` / ``unpin`` (pinned flag), ``retire`` / ``restore`` (status), ``edit`` (form field
-            ``statement``), ``forget`` (deletes the file; returns the removed engram).
+        action: ``pin`` / ``unpin`` (pinned flag), ``retire`` / ``restore`` (status), ``edit`` (form fields
+            ``statement``, ``type``, ``scope``, ``tags``: comma-separated; each optional, a field not sent or
+            unchanged is left as it is; ``version``: the version the form was rendered from), ``forget``
+            (deletes the file; returns the removed engram).
         form: submitted fields.
 
     Returns:
         The engram after the change (or, for ``forget``, as it was).
 
     Raises:
-        ValidationError: unknown action, or an invalid new statement.
+        ValidationError: unknown action, an edit that sends no field, or an invalid new value.
+        ConflictError: the engram changed since the form was rendered (nothing written), or the edit gives it
+            another active engram's exact text in its scope.
         InvalidIdError, NotFoundError: bad or unknown id.
     """
     validate_id(engram_id)
@@ -303,12 +365,14 @@ def act(memory: "Memory", engram_id: str, action: str, form: Mapping[str, str]) 
     if action == "restore":
         return memory.update(engram_id, status="active")
     if action == "edit":
-        statement = form.get("statement")
-        if statement is None:
-            raise ValidationError("edit needs a 'statement' form field with the new text")
-        statement = statement.replace("\r\n", "\n")
+        if not any(form.get(name) is not None for name in EDITABLE):
+            raise ValidationError(f"edit needs at least one of the form fields {', '.join(EDITABLE)}")
+        current = memory.get(engram_id)
+        changes = _changes(current, form)
+        if not changes:
+            return current
         # the version the form was rendered from: an edit made meanwhile elsewhere is not overwritten
-        return memory.update(engram_id, statement=statement, expected=form.get("version") or None)
+        return memory.update(engram_id, expected=form.get("version") or None, **changes)
     if action == "forget":
         return memory.forget(engram_id)
     raise ValidationError(f"unknown action {action!r}; use one of {', '.join(ACTIONS)}")
