@@ -6,6 +6,9 @@ Real stores on disk, the real BM25 index; the dense leg is off (model "none") ex
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -73,6 +76,33 @@ def test_a_question_echoed_by_one_turn_finds_the_answer_in_the_next(plur_home):
         hits = mem.recall("what is the name of the new puppy", 5, explain=True)
         assert a.id not in {h.engram.id for h in hits}                           # bare turns: not found
         assert all(h.context_matches == () for h in hits)
+
+
+def test_explain_gives_the_neighbouring_turn_reason_through_the_service_too(plur_home):
+    """``plur recall --explain`` prints "via neighbouring turn ..." in-process; through the service it printed
+    nothing of the kind (the request carried no explain, and the answer's context_matches were not read back)."""
+    with Memory(plur_home, model="none", fsync=False) as mem:
+        q = mem.learn("Caroline: I got a new puppy last week, guess the name!", source=_src("s1", 0))
+        mem.learn("Caroline: We called her Biscuit, she is a golden retriever.", source=_src("s1", 1))
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))    # the service runs this checkout's plur
+    env = {**os.environ, "PLUR_MODEL": "none", "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)}
+
+    def plur(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "plur", "--home", str(plur_home), *args], capture_output=True,
+                              text=True, env=env, timeout=240)
+
+    ask = ("-v", "recall", "what is the name of the new puppy", "--mode", "bm25", "--explain")
+    alone = plur(*ask)
+    assert alone.returncode == 0 and "in-process" in alone.stderr, alone.stderr
+    assert f"via neighbouring turn {q.id}: name, new, puppi" in alone.stdout
+    assert plur("service", "start", "--port", "0").returncode == 0
+    try:
+        served = plur(*ask)
+        assert served.returncode == 0 and "in-process" not in served.stderr, served.stderr
+        assert served.stdout == alone.stdout
+    finally:
+        plur("service", "stop")
 
 
 def test_index_updates_touch_only_the_affected_neighbours(plur_home):

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ..service.session import Session as App
-from ..store.engram import TYPES, Engram, _check_scope
+from ..store.engram import TYPES, _check_scope
 from .fast import BELOW_FLOOR, BELOW_FLOOR_HINT, EMPTY_SECTION, say_service_warnings
 from .output import echo, emit_json, fmt_number, json_option, summary
 from .scopes import HERE_HELP, nonblank, scope_value
@@ -51,9 +51,10 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
         from ..index.recall import Hit
 
         answer = client.recall(query, k, scope=scope, mode=mode, agent=agent, types=list(types) or None,
-                               tags=list(tags) or None, min_score=min_score, include_expired=include_expired)
+                               tags=list(tags) or None, min_score=min_score, include_expired=include_expired,
+                               explain=explain)
         say_service_warnings(answer, as_json)
-        hits = [Hit(**{**h, "engram": Engram.from_dict(h["engram"])}) for h in answer["hits"]]
+        hits = [Hit.from_dict(h) for h in answer["hits"]]
     else:
         mem = app.memory
         mode = "bm25" if app.keyword_only else mode  # a service is starting: no model load here (issue 26)

@@ -9,6 +9,7 @@ hits. The facade (:mod:`plur.memory`) runs the legs, applies the scope filter
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 from . import fusion
@@ -60,6 +61,13 @@ class Hit:
     context_matches: tuple[tuple[str, tuple[str, ...]], ...] = ()
     date_match: bool = False
     below_floor: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Hit":
+        """The inverse of :meth:`to_dict` (a hit the service answered): ``context_matches`` back to pairs."""
+        matches = data.get("context_matches") or {}
+        return cls(**{**data, "engram": Engram.from_dict(data["engram"]),
+                      "context_matches": tuple((i, tuple(t)) for i, t in dict(matches).items())})
 
     def to_dict(self) -> dict[str, object]:
         """JSON-safe form: the engram's dict plus the scores and ranks."""

@@ -296,11 +296,11 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
 
     def recall(c: Call, query: str, k: int, scope: str | None, mode: str, types: list[str] | None,
                tags: list[str] | None, agent: str | None, min_score: float | None,
-               include_expired: bool) -> dict[str, Any]:
+               include_expired: bool, explain: bool) -> dict[str, Any]:
         k = parse_int(k, "k", lo=0, hi=MAX_K)
         t0 = time.perf_counter()
         hits = c.memory.recall(query, k, scope=scope, mode=mode, types=types, tags=tags, agent=agent,
-                               min_score=min_score, include_expired=include_expired)
+                               min_score=min_score, include_expired=include_expired, explain=explain)
         return {"hits": [h.to_dict() for h in hits], "took_ms": (time.perf_counter() - t0) * 1000.0,
                 **model_warnings(c)}
 
@@ -379,7 +379,8 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
         Route(PREFIX + "/recall", endpoint("recall", recall, {
             "query": ((str,), R), "k": ((int,), 10), "scope": (text_or_none, None), "mode": ((str,), "hybrid"),
             "types": (list_or_none, None), "tags": (list_or_none, None), "agent": (text_or_none, None),
-            "min_score": ((int, float, type(None)), None), "include_expired": ((bool,), False)}),
+            "min_score": ((int, float, type(None)), None), "include_expired": ((bool,), False),
+            "explain": ((bool,), False)}),
             methods=["POST"]),
         Route(PREFIX + "/block", endpoint("block", block, {
             "agent_id": ((str,), R), "query": ((str,), R), "scope": (text_or_none, None),

@@ -177,10 +177,13 @@ class Client:
     def recall(self, query: str, k: int = 10, *, scope: str | None = None, mode: str = "hybrid",
                types: list[str] | None = None, tags: list[str] | None = None,
                agent: str | None = None, min_score: float | None = None,
-               include_expired: bool = False) -> dict[str, Any]:
-        """``POST /recall`` -> ``{"hits": [...], "took_ms": float}`` (hits best first, scores in [0, 1])."""
+               include_expired: bool = False, explain: bool = False) -> dict[str, Any]:
+        """``POST /recall`` -> ``{"hits": [...], "took_ms": float}`` (hits best first, scores in [0, 1]);
+        ``explain`` fills each hit's ``context_matches`` (query terms matched through neighbouring turns)."""
         body: dict[str, Any] = {"query": query, "k": k, "scope": scope, "mode": mode, "types": types, "tags": tags,
                                 "min_score": min_score, "include_expired": include_expired}
+        if explain:
+            body["explain"] = True
         if agent is not None:
             body["agent"] = agent
         return self.request("POST", "/recall", body)
