@@ -1,6 +1,7 @@
 """End to end: the real server (uvicorn on a free port) driven by Debian's headless Chromium via Playwright.
 
-Checks the table, filters, sorting, the detail page, the playground, pin and forget actions, that engram
+Checks the table, filters, sorting, the detail page, the playground, pin and forget actions, adding and editing a
+note, forgetting a conversation, the injection log, that engram
 text with markup never runs as script, and that the page breaks no rule of its own Content-Security-Policy.
 Screenshots land in the test's temporary folder.
 """
@@ -241,4 +242,75 @@ def test_filter_by_conversation_and_the_secrets_card(served: tuple[str, str], br
     assert sorted(rows) == ["My sister Lena moved to Vienna.", "She works at the opera house."]
     page.goto(base_url + "/stats")
     assert page.locator("#secrets-redacted").inner_text().strip() == "1"
+    assert page.console_errors == []
+
+
+def test_add_edit_forget_a_conversation_and_find_a_block(served: tuple[str, str], browser_page, memory: Memory,
+                                                        tmp_path: Path) -> None:
+    """Issue 48: a user adds a note, changes its type and scope, forgets a conversation, and finds the block a
+    given message got, all by clicking."""
+    from plur.prompt.worker import RecallWorker
+
+    rex = memory.learn("The user's dog is called Rex and loves the beach.")
+    for turn, text in enumerate(["My sister Lena moved to Vienna.", "She works at the opera house."]):
+        memory.capture(text, session="chat-lena", turn=turn, mode="user")
+    with RecallWorker(memory, threads=1) as worker:                # a host's turn: its block reaches a prompt
+        gen = worker.submit("coder", "what is my dog called again?")
+        assert worker.wait_for("coder", gen, 120) and rex.id in worker.read("coder")
+        assert worker.wait_idle(120)
+    base_url, login = served
+    page = browser_page
+    page.goto(login)
+
+    # Add a note from the table.
+    page.goto(base_url + "/")
+    page.click("#add-note summary")
+    page.fill("#add-statement", "Run the linter before every push.")
+    page.select_option("#add-type", "feedback")
+    page.fill("#add-tags", "style, ci")
+    page.screenshot(path=str(tmp_path / "add.png"), full_page=True)
+    page.click("button[data-action=add]")
+    page.wait_for_selector("#added-notice")
+    added = next(e for e in memory.list() if e.statement == "Run the linter before every push.")
+    assert page.url.startswith(f"{base_url}/engrams/{added.id}")
+    assert (added.type, added.scope, added.tags) == ("feedback", "global", ("style", "ci"))
+
+    # Change its type and scope.
+    page.click("#edit summary")
+    page.select_option("#edit-type", "procedure")
+    page.fill("#edit-scope", "project:shop")
+    page.screenshot(path=str(tmp_path / "edit.png"), full_page=True)
+    page.click("button[data-action=edit]")
+    page.wait_for_selector(".badges .badge.scope:has-text('project:shop')")
+    assert page.locator(".badges .badge.type").inner_text() == "procedure"
+    now = memory.get(added.id)
+    assert (now.type, now.scope, now.statement, now.tags) == ("procedure", "project:shop", added.statement, ("style", "ci"))
+
+    # Find the block a given message got.
+    page.click("nav a[href$='/injections']")
+    page.fill("input[name=q]", "dog called")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url("**q=dog+called**")
+    rows = page.locator("#injections tbody tr")
+    assert rows.count() == 1
+    page.screenshot(path=str(tmp_path / "injections.png"), full_page=True)
+    assert rows.first.locator("td.message").inner_text() == "what is my dog called again?"
+    assert rows.first.locator("td").nth(1).inner_text() == "coder"
+    assert rows.first.locator("ol.block li").first.get_attribute("data-id") == rex.id
+    rows.first.locator(f"ol.block a[href$='{rex.id}']").click()
+    page.wait_for_url(f"**/engrams/{rex.id}")
+    assert "what is my dog called again?" in page.locator("#injection-history").inner_text()
+
+    # Forget a conversation (after confirming).
+    page.click("nav a[href$='/conversations']")
+    row = page.locator("tr[data-session=chat-lena]")
+    assert row.locator("td.num").inner_text() == "2"
+    page.screenshot(path=str(tmp_path / "conversations.png"), full_page=True)
+    row.locator("button[data-action=forget-conversation]").click()
+    page.wait_for_selector("#forgotten-notice")
+    assert "Forgot conversation chat-lena (2 notes)." in page.locator("#forgotten-notice").inner_text()
+    assert page.locator("tr[data-session=chat-lena]").count() == 0
+    assert memory.sessions() == [] and not any("Lena" in e.statement for e in memory.list())
+
+    assert [d[0] for d in page.dialogs] == ["confirm"], page.dialogs
     assert page.console_errors == []

@@ -9,7 +9,7 @@ from .output import echo, emit_json, json_option, one_line, summary
 from .scopes import nonblank
 
 #: Doors of the screen (``stats.db`` table ``screened``) that write to the logs of ``stats.db`` rather than notes.
-LOG_DOORS = ("recall", "feedback", "injection")
+LOG_DOORS = ("recall", "feedback")
 
 
 @click.command()
