@@ -24,6 +24,7 @@ POST     /api/v1/forget                  ``{forgotten: id, quarantined}``
 POST     /api/v1/feedback                ``{id, useful, not_useful}``
 GET      /api/v1/doctor                  ``Memory.doctor()`` with the model the service holds
 POST     /api/v1/list, /update, /inject  see :mod:`plur.service.api_hosts`
+POST     /api/v1/export, /import         see :mod:`plur.service.api_transfer` (also /project/bind, /project/unbind)
 =======  ==============================  ==========================================================
 
 Memory calls run in a worker thread, one at a time (the ``lock`` shared with the web page).
@@ -404,6 +405,9 @@ def create_api(memory: "Memory", worker: "RecallWorker", token: str, *, lock: th
     from .api_hosts import host_routes  # list, update, inject: what MCP and the hooks need (issue 26)
 
     routes += host_routes(memory, endpoint, R, PREFIX, lock)
+    from .api_transfer import transfer_routes  # export, import, project bind/unbind: the DSH plugin's /plur
+
+    routes += transfer_routes(endpoint, R, PREFIX)
 
     async def http_error(request: Request, exc: Exception) -> Response:
         code = getattr(exc, "status_code", 500)

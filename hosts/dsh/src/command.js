@@ -9,18 +9,25 @@
  *   `--any-scope`;
  * - `/plur url`: the link that logs the user's browser in to plur's pages (it carries a login token);
  * - `/plur projects`: every scope with its engram count, this agent's marked;
- * - `/plur bind <folder>`: make another folder part of this agent's project (`plur project bind`);
+ * - `/plur bind <folder>` / `/plur unbind <folder>`: make another folder part of this agent's project, or
+ *   its own repository's project again (`plur project bind|unbind`);
+ * - `/plur export [file] [--force]`: every note to a file (`plur export`; `.jsonl`, `.yaml`, or a folder for a
+ *   Claude memory folder; default `plur-export-<date>.jsonl` in the session's folder; `--force` replaces a
+ *   previous export); `/plur import <path> [--dry-run]`: notes from a file or folder (`plur import`), into
+ *   this agent's scope where an entry names none;
  * - `/plur capture on|off`: whether the conversation forms memory (kept in DSH's settings when the
  *   host has the settings seam, else for this host process).
  *
+ * Paths are resolved against the session's folder; every action goes through the service's API (the service
+ * runs as the same user on this machine, so it reads and writes the user's files as the CLI would).
+ *
  * @module @plur-ai/dsh/command
  */
-import { execFile } from 'node:child_process'
 import { isAbsolute, resolve } from 'node:path'
 import { scopeFor } from './scope.js'
 import { engramLine, engramText, hitLine, listVisible, statusText } from './tools.js'
 
-const USAGE = 'usage: /plur [status] | recall <query> | learn <statement> | list [words] | show <id> | forget <id> [--any-scope] | url | projects | bind <folder> | capture on|off'
+const USAGE = 'usage: /plur [status] | recall <query> | learn <statement> | list [words] | show <id> | forget <id> [--any-scope] | url | projects | bind <folder> | unbind <folder> | export [file] [--force] | import <path> [--dry-run] | capture on|off'
 
 /**
  * Register `/plur` in `ctx`'s layer (disposed with `ctx`'s fiber).
@@ -33,8 +40,8 @@ const USAGE = 'usage: /plur [status] | recall <query> | learn <statement> | list
 export function registerCommand (ctx, client, state) {
   ctx.commands.register({
     name: 'plur',
-    description: 'plur long-term memory: status, recall, learn, list, show, forget, url, projects, bind, capture',
-    input: { hint: '[status|recall <query>|learn <statement>|list|show <id>|forget <id>|url|projects|bind <folder>|capture on|off]', images: false },
+    description: 'plur long-term memory: status, recall, learn, list, show, forget, url, projects, bind, unbind, export, import, capture',
+    input: { hint: '[status|recall <query>|learn <statement>|list|show <id>|forget <id>|url|projects|bind <folder>|unbind <folder>|export [file]|import <path>|capture on|off]', images: false },
     handler: async ({ agent, rawInput, signal }) => {
       const input = (rawInput ?? '').trim()
       const [verb = 'status', ...rest] = input.split(/\s+/).filter((word) => word !== '')
@@ -75,7 +82,10 @@ export function registerCommand (ctx, client, state) {
             if (byScope.length === 0) return { kind: 'success', text: 'Memory is empty.' }
             return { kind: 'success', text: byScope.map(([s, n]) => `${s}: ${n} engram${n === 1 ? '' : 's'}${s === scope ? ' (this session)' : ''}`).join('\n') }
           }
-          case 'bind': return await bind(arg, agent, scope, state)
+          case 'bind': return await bind(arg, agent, scope, call)
+          case 'unbind': return await unbind(arg, agent, call)
+          case 'export': return await exportTo(arg, agent, call)
+          case 'import': return await importFrom(arg, agent, scope, call)
           case 'capture': {
             if (rest.length !== 1 || !['on', 'off'].includes(rest[0])) return { kind: 'error', text: 'usage: /plur capture on|off' }
             const where = await state.live.update({ capture: rest[0] === 'on' ? 'user' : 'off' })
@@ -104,17 +114,49 @@ async function forget (words, scope, call) {
   return { kind: 'success', text: `Forgot ${reply.forgotten} (${engram.scope}): ${engram.statement.slice(0, 120)}` }
 }
 
-/** `/plur bind <folder>`: `plur project bind FOLDER --to <scope>` through the configured plur command. */
-async function bind (arg, agent, scope, state) {
+/** `text` without the flag `flag` (a word of its own), and whether it was there; the rest is one path (spaces kept). */
+function flagged (text, flag) {
+  const words = text.split(/(\s+)/)
+  const found = words.some((w) => w === flag)
+  return { found, rest: words.filter((w) => w !== flag).join('').trim() }
+}
+
+/** A path the user typed, absolute: relative ones are resolved against the session's folder. */
+function pathOf (arg, agent) {
+  const cwd = agent.session?.header?.cwd
+  return isAbsolute(arg) ? arg : resolve(typeof cwd === 'string' ? cwd : process.cwd(), arg)
+}
+
+/** `/plur bind <folder>`: `plur project bind FOLDER --to <this session's scope>`, through the service. */
+async function bind (arg, agent, scope, call) {
   if (arg === '') return { kind: 'error', text: 'usage: /plur bind <folder>' }
   if (!scope.startsWith('project:')) return { kind: 'error', text: `this session's scope is ${scope}, not a project; bind works in a project folder` }
-  const cwd = agent.session?.header?.cwd
-  const folder = isAbsolute(arg) ? arg : resolve(typeof cwd === 'string' ? cwd : process.cwd(), arg)
-  const [program, ...prefix] = state.starter.command
-  const args = [...prefix, '--home', state.starter.home, 'project', 'bind', folder, '--to', scope]
-  const out = await new Promise((done) => {
-    execFile(program, args, { timeout: state.now().toolTimeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => done({ error, text: `${stdout}${stderr}`.trim() }))
-  })
-  if (out.error) return { kind: 'error', text: `plur project bind failed: ${out.text || out.error.message}` }
-  return { kind: 'success', text: out.text || `Bound ${folder} to ${scope}.` }
+  const reply = await call('POST', '/project/bind', { folder: pathOf(arg, agent), scope })
+  return { kind: 'success', text: `Bound ${reply.bound} to ${reply.scope}: its sessions share this project's notes.` }
+}
+
+/** `/plur unbind <folder>`: `plur project unbind FOLDER`, through the service. */
+async function unbind (arg, agent, call) {
+  if (arg === '') return { kind: 'error', text: 'usage: /plur unbind <folder>' }
+  const reply = await call('POST', '/project/unbind', { folder: pathOf(arg, agent) })
+  return { kind: 'success', text: `Unbound ${reply.unbound} (was ${reply.was}): it is its own repository's project again.` }
+}
+
+/** `/plur export [file] [--force]`: every note, oldest first (`plur export`), through the service. */
+async function exportTo (arg, agent, call) {
+  const { found: force, rest } = flagged(arg, '--force')
+  const name = rest || `plur-export-${new Date().toISOString().slice(0, 10)}.jsonl`
+  const reply = await call('POST', '/export', { target: pathOf(name, agent), force })
+  return { kind: 'success', text: `Exported ${reply.exported} note${reply.exported === 1 ? '' : 's'} to ${reply.target}.` }
+}
+
+/** `/plur import <path> [--dry-run]`: notes from files or folders (`plur import`), through the service. */
+async function importFrom (arg, agent, scope, call) {
+  const { found: dryRun, rest } = flagged(arg, '--dry-run')
+  if (rest === '') return { kind: 'error', text: 'usage: /plur import <path> [--dry-run] (plur exports, Claude or ChatGPT memories, Markdown or text notes)' }
+  const reply = await call('POST', '/import', { paths: [pathOf(rest, agent)], scope, dry_run: dryRun })
+  const into = reply.scopes.length === 0 ? '' : ` into ${reply.scopes.join(', ')}`
+  const secrets = reply.secrets_removed > 0 ? ` Removed ${reply.secrets_removed} credential${reply.secrets_removed === 1 ? '' : 's'} from the text.` : ''
+  const where = reply.files.length === 1 ? reply.files[0] : `${reply.files.length} files`
+  return { kind: 'success', text: `${dryRun ? 'Would import' : 'Imported'} ${reply.added.length} new note${reply.added.length === 1 ? '' : 's'}, ${reply.already_known.length} already known, from ${where}${into}${dryRun ? ' (--dry-run: nothing written)' : ''}.${secrets}` }
 }

@@ -1,10 +1,12 @@
 // What a DSH user controls, on the real host registries and a real `plur serve`: the model's
 // plur_update / plur_show / plur_list (kept to the agent's scope, as plur_forget is), the /plur
-// command's list, show, url, projects, forget (scope named, another project's refused) and capture.
+// command's list, show, url, projects, forget (scope named, another project's refused), bind, unbind,
+// export, import and capture.
 import './support/es2024.js'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { mkdir, readFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import plur from '../src/index.js'
@@ -134,6 +136,55 @@ test('/plur bind <folder>: another folder joins this session\'s project (plur pr
   const listed = await host.root.tools.execute({ callId: 'c-bound', name: 'plur_list', arguments: { text: 'TABS' }, agent: other, signal: AbortSignal.timeout(20000) })
   assert.match(listed.content[0].text, /project:delta.*TABS/, 'the bound folder\'s session sees delta\'s notes')
   assert.equal((await command('/plur bind')).kind, 'error')
+})
+
+test('/plur export, import and unbind go through the service: a file in the session folder, notes into this session\'s scope, a folder its own project again', async () => {
+  // a session whose folder is outside the plur home (an export never writes inside the home)
+  const outside = await mkdtemp(join(tmpdir(), 'plur-dsh-out-'))
+  const cwd = join(outside, 'kappa')
+  await mkdir(cwd)
+  const kappa = (await host.createAgent('agent-kappa', cwd)).agent
+  const say = (line) => host.root.commands.execute(kappa, line, [], AbortSignal.timeout(20000)).then((r) => r.result)
+  try {
+    const exported = await say('/plur export notes.jsonl')
+    assert.equal(exported.kind, 'success', exported.text)
+    const file = join(cwd, 'notes.jsonl')
+    const lines = (await readFile(file, 'utf8')).trim().split('\n').map((l) => JSON.parse(l))
+    assert.equal(exported.text, `Exported ${lines.length} notes to ${file}.`)
+    assert.ok(lines.some((e) => e.id === tabs.id && e.scope === 'project:delta'), 'every note, with its scope')
+    const again = await say('/plur export notes.jsonl')
+    assert.equal(again.kind, 'error')
+    assert.match(again.text, /previous plur export.*--force/, 'a previous export is replaced only when asked')
+    assert.equal((await say('/plur export notes.jsonl --force')).kind, 'success')
+    const nowhere = await say('/plur export /nowhere/at/all.jsonl')
+    assert.equal(nowhere.kind, 'error')
+    assert.match(nowhere.text, /does not exist/)
+    const inHome = await say(`/plur export ${join(home, 'x.jsonl')}`)
+    assert.match(inHome.text, /inside the plur home/)
+
+    await writeFile(join(cwd, 'more notes.md'), 'KAPPA-IMPORT: the kappa release train leaves on Thursdays.\n')
+    const preview = await say('/plur import more notes.md --dry-run')
+    assert.equal(preview.kind, 'success', preview.text)
+    assert.match(preview.text, /^Would import 1 new note, 0 already known, from .*more notes\.md into project:kappa \(--dry-run: nothing written\)\.$/)
+    assert.equal((await service.api.request('POST', '/list', { text: 'KAPPA-IMPORT', limit: 5 })).engrams.length, 0)
+    const imported = await say('/plur import more notes.md')
+    assert.match(imported.text, /^Imported 1 new note, 0 already known, from .* into project:kappa\.$/)
+    const stored = (await service.api.request('POST', '/list', { text: 'KAPPA-IMPORT', limit: 5 })).engrams
+    assert.deepEqual(stored.map((e) => e.scope), ['project:kappa'])
+    assert.equal((await say('/plur import')).kind, 'error')
+  } finally {
+    await rm(outside, { recursive: true, force: true })
+  }
+
+  const api = join(home, 'work', 'delta-api')
+  const unbound = await command(`/plur unbind ${api}`)
+  assert.equal(unbound.kind, 'success', unbound.text)
+  assert.match(unbound.text, /\(was project:delta\)/)
+  const which = execFileSync(PYTHON, ['-m', 'plur', '--home', home, 'project', 'which', api], { encoding: 'utf8', env: { ...process.env, PLUR_AUTOSTART_SERVICE: '0' } }).trim()
+  assert.notEqual(which, 'project:delta')
+  const notBound = await command(`/plur unbind ${api}`)
+  assert.equal(notBound.kind, 'error')
+  assert.match(notBound.text, /is not bound to a project/)
 })
 
 test('capture numbers a typed message by its place among the session\'s typed messages (restored history counted, plugin messages not)', async () => {
