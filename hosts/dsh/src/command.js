@@ -33,7 +33,7 @@ const USAGE = 'usage: /plur [status] | recall <query> | learn <statement> | list
  * Register `/plur` in `ctx`'s layer (disposed with `ctx`'s fiber).
  * @param {import('@deepseek-ai/cordis').Context} ctx - a context with the `commands` service.
  * @param {import('./client.js').PlurClient} client - the plur client (tool timeout).
- * @param {{now: () => {scope: string, enabled: boolean, capture: string, toolTimeoutMs: number},
+ * @param {{now: () => {scope: string, enabled: boolean, capture: string, toolTimeoutMs: number}, captureOverride?: string,
  *   live: import('./settings.js').LiveSettings, starter: import('./start.js').Starter,
  *   cache: import('./cache.js').BlockCache}} state - the plugin's settings, starter and block cache.
  */
@@ -55,7 +55,8 @@ export function registerCommand (ctx, client, state) {
             const block = state.cache.read(agent.id)
             const shown = !now.enabled ? 'memory is switched off (plur.enabled)' : block === '' ? 'no memory block yet' : `memory block ${block.length} characters (hash ${state.cache.hash(agent.id)})`
             const note = await client.settingsNote()
-            return { kind: 'success', text: `${statusText(await call('GET', '/status'), scope)} ${shown}; capture ${now.capture}.${note ? ` Warning: ${note}.` : ''}` }
+            const env = state.captureOverride === undefined ? '' : ' (PLUR_CAPTURE in DSH\'s environment)'
+            return { kind: 'success', text: `${statusText(await call('GET', '/status'), scope)} ${shown}; capture ${now.capture}${env}.${note ? ` Warning: ${note}.` : ''}` }
           }
           case 'recall': {
             if (arg === '') return { kind: 'error', text: 'usage: /plur recall <query>' }
@@ -89,7 +90,8 @@ export function registerCommand (ctx, client, state) {
           case 'capture': {
             if (rest.length !== 1 || !['on', 'off'].includes(rest[0])) return { kind: 'error', text: 'usage: /plur capture on|off' }
             const where = await state.live.update({ capture: rest[0] === 'on' ? 'user' : 'off' })
-            return { kind: 'success', text: `Capture ${rest[0]}${where === 'settings' ? ' (saved in DSH settings, namespace plur)' : ' for this host process (the host has no settings seam; set capture in the plugin config to keep it)'}.` }
+            const env = state.captureOverride === undefined ? '' : ` Until it is unset, PLUR_CAPTURE=${state.captureOverride} in DSH's environment keeps capture ${state.captureOverride} in this process.`
+            return { kind: 'success', text: `Capture ${rest[0]}${where === 'settings' ? ' (saved in DSH settings, namespace plur)' : ' for this host process (the host has no settings seam; set capture in the plugin config to keep it)'}.${env}` }
           }
           default:
             return { kind: 'error', text: `unknown /plur action ${JSON.stringify(verb)}; ${USAGE}` }

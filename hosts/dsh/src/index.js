@@ -2,7 +2,10 @@
  * plur memory for DeepSeek Harness: a Cordis plugin.
  *
  * - ONE prompt section, `plur:memory` (order 120), whose text is a synchronous function of the
- *   assembly: the block shown to `assembly.agent.id`, `''` without an agent. It never does I/O.
+ *   assembly: the block shown to `assembly.agent.id`, `''` without an agent. It never does I/O. A second
+ *   mount in the same host (a personal-only row beside a project one) gets `plur:memory:2`; the first
+ *   mount keeps the tools, command, skill, settings and card, and is the one that captures for its home.
+ * - `PLUR_CAPTURE` (user, all, off) in the host's environment overrides every capture setting.
  * - When the agent loop claims a message the user typed (`agent/inbox/claimed` with
  *   `source.kind === 'user'`; never plugin reminders, loop-guard nudges or tool results), the
  *   plugin asks the local plur service (`POST /api/v1/block`) for the block of that text.
@@ -31,7 +34,7 @@ import { PlurClient, resolveHome } from './client.js'
 import { registerCommand } from './command.js'
 import { canonical } from './project.js'
 export { latestUserText, MAX_QUERY_CHARS, scopeFor, SCOPE_RE, userText } from './scope.js'
-import { CAPTURE_MODES, LIVE_DEFAULTS, LiveSettings, settingsMount } from './settings.js'
+import { CAPTURE_MODES, captureFromEnv, LIVE_DEFAULTS, LiveSettings, settingsMount } from './settings.js'
 export { findProject, resolveProject } from './project.js'
 import { SKILL } from './skill.js'
 import { SCOPE_RE, scopeFor, typedText, userText } from './scope.js'
@@ -49,27 +52,36 @@ export const STATUS_PATH = '/plur/status'
  * `running`, `starting`, `failed` (the plugin could not start it: `reason`) or `not running`. `url` is the
  * service's address without any token: dsh web's server has no login, so nothing secret is served here.
  */
-async function statusHandler (req, res, client, starter, live) {
+async function statusHandler (req, res, client, starter, live, override) {
   const send = (code, body) => {
     res.writeHead(code, { 'content-type': 'application/json', 'cache-control': 'no-store' })
     res.end(JSON.stringify(body))
   }
   if (req.method !== 'GET') { send(405, { error: 'GET only' }); return }
-  const enabled = live.get().enabled
+  const { enabled, capture } = live.get()
+  const said = { enabled, capture: override ?? capture, captureFromEnv: override !== undefined }
   try {
     const status = await client.request('GET', '/status', undefined, { timeoutMs: 3000 })
     const where = await client.found
-    send(200, { enabled, state: 'running', url: where?.url ?? null, version: status.version ?? null, engrams: status.engrams ?? null, reason: '' })
+    send(200, { ...said, state: 'running', url: where?.url ?? null, version: status.version ?? null, engrams: status.engrams ?? null, reason: '' })
   } catch (error) {
     const state = starter.state === 'starting' || starter.state === 'failed' ? starter.state : 'not running'
-    send(200, { enabled, state, url: null, version: null, engrams: null, reason: starter.state === 'failed' ? starter.reason : String(error?.message ?? error) })
+    send(200, { ...said, state, url: null, version: null, engrams: null, reason: starter.state === 'failed' ? starter.reason : String(error?.message ?? error) })
   }
 }
 
 /** The only service the plugin needs; tools, commands and skills are optional (see `apply`). */
 export const inject = ['systemPrompt']
-/** The section's name and order (tool guidance uses 100-199 in DSH's order bands). */
+/**
+ * The section's name and order (tool guidance uses 100-199 in DSH's order bands). A second mount of the plugin
+ * in one host (a personal-only row beside a project one) registers `plur:memory:2` (then `:3`...): DSH refuses
+ * a section name twice.
+ */
 export const SECTION_NAME = 'plur:memory'
+/** Most mounts of the plugin one host can hold (section names `plur:memory` .. `plur:memory:9`). */
+export const MAX_MOUNTS = 9
+/** Per host (Cordis root): the plur home each capturing mount captures for (one mount per home captures). */
+const capturers = new WeakMap()
 export const SECTION_ORDER = 120
 /**
  * Event emitted after each refresh settles: `({agent, query, scope, outcome, hash, error,
@@ -82,6 +94,12 @@ export const REFRESH_EVENT = 'plur/refresh'
  * to that model request, `settled` whether the refresh landed within the bound.
  */
 export const SHOW_EVENT = 'plur/show'
+/**
+ * Event emitted once a typed message's recall is done and its capture is handed to the service, or not:
+ * `({agent, captured, skipped, sent}) => void`; `skipped` says why not (`capture off`, `PLUR_CAPTURE=off`,
+ * `another plur mount captures`; '' when captured), `sent` settles when the service answered.
+ */
+export const CAPTURE_EVENT = 'plur/capture'
 
 const DEFAULTS = Object.freeze({
   home: undefined, scope: 'cwd', timeoutMs: 5000, toolTimeoutMs: 15000, waitMs: 1500, turnWaitMs: 1000,
@@ -148,6 +166,8 @@ export function resolveConfig (config = {}) {
 export function apply (ctx, config) {
   const settings = resolveConfig(config)
   const logger = ctx.logger('plur')
+  // PLUR_CAPTURE in DSH's environment (user, all, off) overrides every other capture setting for this process
+  const captureOverride = captureFromEnv(process.env)
   const client = new PlurClient({ home: settings.home, timeoutMs: settings.timeoutMs })
   const tools = new PlurClient({ home: settings.home, timeoutMs: settings.toolTimeoutMs })
   const cache = new BlockCache()
@@ -165,8 +185,19 @@ export function apply (ctx, config) {
       toolsMounted?.(next.enabled)
     }
   })
-  /** The settings in force now (the settings seam's, else the config's). */
-  const now = () => ({ ...settings, ...live_.get() })
+  /** The settings in force now (the settings seam's, else the config's; PLUR_CAPTURE over both). */
+  const now = () => ({ ...settings, ...live_.get(), ...(captureOverride === undefined ? {} : { capture: captureOverride }) })
+  // One mount per home captures (a second mount in the same host, personal-only beside a project one, would
+  // store every typed message twice); the first one does.
+  const homes = capturers.get(ctx.root) ?? new Set()
+  capturers.set(ctx.root, homes)
+  const capturesHere = !homes.has(settings.home)
+  if (capturesHere) {
+    homes.add(settings.home)
+    ctx.effect(() => () => { homes.delete(settings.home) }, 'plur: this mount captures for its home')
+  } else {
+    logger.info('plur capture: another plur mount in this host captures for %s; this one does not', settings.home)
+  }
 
   // Disposal (a headless run's exit included) waits for captures in flight, bounded: the first message of a
   // run that started the service is handed over once the service is up (capture.js); past the bound they go
@@ -178,14 +209,14 @@ export function apply (ctx, config) {
     if (left > 0) logger.info('plur: %d captured message(s) still waiting for the plur service; the process ends once they are stored', left)
   }, 'plur: drop every memory block, wait for captures in flight')
 
-  ctx.systemPrompt.section({
-    name: SECTION_NAME,
+  const sectionName = registerSection(ctx, {
     order: SECTION_ORDER,
     text: (assembly) => {
       const id = assembly.agent?.id
       return id === undefined || !live_.get().enabled ? '' : cache.read(id)
     },
   })
+  if (sectionName !== SECTION_NAME) logger.info('plur: another plur mount holds the %s section; this one is %s', SECTION_NAME, sectionName)
 
   /** Memory is off or starting: one line for the block when there is none yet, and an error log. */
   const unavailable = async (error) => {
@@ -248,18 +279,21 @@ export function apply (ctx, config) {
   // The loop claims a step's messages, then assembles its prompt: a user message starts a refresh.
   ctx.on('agent/inbox/claimed', ({ agent, message }) => {
     try {
-      const current = live_.get()
+      const current = now()
       if (!current.enabled) return
       const query = userText(message)
       if (query === '' || agent?.id === undefined) return
       const recalled = refresh(agent, query)
       // capture: the typed text whole, off the turn path (fire and forget), once this turn's recall is done:
       // stored earlier, the message would be recalled for itself and crowd the notes that answer it out
-      if (current.capture !== 'off') {
-        const text = typedText(message)
-        const scope = scopeFor(agent, current.scope, settings.home)
-        recalled.finally(() => { if (live) capturer.capture({ agent, text, messageId: message?.id, scope }) })
-      }
+      const skipped = current.capture === 'off' ? (captureOverride === 'off' ? 'PLUR_CAPTURE=off' : 'capture off') : capturesHere ? '' : 'another plur mount captures'
+      const text = typedText(message)
+      const scope = scopeFor(agent, current.scope, settings.home)
+      recalled.finally(() => {
+        if (!live) return
+        const sent = skipped === '' ? capturer.capture({ agent, text, messageId: message?.id, scope }) : undefined
+        ctx.emit(CAPTURE_EVENT, { agent, captured: sent !== undefined, skipped, sent })
+      })
     } catch (error) {
       logger.warn('plur refresh not started: %o', error)
     }
@@ -280,15 +314,15 @@ export function apply (ctx, config) {
     if (first) logger.debug('first memory block for %s: waited %s ms, %s', id, waitedMs.toFixed(1), settled ? 'landed' : 'not yet (shown from the next turn)')
     const assembled = await next()
     const text = cache.read(id)
-    if (!assembled.sections.some((section) => section.name === SECTION_NAME && section.text !== text)) return assembled
-    return { ...assembled, sections: assembled.sections.map((section) => section.name === SECTION_NAME ? { ...section, text } : section) }
+    if (!assembled.sections.some((section) => section.name === sectionName && section.text !== text)) return assembled
+    return { ...assembled, sections: assembled.sections.map((section) => section.name === sectionName ? { ...section, text } : section) }
   })
 
   // capture = all: the model's answer too, when its turn ends (off the turn path: the listener returns at once)
   ctx.on('agent/turn-stopping', ({ agent } = {}) => {
     try {
-      const current = live_.get()
-      if (!current.enabled || current.capture !== 'all' || agent?.id === undefined) return
+      const current = now()
+      if (!current.enabled || current.capture !== 'all' || !capturesHere || agent?.id === undefined) return
       const answer = answerOf(agent)
       if (answer !== undefined) capturer.capture({ agent, text: answer.text, role: 'assistant', turn: answer.turn, scope: scopeFor(agent, current.scope, settings.home) })
     } catch (error) {
@@ -310,10 +344,14 @@ export function apply (ctx, config) {
       .catch((error) => {
         if (failed.has(what) || !live) return
         failed.add(what)
-        logger.error(`plur ${what} not mounted: ${String(error?.message ?? error)}`)
+        const why = String(error?.message ?? error)
+        // a later mount of the plugin (its section is plur:memory:2...): the first one's tools, command,
+        // settings and route serve this host
+        if (sectionName !== SECTION_NAME && /already registered/.test(why)) logger.info(`plur ${what}: another plur mount in this host has them (${why})`)
+        else logger.error(`plur ${what} not mounted: ${why}`)
       })
   }
-  const state = { settings, now, live: live_, starter, cache }
+  const state = { settings, now, live: live_, starter, cache, captureOverride }
   ctx.inject(['tools'], mount('tools', async (scoped) => {
     let unregister
     const turn = async (on) => {
@@ -332,8 +370,27 @@ export function apply (ctx, config) {
   ctx.inject(['settings'], mount('settings', settingsMount(ctx, live_, validScope)))
   // dsh web: GET /plur/status for the settings card (the service's state and address; never a token)
   ctx.inject(['webServer'], mount('the /plur/status route', (scoped) => {
-    scoped.effect(() => scoped.webServer.register({ kind: 'exact', path: STATUS_PATH, handler: (req, res) => { statusHandler(req, res, tools, starter, live_) } }), 'plur: /plur/status')
+    scoped.effect(() => scoped.webServer.register({ kind: 'exact', path: STATUS_PATH, handler: (req, res) => { statusHandler(req, res, tools, starter, live_, captureOverride) } }), 'plur: /plur/status')
   }))
+}
+
+/**
+ * Register the memory section under the first free name: `plur:memory`, else `plur:memory:2` .. `:9` (a second
+ * mount of the plugin in one host).
+ * @returns {string} the name it got.
+ * @throws {Error} DSH's own error for anything but a taken name, or when every name is taken.
+ */
+function registerSection (ctx, section) {
+  for (let i = 1; i <= MAX_MOUNTS; i++) {
+    const name = i === 1 ? SECTION_NAME : `${SECTION_NAME}:${i}`
+    try {
+      ctx.systemPrompt.section({ ...section, name })
+      return name
+    } catch (error) {
+      if (!/already registered/.test(String(error?.message)) || i === MAX_MOUNTS) throw error
+    }
+  }
+  throw new Error('unreachable')
 }
 
 export default { name, inject, apply }

@@ -16,6 +16,21 @@ import { importFromHost } from './host.js'
 export const NAMESPACE = 'plur'
 /** What `capture` may be: the user's typed turns, every turn, or nothing. */
 export const CAPTURE_MODES = Object.freeze(['user', 'all', 'off'])
+/**
+ * `PLUR_CAPTURE` in DSH's environment (the variable plur's own processes read): `user`, `all` or `off`
+ * overrides every other capture setting (config, settings.yaml, `/plur capture`) for this process, so a
+ * headless run needs no YAML to capture nothing: `PLUR_CAPTURE=off dsh --profile headless "..."`.
+ * @param {Record<string, string | undefined>} env - the environment.
+ * @returns {'user' | 'all' | 'off' | undefined} the mode, or `undefined` when unset or empty.
+ * @throws {Error} on another value, naming it and the ones it may be.
+ */
+export function captureFromEnv (env) {
+  const raw = (env.PLUR_CAPTURE ?? '').trim().toLowerCase()
+  if (raw === '') return undefined
+  if (!CAPTURE_MODES.includes(raw)) throw new Error(`@plur-ai/dsh: PLUR_CAPTURE=${JSON.stringify(env.PLUR_CAPTURE)} is invalid: use ${CAPTURE_MODES.join(', ')} (or unset it)`)
+  return raw
+}
+
 /** The user-changeable keys and their defaults. */
 export const LIVE_DEFAULTS = Object.freeze({ enabled: true, capture: 'user', scope: 'cwd' })
 

@@ -82,10 +82,11 @@ async function profile (name, { plurHome = service.home, config } = {}) {
   const env = {
     ...install.env, HOME: join(root, 'home'), DSH_HOME: join(root, 'dsh'), PLUR_HOME: plurHome, HF_HUB_OFFLINE: '1',
     DEEPSEEK_BASE_URL: model.url, DEEPSEEK_API_KEY: 'sk-e2e-not-a-key', DSH_TELEMETRY_DISABLED: '1',
+    // capture has its own e2e (capture.test.js); these runs ask some questions twice, which capture would
+    // store: off, the way a headless user turns it off without YAML (PLUR_CAPTURE in dsh's environment)
+    PLUR_CAPTURE: 'off',
   }
-  // capture has its own e2e (capture.test.js); these runs ask some questions twice, which capture would store
   await mkdir(env.DSH_HOME, { recursive: true })
-  await writeFile(join(env.DSH_HOME, 'settings.yaml'), 'plur:\n  capture: \'off\'\n')
   assert.equal((await dsh(['plugin', '--profile', 'headless', 'add', './hosts/dsh'], { cwd: clone, env })).code, 0)
   if (config !== undefined) await writeFile(join(env.DSH_HOME, 'profiles', 'headless', 'cordis.patch.yml'), `- id: plur\n  config: ${JSON.stringify(config)}\n`)
   return env
@@ -142,6 +143,19 @@ test('DSH\'s settings document switches memory off (no block, no plur tools) and
   const on = await ask(Q.dog, env)
   assert.match(blockOf(on.first), /Biscuit/)
   assert.equal(on.first.tools.filter((t) => t.function?.name.startsWith('plur_')).length, 8)
+})
+
+test('two plugin rows in one profile (a personal-only one beside the project one, as docs/hosts/dsh.md shows): the first request carries both blocks', async () => {
+  const two = await profile('two-mounts')
+  await writeFile(join(two.DSH_HOME, 'profiles', 'headless', 'cordis.patch.yml'), "- insert:\n    - id: plur-personal\n      name: '@plur-ai/dsh'\n      config:\n        scope: global\n")
+  const asked = await ask('What is my dog called, and how does kappa indent?', two)
+  const blocks = systemOf(asked.first).match(/<plur-memory>[\s\S]*?<\/plur-memory>/g) ?? []
+  say(`  two mounts: ${blocks.length} blocks: ${JSON.stringify(blocks.map((b) => b.slice(0, 400)))}`)
+  assert.equal(blocks.length, 2, 'plur:memory and plur:memory:2')
+  assert.match(blocks[0], /KAPPA-tabs/, 'the project block')
+  assert.match(blocks[1], /Biscuit/, 'the personal block')
+  assert.doesNotMatch(blocks[1], /KAPPA-tabs/, 'personal-only: no project note')
+  assert.equal(asked.first.tools.filter((t) => t.function?.name.startsWith('plur_')).length, 8, 'the tools once')
 })
 
 test('no service running: the first headless run starts one (plurCommand), the next run\'s first request carries the block', async () => {
@@ -201,7 +215,7 @@ test('`plur ingest` of the DSH home these runs wrote: a user turn is recalled in
 
 const CHROMIUM = process.env.PLUR_CHROMIUM ?? '/usr/bin/chromium'
 const browserMissing = !existsSync(CHROMIUM) && process.env.PLUR_REQUIRE_BROWSER !== '1'
-test('`dsh web` in a real browser: the plur card in Settings > Plugins shows the service state and address and switches memory off (next request: no block, no plur tools) and on again; /plur list, /plur url, /plur projects answer', { skip: browserMissing && `no chromium at ${CHROMIUM}` }, async () => {
+test('`dsh web` in a real browser: the plur card in Settings > Plugins shows the service state and address, switches memory off (next request: no block, no plur tools; the card says off) and on again; /plur list, /plur url, /plur projects, /plur export answer', { skip: browserMissing && `no chromium at ${CHROMIUM}` }, async () => {
   const web = await profile('web')
   const probe = join(work, 'probe-web.jsonl')
   web.PLUR_E2E_PROBE = probe
@@ -250,25 +264,43 @@ test('`dsh web` in a real browser: the plur card in Settings > Plugins shows the
     assert.equal(plurTools(on).length, 8)
     // Settings > Plugins > Plugin configuration: the plur card (src/web-card.js), bound to the plur namespace
     const settings = join(web.DSH_HOME, 'settings.yaml')
+    // the card is built as DSH's own cards: a header that discloses the fields, staged edits, Save
+    const card = page.locator('li[data-plur-card]')
     const switchTo = async (enabled) => {
       const seen = (await settingsEvents()).length
       await page.getByRole('button', { name: 'Settings' }).first().click()
       await page.getByRole('button', { name: 'Plugins' }).first().click()
-      const toggle = page.getByRole('switch', { name: 'plur memory on' })
-      const state = page.getByText(/^Service: running at http:\/\/127\.0\.0\.1:\d+ \(plur \S+, \d+ notes\)$/)
-      await state.waitFor()
-      assert.ok((await state.innerText()).includes(service.info.url.replace(/\/+$/, '')), 'the card shows the service\'s state and address')
-      assert.equal(await toggle.isChecked(), !enabled, 'the card shows the current state')
-      await toggle.setChecked(enabled)
+      await card.getByRole('button', { name: 'Expand: plur memory', exact: true }).click()
+      const line = card.locator('[data-plur-service]')
+      if (enabled) {   // it is off now: the card says so, never "Service: running"
+        await card.locator('[data-plur-service="off"]').waitFor()
+        assert.match(await line.innerText(), /^Memory is off: no notes and no plur_\* tools in any request/)
+        assert.equal(await card.locator('[data-plur-pill]').innerText(), 'Off')
+        assert.doesNotMatch(await card.innerText(), /Service: running/)
+      } else {
+        const state = card.getByText(/^Service: running at http:\/\/127\.0\.0\.1:\d+ \(plur \S+, \d+ notes\)$/)
+        await state.waitFor()
+        assert.ok((await state.innerText()).includes(service.info.url.replace(/\/+$/, '')), 'the card shows the service\'s state and address')
+        assert.equal(await card.locator('[data-plur-pill]').innerText(), 'On')
+      }
+      await card.getByLabel('plur memory', { exact: true }).selectOption(enabled ? 'on' : 'off')
+      assert.equal(await card.getByText('Unsaved', { exact: true }).count(), 1, 'a staged edit is marked, as on DSH\'s cards')
+      await card.getByRole('button', { name: 'Save', exact: true }).click()
       const deadline = Date.now() + 60000
       while (!(await settingsEvents()).slice(seen).some((e) => e.enabled === enabled)) {
         if (Date.now() > deadline) throw new Error(`the host never applied plur.enabled=${enabled} within 60 s`)
         await new Promise((resolve) => setTimeout(resolve, 100))
       }
       assert.match(await readFile(settings, 'utf8'), new RegExp(`plur:[\\s\\S]*enabled: ${enabled}`), 'kept in the user\'s settings document')
-      say(`  web settings: plur memory ${enabled ? 'on' : 'off'} through the card; settings.yaml ${JSON.stringify(await readFile(settings, 'utf8'))}`)
+      await card.locator(`[data-plur-pill="${enabled ? 'on' : 'off'}"]`).waitFor()
+      if (!enabled) {
+        await card.locator('[data-plur-service="off"]').waitFor()
+        assert.doesNotMatch(await card.innerText(), /Service: running/, 'memory off is shown as off')
+      }
+      say(`  web settings: plur memory ${enabled ? 'on' : 'off'} through the card (${JSON.stringify(await line.innerText())}); settings.yaml ${JSON.stringify(await readFile(settings, 'utf8'))}`)
+      if (process.env.PLUR_E2E_OUT) await page.screenshot({ path: join(process.env.PLUR_E2E_OUT, `card-${enabled ? 'on' : 'off'}.png`) })
       await page.getByRole('button', { name: 'Close', exact: true }).click()
-      await page.getByRole('switch', { name: 'plur memory on' }).waitFor({ state: 'detached' })
+      await card.waitFor({ state: 'detached' })
     }
     await switchTo(false)
     const off = await turn(Q.show)
@@ -282,11 +314,18 @@ test('`dsh web` in a real browser: the plur card in Settings > Plugins shows the
       ['/plur projects', /project:kappa: \d+ engrams? \(this session\)/],
       ['/plur list', /KAPPA-tabs/],
       ['/plur url', /plur's pages \(this link logs your browser in; keep it to yourself\): http:\/\/127\.0\.0\.1:\d+\/w\/[\w-]+\/\?login=\d+\./],
+      ['/plur export', /Exported \d+ notes? to \S+\/kappa\/plur-export-\d{4}-\d{2}-\d{2}\.jsonl\./],
     ]) {
       await send(line)
       await page.getByText(answer).last().waitFor()
       say(`  web ${line}: ${JSON.stringify((await page.getByText(answer).last().innerText()).slice(0, 120))}`)
     }
+    // /plur export wrote every note, through the service, into the session's folder
+    const exported = /Exported \d+ notes? to (\S+\.jsonl)\./.exec(await page.getByText(/Exported \d+ notes? to/).last().innerText())[1]
+    assert.ok(exported.startsWith(join(web.HOME, 'kappa')), exported)
+    const rows = (await readFile(exported, 'utf8')).trim().split('\n').map((l) => JSON.parse(l))
+    assert.ok(rows.some((r) => r.id === tabsId && r.scope === 'project:kappa'), 'the kappa note, with its scope')
+    assert.ok(rows.some((r) => r.scope === 'project:omega'), 'every note: another project\'s too')
   } finally {
     await browser.close()
     const exited = new Promise((resolve) => server.once('exit', resolve))
