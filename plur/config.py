@@ -168,6 +168,11 @@ SETTINGS: tuple[Setting, ...] = (
             "project. The model's learn tools (MCP learn, DSH plur_learn) route the same way unless they say "
             "about='user' or 'project'. off = captured turns stay in the conversation's project. "
             "docs: concepts/scopes.md."),
+    Setting("capture_rules", True, bool,
+            "What capture and plur ingest leave out of a conversation: turns that only ask (a question is never "
+            "a note), turns with nothing to remember ('ok', slash and shell commands), turns typed while capture "
+            "was off (<home>/capture-off.jsonl) and a text the scope already holds from another conversation. "
+            "false = every turn is kept (the secret screen still applies)."),
     Setting("store", "", str,
             "Where engrams live: '' = the YAML folder <home>/engrams; 'postgresql://user@host/db' = a PostgreSQL "
             "database with pgvector shared by several machines or a team (extra 'postgres'; docs: 'PostgreSQL and "
@@ -272,6 +277,7 @@ class Settings:
     keep_identity_numbers: bool = False
     forget_requests: bool = True
     route_personal: bool = True
+    capture_rules: bool = True
     store: str = ""
     feed_retention_days: float = 30.0
     autostart_service: bool = True

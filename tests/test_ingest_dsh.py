@@ -97,7 +97,8 @@ def test_a_session_the_plugin_captured_live_is_not_stored_twice_when_its_log_is_
         # what the DSH plugin's capture stored while the session ran (format capture, same session and number)
         m.store.add_many([Engram.create(LENA, scope=scope, type="user", source={
             "kind": "conversation", "format": "capture", "session": sid, "turn": 0, "role": "user"})], dedupe=False)
-        out = m.ingest(log, scope=scope, roles=("user", "assistant"))
+        out = m.ingest(log, scope=scope, roles=("user", "assistant"), rules=False)
         assert [(e.source["role"], e.statement) for e in out.added] == [("assistant", "ok")], \
             "the captured user turn is known; only the answer is new"
+        assert m.ingest(log, scope=scope, roles=("user", "assistant")).added == ()   # "ok": nothing to remember
         assert [e.statement for e in m.list(scope=scope)].count(LENA) == 1

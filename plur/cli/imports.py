@@ -184,6 +184,11 @@ def project_scope(folder: Path, home: Path, register: bool = True) -> str:
     return resolve(folder, home, register_new=register and folder.is_dir()).scope
 
 
+#: How the ingest report names each reason capture's rules leave a turn out (plur.memory.ingest).
+_LEFT_OUT = {"question": "questions", "trivial": "nothing to remember", "off": "typed with capture off",
+             "repeat": "already in the scope"}
+
+
 def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Path, str], as_json: bool,
                    dry_run: bool) -> None:
     formats = sorted({r.format for r in results})
@@ -192,10 +197,14 @@ def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Pa
     problems = [p for r in results for p in r.problems]
     secrets = sum(r.secrets for r in results)
     skipped = sum(r.skipped for r in results)
+    left: dict[str, int] = {}
+    for r in results:
+        for why, n in getattr(r, "left_out", ()):
+            left[why] = left.get(why, 0) + n
     if as_json:
         emit_json({"sources": [str(f.path) for f in files],
                    "format": ", ".join(formats), "turns": sum(r.turns for r in results), "dry_run": dry_run,
-                   "added": [e.id for e in added], "skipped": skipped, "secrets_removed": secrets,
+                   "added": [e.id for e in added], "skipped": skipped, "left_out": left, "secrets_removed": secrets,
                    "changed": [{"id": e.id, "supersedes": e.supersedes} for e in changed],
                    "problems": [{"where": w, "reason": r} for w, r in problems],
                    "files": [{"path": str(f.path), "format": r.format, "scope": scopes[f.path], "turns": r.turns,
@@ -205,6 +214,9 @@ def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Pa
         where = str(files[0].path) if len(files) == 1 else f"{len(files)} files"
         into = sorted(set(scopes.values()))
         edits = f", {len(changed)} changed (each supersedes its old version)" if changed else ""
+        if left:  # capture's rules (setting capture_rules): docs/concepts/capture.md
+            edits += (f", {sum(left.values())} left out ("
+                      + ", ".join(f"{_LEFT_OUT.get(k, k)} {n}" for k, n in sorted(left.items())) + ")")
         verb = "would ingest" if dry_run else "ingested"
         click.echo(f"{verb} {len(added)} new turn{'s' if len(added) != 1 else ''}{edits} "
                    f"({skipped} already ingested) from {where} [{', '.join(formats)}]"

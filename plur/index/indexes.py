@@ -81,16 +81,19 @@ class IndexSet:
         defer_dense: open the lexical leg only and leave the saved dense leg untouched on disk until
             :meth:`attach_embedder` (a BM25-only recall then never loads a model, torch or usearch).
             :meth:`save` keeps the saved dense leg's manifest entries meanwhile.
+        skip: engram -> True for an engram never indexed in either leg nor anyone's context (it then
+            changes no other engram's score: the memory's captured questions, :func:`plur.memory.filters.asks`).
     """
 
     def __init__(self, folder: Path, settings: Settings, embedder: Any | None, *,
-                 defer_dense: bool = False) -> None:
+                 defer_dense: bool = False, skip: Any = None) -> None:
         from .lexical import BM25Index
         from .tokenize import Tokenizer
 
         self.folder = Path(folder)
         self.settings = settings
         self.embedder = embedder
+        self.skip = skip
         self.tokenizer = Tokenizer(stemming=settings.stemming)
         self.context = ConversationContext(settings.context_window, settings.context_own_weight)
         self.model_identity: str | None = self._model_identity(embedder)
@@ -160,6 +163,7 @@ class IndexSet:
         if embedder is None:
             return
         self._open_dense(manifest)
+        engrams = self._kept(engrams)
         self._sync_dense(engrams, {eid: dense_key(e, self.settings) for eid, e in engrams.items()})
 
     def _model_identity(self, embedder: Any | None) -> str | None:
@@ -208,6 +212,7 @@ class IndexSet:
         Returns:
             Number of engrams (re)indexed or removed in the lexical leg.
         """
+        engrams = self._kept(engrams)
         self.context.rebuild(engrams.values(), own=self._suffixes)
         want_lex = {eid: self._signature(e) for eid, e in engrams.items()}
         stale = [eid for eid in self.lexical_hashes if eid not in engrams]
@@ -222,6 +227,10 @@ class IndexSet:
         if self.dense is not None:
             self._sync_dense(engrams, {eid: dense_key(e, self.settings) for eid, e in engrams.items()})
         return done
+
+    def _kept(self, engrams: Mapping[str, Engram]) -> Mapping[str, Engram]:
+        """``engrams`` without those :attr:`skip` leaves out."""
+        return engrams if self.skip is None else {i: e for i, e in engrams.items() if not self.skip(e)}
 
     # -- the BM25 document of an engram -----------------------------------------------------
     def _suffixes(self, e: Engram) -> tuple[str, str]:
@@ -299,6 +308,9 @@ class IndexSet:
         """
         active = list(engrams)
         touched: list[str] = []
+        if self.skip is not None and any(self.skip(e) for e in active):  # never indexed; gone if it was
+            touched = self.remove([e.id for e in active if self.skip(e)])
+            active = [e for e in active if not self.skip(e)]
         if not active:
             return touched
         affected: set[str] = set()

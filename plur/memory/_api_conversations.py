@@ -19,7 +19,7 @@ class ConversationMethods:
     def ingest(self, messages: Any, *, session: str | None = None, date: Any = None, scope: str = "global",
                roles: Sequence[str] = ("user",), format: str | None = None, tags: Sequence[str] = (),
                source: Mapping[str, Any] | None = None, progress: bool | None = None,
-               dry_run: bool = False) -> Any:
+               dry_run: bool = False, rules: bool | None = None) -> Any:
         """Learn a conversation, one engram per turn, with its provenance; re-ingesting adds only new turns.
 
         Each kept turn becomes an engram of type ``user`` (user turns) or ``reference`` (assistant
@@ -28,11 +28,15 @@ class ConversationMethods:
         provenance ``{kind: conversation, format, session, turn, role, speaker?, ...}``
         (:class:`~plur.formats.chats.turns.Turn`).
 
-        Deduplication is by provenance, not by text: a turn whose ``(format, session, turn, role)`` is
-        already stored in ``scope`` is skipped, so re-ingesting a file, or the file with turns appended,
-        adds only the new turns, while two equal turns of different sessions are two engrams (the
-        store's merge of exact duplicates is bypassed for ingested turns). ``learn`` of a statement
-        equal to an ingested turn still returns that turn's engram.
+        Deduplication is by provenance: a turn whose ``(format, session, turn, role)`` is already stored in
+        ``scope`` is skipped, so re-ingesting a file, or the file with turns appended, adds only the new turns.
+
+        Capture's rules (``rules``, default the setting ``capture_rules``; :mod:`plur.memory.rules`) leave out,
+        counted in ``left_out``: a turn with nothing to remember (``trivial``: "ok", a slash command such as
+        ``/plur capture off``, a bare shell command), a turn that only asks (``question``), a turn handed to
+        capture while capture was off (``off``: :func:`plur.memory.rules.off_marks`), and a text the scope
+        already holds or an earlier turn of this ingest said (``repeat``: a sentence captured live and then
+        ingested from another session is stored once).
 
         Credentials in a turn (API keys, tokens, private keys) are redacted before anything is stored or
         compared (:func:`plur.screen.text.screen`, capture's screen); ``secrets`` counts them, and so does
@@ -51,33 +55,37 @@ class ConversationMethods:
             source: extra provenance keys (e.g. ``{"file": ...}``).
             progress: show a tqdm bar on stderr (default: when more than 1,000 turns are new).
             dry_run: write nothing; the result says what would be added (``added``: unstored engrams) and changed.
+            rules: apply capture's rules (above); ``None`` = the setting ``capture_rules``.
 
         Returns:
             An :class:`~plur.formats.chats.turns.IngestResult` (``added``, ``skipped``, ``turns``, ``format``,
             ``changed``: engrams that superseded a stored turn whose text was edited since, ``problems``: each
             malformed item left out, with why: a JSON Lines line that is not JSON, a Claude Code event or
-            ChatGPT conversation that cannot be read, a turn over ``max_statement_bytes``).
+            ChatGPT conversation that cannot be read, a turn over ``max_statement_bytes``; ``left_out``: what
+            the rules left out, by reason).
 
         Raises:
             ValidationError: data that is malformed as a whole, unknown format/role, bad scope, date or tag;
                 a ``format`` given that reads no turn at all from data that holds some other format.
         """
         return _ingest.ingest(self, messages, session=session, date=date, scope=scope, roles=roles, format=format,
-                              tags=tags, source=source, progress=progress, dry_run=dry_run)
+                              tags=tags, source=source, progress=progress, dry_run=dry_run, rules=rules)
 
     def capture(self, text: str, *, session: str, turn: int, role: str = "user", scope: str = "global",
                 when: Any = None, agent: str | None = None, mode: str | None = None) -> CaptureResult:
         """Capture one conversation turn: memory forms from the conversation (:mod:`plur.memory.capture`).
 
-        In order: the setting ``capture`` (or ``mode``) decides whether this role is kept; the secret screen
-        redacts keys and tokens; a turn with nothing to remember ("ok", "thanks", a bare shell command) is not
-        stored; the rest goes through :meth:`ingest` with the conversation provenance
+        In order: the setting ``capture`` (or ``mode``) decides whether this role is kept (a turn handed over
+        while it is ``off`` is marked, without its text, so a later ingest leaves it out too); the secret screen
+        redacts keys and tokens; capture's rules (setting ``capture_rules``, :mod:`plur.memory.rules`) leave
+        out a turn with nothing to remember ("ok", "thanks", a bare shell or slash command), a turn that only
+        asks (a question is never a note: it changes no other note's score) and a text the scope already holds;
+        the rest goes through :meth:`ingest` with the conversation provenance
         ``{kind: conversation, format: capture, session, turn, role, capture: true, agent?}``: the same
-        ``(session, turn)`` again is skipped, a changed text supersedes the stored one. A turn that only asks
-        is stored but never a recall hit. A user turn that asks to forget ("please forget my SSN"; setting
-        ``forget_requests``) is not stored: what it points to is forgotten and the next block says so
-        (:mod:`plur.memory.turns.forget_turn`). A user turn about the user said in a ``project:`` scope is stored
-        in ``global`` (setting ``route_personal``, :mod:`plur.memory.turns.personal`).
+        ``(session, turn)`` again is skipped, a changed text supersedes the stored one. A user turn that asks to
+        forget ("please forget my SSN"; setting ``forget_requests``) is not stored: what it points to is forgotten
+        and the next block says so (:mod:`plur.memory.turns.forget_turn`). A user turn about the user said in a
+        ``project:`` scope is stored in ``global`` (setting ``route_personal``, :mod:`plur.memory.turns.personal`).
 
         Args:
             text: the turn's text as the user (or assistant) wrote it.
@@ -92,7 +100,8 @@ class ConversationMethods:
 
         Returns:
             A :class:`~plur.memory.capture.CaptureResult`: the engrams stored, or why none was
-            (``skipped``), the kinds of secret redacted, and the ids forgotten at the turn's request.
+            (``skipped``: ``off``, ``role``, ``trivial``, ``question``, ``known``, ``forget``), the kinds of secret
+            redacted, and the ids forgotten at the turn's request.
 
         Raises:
             ValidationError: blank session, negative turn, unknown role or mode, bad scope or date.

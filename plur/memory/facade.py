@@ -82,7 +82,6 @@ class Memory(WriteMethods, ConversationMethods, ReadMethods, IndexMethods):
         self._pinned_cache: tuple[tuple[str, int], list[Engram]] | None = None
         self._newest_cache: tuple[int, list[Engram]] | None = None
         self._bounded_cache: tuple[int, dict[str, Engram]] | None = None   # engrams that can stop being current
-        self._asks_cache: tuple[int, frozenset[str]] | None = None    # captured questions (never hits)
         self._closed = False
         self._reranker: Any | None = None
         #: dense-leg catch-up (bounded in a recall, the rest in a background thread, or all now); see

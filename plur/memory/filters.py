@@ -11,24 +11,26 @@ from typing import Any
 
 
 def _bounded(e: Any) -> bool:
-    """Can ``e`` be or become non-current (retired, or with a validity bound), or is it never a hit?"""
-    return e.status != "active" or e.valid_until is not None or e.valid_from is not None or asks(e)
+    """Can ``e`` be or become non-current (retired, or with a validity bound)?"""
+    return e.status != "active" or e.valid_until is not None or e.valid_from is not None
 
 
 def asks(e: Any) -> bool:
-    """A captured turn that only asks (:func:`plur.memory.capture.only_asks`): never a recall hit, since the
-    same question asked again would recall it first instead of the note that answers it."""
+    """A captured turn that only asks or says nothing (:func:`plur.memory.rules.left_out`), stored by an
+    earlier version: capture stores none now, and the indexes leave these out
+    (:func:`plur.memory.indexing.never_indexed`), so they are never a hit nor change another's score;
+    the overview leaves them out too."""
     if not (isinstance(e.source, dict) and e.source.get("capture") is True):
         return False
-    return _only_asks(e.statement)
+    return _left_out(e.statement)
 
 
 @lru_cache(maxsize=1 << 16)
-def _only_asks(statement: str) -> bool:
-    """:func:`plur.memory.capture.only_asks`, remembered: the set is rebuilt after every store change."""
-    from .capture import only_asks
+def _left_out(statement: str) -> bool:
+    """:func:`plur.memory.rules.left_out`, remembered per text (a sync reads every captured engram)."""
+    from .rules import left_out
 
-    return only_asks(statement)
+    return bool(left_out(statement))
 
 
 def not_current(mem: Any) -> set[str]:
@@ -46,13 +48,8 @@ def not_current(mem: Any) -> set[str]:
 
 
 def blocked(mem: Any, include_expired: bool = False) -> set[str]:
-    """Ids recall never returns: captured turns that only ask (:func:`asks`), and unless ``include_expired``
-    the engrams not current now (:func:`not_current`)."""
-    out = not_current(mem)                                   # also brings the cache to this generation
-    generation, held = mem._bounded_cache
-    if mem._asks_cache is None or mem._asks_cache[0] != generation:
-        mem._asks_cache = (generation, frozenset(i for i, e in held.items() if asks(e)))
-    return set(mem._asks_cache[1]) if include_expired else out | mem._asks_cache[1]
+    """Ids recall never returns: unless ``include_expired``, the engrams not current now (:func:`not_current`)."""
+    return set() if include_expired else not_current(mem)
 
 
 def note_changes(mem: Any, before: int, changed: Iterable[Any], removed: Iterable[str]) -> None:

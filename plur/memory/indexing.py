@@ -26,7 +26,7 @@ def open_index(mem: Any, need_dense: bool = True) -> Any:
 
         defer = not need_dense and mem._resolution is None and mem._explicit_embedder is None
         embedder = None if defer else mem.model_resolution().embedder
-        idx = IndexSet(mem.home / "index", mem.settings, embedder, defer_dense=defer)
+        idx = IndexSet(mem.home / "index", mem.settings, embedder, defer_dense=defer, skip=never_indexed(mem))
         mem._scan(force=True)
         mem._synced_at_open = idx.sync(mem._by_id(), progress=True)
         mem._indexes = idx
@@ -35,6 +35,15 @@ def open_index(mem: Any, need_dense: bool = True) -> Any:
         mem._scan()
         mem._indexes.attach_embedder(embedder, mem._by_id())
     return mem._indexes
+
+
+def never_indexed(mem: Any) -> Any:
+    """What the indexes leave out (:class:`~plur.index.indexes.IndexSet`'s ``skip``): the turns an earlier version
+    captured that only ask (:func:`plur.memory.filters.asks`; capture stores none now), unless the setting
+    ``capture_rules`` is off."""
+    from .filters import asks
+
+    return asks if mem.settings.capture_rules else None
 
 
 def index_state(mem: Any) -> dict[str, Any]:
@@ -93,7 +102,7 @@ def reindex(mem: Any, *, progress: bool = True) -> dict[str, int]:
             shutil.rmtree(folder, ignore_errors=True)
             _atomic_write_json(marker, {"model": getattr(res.embedder, "identity", None)})
         mem._scan(force=True)
-        idx = IndexSet(folder, mem.settings, res.embedder)
+        idx = IndexSet(folder, mem.settings, res.embedder, skip=never_indexed(mem))
         n = idx.sync(mem._by_id(), progress=progress)
         mem._indexes = idx
         embedded = mem.catchup.now(idx, progress=progress, checkpoint_s=REINDEX_CHECKPOINT_S)

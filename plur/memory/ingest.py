@@ -14,7 +14,8 @@ from ..store.engram import Engram, _check_scope, parse_time, tag_tuple
 
 def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = None, scope: str = "global",
            roles: Sequence[str] = ("user",), format: str | None = None, tags: Sequence[str] = (),
-           source: Mapping[str, Any] | None = None, progress: bool | None = None, dry_run: bool = False) -> Any:
+           source: Mapping[str, Any] | None = None, progress: bool | None = None, dry_run: bool = False,
+           rules: bool | None = None) -> Any:
     """Learn a conversation, one engram per new turn: :meth:`plur.memory.Memory.ingest`, which documents it."""
     from ..formats import chats as conv
 
@@ -56,16 +57,22 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
     new: list[Any] = []
     edited: list[tuple[Engram, Any]] = []  # (stored engram, turn whose text changed since)
     queued: set[Any] = set()
+    rule = _Rules(mem, scope) if (mem.settings.capture_rules if rules is None else rules) else None
     for t in kept:
         old = have.get(t.key)
         if old is None and _captured(have, t):
             continue  # the host's plugin captured this very turn live: already stored
+        if (old is None and t.key in queued) or (old is not None and not (old.status == "active"
+                                                                          and _differs(old, t.text))):
+            continue  # stored unchanged, or a key repeated in the data (ingested once)
+        if rule is not None and rule.left_out(t):
+            continue
         if old is None:
-            if t.key not in queued:  # a key repeated in the data is ingested once
-                queued.add(t.key)
-                new.append(t)
-        elif old.status == "active" and _differs(old, t.text):
+            queued.add(t.key)
+            new.append(t)
+        else:
             edited.append((old, t))
+    left = tuple(sorted(rule.counts.items())) if rule is not None else ()
     engrams = []
     for t in new:  # all validated before anything is written; a bad turn is left out and reported
         try:
@@ -77,9 +84,10 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
             problems.append((f"{where}: session {t.session!r} turn {t.turn}", str(exc)))
     if dry_run:
         return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(engrams),
-                                 skipped=len(kept) - len(new) - len(edited), problems=tuple(problems),
+                                 skipped=len(kept) - len(new) - len(edited) - sum(n for _, n in left),
+                                 problems=tuple(problems),
                                  changed=tuple(old.replace(statement=t.text) for old, t in edited),
-                                 secrets=secrets, dry_run=True)
+                                 secrets=secrets, dry_run=True, left_out=left)
     mem.stats.record_screened(kinds, "ingest")
     added: list[Engram] = []
     show = progress if progress is not None else len(engrams) > 1000
@@ -105,8 +113,39 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
         except ValidationError as exc:
             problems.append((f"{where}: session {t.session!r} turn {t.turn}", str(exc)))
     return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(added),
-                             skipped=len(kept) - len(new) - len(edited), problems=tuple(problems),
-                             changed=tuple(changed), secrets=secrets)
+                             skipped=len(kept) - len(new) - len(edited) - sum(n for _, n in left),
+                             problems=tuple(problems), changed=tuple(changed), secrets=secrets, left_out=left)
+
+
+class _Rules:
+    """Capture's rules for the turns of one ingest into ``scope`` (see :func:`ingest`); counts what they leave out."""
+
+    def __init__(self, mem: Any, scope: str) -> None:
+        from .rules import off_marks
+
+        self.mem, self.scope = mem, scope
+        self.marks = off_marks(mem.home)
+        self.seen: set[str] = set()       # content hashes this ingest stores
+        self.counts: dict[str, int] = {}
+
+    def left_out(self, t: Any) -> bool:
+        """Whether turn ``t`` (screened) is left out; counts why."""
+        from ..formats.chats import captured_as
+        from ..store.engram import content_hash
+        from .rules import left_out
+
+        why = left_out(t.text)
+        h = content_hash(t.text)
+        if not why and self.marks and ((t.session, t.role, h) in self.marks.texts
+                                       or (captured_as(t.format) and (t.session, t.turn, t.role) in self.marks.turns)):
+            why = "off"
+        if not why and (h in self.seen or self.mem.store.find_duplicate(t.text, self.scope) is not None):
+            why = "repeat"
+        if why:
+            self.counts[why] = self.counts.get(why, 0) + 1
+            return True
+        self.seen.add(h)
+        return False
 
 
 def _screen(turns: list[Any], keep_ids: bool = False) -> tuple[list[Any], list[str]]:

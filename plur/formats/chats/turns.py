@@ -99,6 +99,8 @@ class IngestResult:
             a turn over ``max_statement_bytes``); the rest of the file was ingested.
         secrets: credentials removed from the turns' text before anything was stored.
         dry_run: nothing was written; ``added`` and ``changed`` say what would be.
+        left_out: ``(reason, turns)`` of the turns capture's rules left out (``question``, ``trivial``,
+            ``off``, ``repeat``: :func:`plur.memory.ingest.ingest`), by reason; not counted in ``skipped``.
     """
 
     format: str
@@ -109,6 +111,7 @@ class IngestResult:
     changed: tuple[Engram, ...] = ()
     secrets: int = 0
     dry_run: bool = False
+    left_out: tuple[tuple[str, int], ...] = ()
 
 
 def source_key(source: Any) -> ProvenanceKey | None:
