@@ -13,7 +13,7 @@ import pytest
 
 from plur.memory import Memory
 from plur.prompt import overview as ov
-from plur.prompt.block import FENCE_CLOSE, FENCE_OPEN, estimate_tokens
+from plur.prompt.block import FENCE_CLOSE, FENCE_OPEN, HEADER, estimate_tokens
 from plur.prompt.increment import OVERVIEW_MARK, inject_block
 from plur.prompt.section import MemorySection
 from plur.prompt.selection import recall_block
@@ -60,9 +60,10 @@ def test_mem0_quickstart_what_do_you_know_about_me_gets_the_overview_with_alex(m
     block = recall_block(memory, "What do you know about me?")
     assert block.text.startswith(FENCE_OPEN) and block.text.endswith(FENCE_CLOSE) and block.overview
     part = _overview_part(block.text)
-    assert f"[{alex.id}] {ALEX}" in part and alex.id in block.engram_ids
-    assert "2 notes in every scope (fact 1, user 1)" in part and "recall tool" in part
-    assert estimate_tokens(part) <= ov.OVERVIEW_TOKENS
+    assert part.startswith("Memory overview (asked about the user): 2 notes:\n")
+    assert f"- {ALEX}\n" in part and "- Deploys go through the staging cluster first.\n" in part   # all: they fit
+    assert alex.id in block.engram_ids and "recall tool" not in part       # nothing more to search for
+    assert estimate_tokens(part) <= ov.OVERVIEW_TOKENS and block.tokens <= 150
 
 
 def test_a_captured_introduction_is_in_the_overview_a_worker_serves(memory: Memory) -> None:
@@ -76,45 +77,65 @@ def test_a_captured_introduction_is_in_the_overview_a_worker_serves(memory: Memo
         assert MemorySection(worker).text("assistant") == block
 
 
-def test_nothing_above_the_floor_gets_counts_pinned_and_the_tool_line_never_an_empty_block(memory: Memory) -> None:
+def test_nothing_above_the_floor_gets_counts_pinned_and_every_note_that_fits(memory: Memory) -> None:
     pin = memory.learn("Always answer in British English.", pinned=True, type="feedback")
-    for i in range(3):
-        memory.learn(f"Build step {i} runs make dist.", scope="project:web", type="procedure")
+    steps = [memory.learn(f"Build step {i} runs make dist.", scope="project:web", type="procedure") for i in range(3)]
     memory.learn("Secret plans of another project.", scope="project:other")
     block = recall_block(memory, "which telescope did the astronomer buy?", scope="project:web")
     assert pin.id in block.text and "Secret plans" not in block.text
     part = _overview_part(block.text)
-    assert part.startswith("Memory overview (no note cleared the relevance floor): 4 notes in project:web + global "
-                           "(procedure 3, feedback 1), 1 pinned (listed above).")
-    assert part.count(pin.id) == 0          # a pinned note is listed once, above, not again in the overview
-    # an empty memory still says that memory exists, and how to search it
-    empty = recall_block(memory, "anything at all", scope="project:nothing-here")
-    assert "no notes in project:nothing-here + global" not in empty.text  # global holds the pinned note
+    assert part.startswith("Memory overview (nothing recalled): 4 notes, 1 pinned above:\n")
+    assert part.count(pin.id) == 0 and "British English" not in part   # a pinned note is listed once, above
+    assert all(f"- {e.statement}\n" in part for e in steps) and "recall tool" not in part
+    assert block.engram_ids[0] == pin.id and set(block.engram_ids[1:]) == {e.id for e in steps}
     assert recall_block(memory, "x", scope="project:nothing-here", budget_tokens=40).text == ""  # cannot fit
 
 
 def test_empty_home_overview(plur_home: Path, embedder) -> None:
     with Memory(plur_home, embedder=embedder) as m:
-        text = recall_block(m, "hello there").text
-    assert "Memory overview (no note cleared the relevance floor): no notes in every scope yet." in text
+        block = recall_block(m, "hello there")
+    assert "Memory overview (nothing recalled): no notes in every scope yet.\n" in block.text
+    assert block.engram_ids == () and block.tokens <= 150
 
 
-def test_the_overview_stays_within_150_tokens_and_lists_the_most_used_user_notes_first(memory: Memory) -> None:
+def test_the_overview_block_stays_within_150_tokens_and_lists_the_most_used_first(memory: Memory) -> None:
+    """Issue 46 E: an overview used to cost about 250 tokens with its header; a block that holds only the overview
+    now stays within 150. Beyond what fits, the most used notes are listed (of any type), then the recall tool."""
     long = "The user " + "really " * 200 + "likes long walks."
-    notes = [memory.learn(s, type="user") for s in ("The user sails a dinghy.", "The user paints watercolours.",
-                                                    "The user climbs granite cliffs.", "The user cooks ramen.")]
+    notes = [memory.learn(s, type=t) for s, t in (("The user sails a dinghy.", "user"),
+                                                   ("The user paints watercolours.", "fact"),
+                                                   ("The user climbs granite cliffs.", "procedure"),
+                                                   ("The user cooks ramen.", "reference"))]
     memory.learn(long, type="user")
     for t in ("fact", "project", "reference", "procedure", "feedback"):
         memory.learn(f"A {t} note about sprockets number {t}.", type=t, pinned=t == "fact")
     for _ in range(3):  # climbing is recalled above the floor (the usage stats.db keeps)
         top = memory.recall("climbing granite cliffs", 1)[0]
         assert top.engram.id == notes[2].id and not top.below_floor
-    part = "\n".join(ov.render(ov.overview_for(memory, None), ov.WHY_ASKED)[0])
+    lines, ids = ov.render(ov.overview_for(memory, None), ov.WHY_ASKED)
+    part = "\n".join(lines)
     assert estimate_tokens(part + "\n") <= ov.OVERVIEW_TOKENS
-    listed = [n.id for n in notes if n.id in part]
-    assert listed and min(listed, key=part.index) == notes[2].id  # the most used first
+    assert lines[1] == "- The user climbs granite cliffs." and notes[2].id == ids[0]   # the most used first
+    assert lines[-1] == ov.TOOL_LINE                                                 # some did not fit
+    assert all(estimate_tokens(line + "\n") <= ov.NOTE_TOKENS for line in lines[1:-1])
     block = recall_block(memory, "What do you know about me?")
-    assert estimate_tokens(_overview_part(block.text)) <= ov.OVERVIEW_TOKENS
+    frame = estimate_tokens(f"{FENCE_OPEN}\n{HEADER}\n{FENCE_CLOSE}")
+    assert frame + estimate_tokens(_overview_part(block.text)) <= 150     # the overview and what frames it
+
+
+def test_a_clipped_note_is_listed_but_never_counted_as_shown(memory: Memory) -> None:
+    """Issue 46 point 3: the session-start overview listed a note cut short and counted it as shown, so the prompt
+    that asked for it got nothing. A clipped line ends with '…' and its id is not among the block's ids."""
+    port = memory.learn("The web package's dev server listens on port 5173 when you run pnpm dev from the "
+                        "repository root, and the API proxy forwards to port 8787.", scope="project:web")
+    short = memory.learn("We deploy from release-candidate.", scope="project:web")
+    start = inject_block(memory, "", agent="claude-code", scope="project:web")       # SessionStart
+    assert start.overview and "- The web package's dev server listens on port" in start.text and "…" in start.text
+    assert port.id not in start.engram_ids and short.id in start.engram_ids
+    shown = [*start.engram_ids, OVERVIEW_MARK]
+    asked = inject_block(memory, "Which port does the web dev server listen on?", agent="claude-code",
+                         scope="project:web", exclude=shown)
+    assert port.id in asked.engram_ids and port.statement in asked.text
 
 
 def test_the_overview_is_cached_per_scope_until_a_write(memory: Memory) -> None:
@@ -124,7 +145,7 @@ def test_the_overview_is_cached_per_scope_until_a_write(memory: Memory) -> None:
     assert ov.overview_for(memory, None) is not first
     memory.learn("The user drinks green tea.", type="user", scope="project:web")
     again = ov.overview_for(memory, "project:web")
-    assert again is not first and "2 notes" in again.head and "1 note " in first.head
+    assert again is not first and again.head == "2 notes" and first.head == "1 note"
 
 
 def test_the_worker_block_is_hash_gated_with_the_overview(memory: Memory) -> None:
@@ -140,7 +161,7 @@ def test_the_worker_block_is_hash_gated_with_the_overview(memory: Memory) -> Non
 def test_the_hook_shows_the_floor_overview_once_per_session_and_again_when_asked(memory: Memory) -> None:
     alex = memory.learn(ALEX, type="user")
     first = inject_block(memory, "which telescope did the astronomer buy?", agent="claude-code")
-    assert first.overview and alex.id in first.text
+    assert first.overview and f"- {ALEX}" in first.text and alex.id in first.engram_ids
     shown = [*first.engram_ids, OVERVIEW_MARK]
     assert inject_block(memory, "what colour is the harbour crane?", agent="claude-code", exclude=shown).text == ""
     asked = inject_block(memory, "What do you know about me?", agent="claude-code", exclude=shown)

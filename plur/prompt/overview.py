@@ -2,18 +2,22 @@
 
 A memory block that comes back empty tells the model nothing, not even that memory exists. So when no
 recalled note clears the relevance floor, or the message asks about the user as a whole ("what do you
-know about me?", :func:`about_the_user`), the block carries an :class:`Overview` (at most
-:data:`OVERVIEW_TOKENS`, counted by :func:`plur.prompt.block.estimate_tokens`, the block budget's own
-count)::
+know about me?", :func:`about_the_user`), the block carries an :class:`Overview`, small enough that the
+whole block holding it stays within 150 tokens (:data:`OVERVIEW_TOKENS` for its lines, counted by
+:func:`plur.prompt.block.estimate_tokens`, the block budget's own count)::
 
-    Memory overview (no note cleared the relevance floor): 14 notes in project:web + global (fact 8,
-    user 5, procedure 1), 1 pinned (listed above).
-    About the user, most used first:
-    - [ENG-2026-12-06-a1b2c3] Hi, I'm Alex. I love basketball and gaming.
-    Search memory for more with plur's recall tool (recall or plur_recall; in a shell, plur recall).
+    Memory overview (nothing recalled): 3 notes, 1 pinned above:
+    - The user's dog is called Biscuit.
+    - We deploy the billing service from the branch release-candidate.
 
-"Most used" = recalls that cleared the floor plus useful feedback, from ``stats.db`` (ties and unused
-notes: newest first). An overview is built once per (memory, scope) and reused until the store changes
+One line per note, of any type (MEMORY.md's habit: an index, a line each): while the scope's notes fit, every
+one of them; beyond that the most used (recalls that cleared the floor plus useful feedback, from
+``stats.db``; ties and unused notes: newest first), and a last line naming the recall tool. A note too long
+for its line ends with ``…`` and is not counted as shown (:attr:`Overview.notes`): a hook host that keeps
+what it was shown must still inject it whole when a prompt asks for it. Captured questions of an earlier
+version (:func:`plur.memory.filters.asks`) are never listed nor counted.
+
+An overview is built once per (memory, scope) and reused until the store changes
 (:attr:`plur.memory.Memory.generation`, bumped by every write, this process's or another's), so a host
 asking every turn pays one dictionary read.
 """
@@ -23,7 +27,6 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -31,16 +34,17 @@ from typing import Any
 from ..store.engram import Engram
 from .block import estimate_tokens, neutralise
 
-#: Most tokens an overview may take (its lines, newlines included; the block's fence and header are apart).
-OVERVIEW_TOKENS = 150
-#: Notes about the user an overview lists at most, and the most tokens each line may take (longer: clipped).
-MAX_USER_NOTES = 3
-USER_NOTE_TOKENS = 36
+#: Most tokens an overview's lines may take (newlines included): with the block's fence and header (at most
+#: 50 tokens) a block holding only the overview stays within 150.
+OVERVIEW_TOKENS = 100
+#: Most tokens one note's line may take (longer: clipped, and not counted as shown), and the most notes an
+#: overview considers (no more can fit :data:`OVERVIEW_TOKENS`).
+NOTE_TOKENS = 24
+MAX_NOTES = 16
 #: Why the overview is there: the first line says which.
-WHY_FLOOR = "no note cleared the relevance floor"
+WHY_FLOOR = "nothing recalled"
 WHY_ASKED = "asked about the user"
-USER_HEAD = "About the user, most used first:"
-TOOL_LINE = "Search memory for more with plur's recall tool (recall or plur_recall; in a shell, plur recall)."
+TOOL_LINE = "More in memory: recall tool (recall, plur_recall; shell: plur recall)."
 
 #: Messages that ask about the user as a whole, or what memory holds (case-insensitive, searched anywhere
 #: in the message). English, German, French, Spanish, Italian, Portuguese, Chinese, Japanese; tested by
@@ -75,41 +79,46 @@ class Overview:
     """The overview's parts, rendered by :func:`render`.
 
     Attributes:
-        head: the count line after the reason (``"14 notes in global (fact 8, user 5), 1 pinned (above)."``).
-        notes: ``(engram id, block line)`` of the user notes listed, most used first (lines already clipped).
+        head: what memory holds, after the reason (``"14 notes, 1 pinned above"``, ``"no notes in global yet"``).
+        notes: ``(engram id, line, whole)`` of the notes it may list, most used first (lines already
+            neutralised and cut to :data:`NOTE_TOKENS`; ``whole`` False for a clipped one).
+        total: how many notes it could list (current, not pinned, not a captured question).
     """
 
     head: str
-    notes: tuple[tuple[str, str], ...]
+    notes: tuple[tuple[str, str, bool], ...]
+    total: int = 0
 
 
 def render(overview: Overview, why: str, *, skip: frozenset[str] | set[str] = frozenset()
            ) -> tuple[list[str], tuple[str, ...]]:
-    """The overview's lines and the ids of the notes it lists, within :data:`OVERVIEW_TOKENS`.
+    """The overview's lines and the ids of the notes it shows whole, within :data:`OVERVIEW_TOKENS`.
 
     Args:
         overview: from :func:`overview_for`. why: :data:`WHY_FLOOR` or :data:`WHY_ASKED`.
         skip: ids already shown elsewhere in the block (not listed twice).
 
     Returns:
-        ``(lines, engram ids)``; ``estimate_tokens("\\n".join(lines) + "\\n") <= OVERVIEW_TOKENS``.
+        ``(lines, engram ids)``: every note that fits is listed, most used first; the tool line ends it when
+        some are not; a clipped note's id is not among the ids (it was not shown).
+        ``estimate_tokens("\n".join(lines) + "\n") <= OVERVIEW_TOKENS``.
     """
-    lines = [f"Memory overview ({why}): {overview.head}"]
-    ids: list[str] = []
-    notes = [(eid, line) for eid, line in overview.notes if eid not in skip]
-    fixed = estimate_tokens("\n".join([*lines, TOOL_LINE]) + "\n")
-    if notes:
-        used = fixed + estimate_tokens(USER_HEAD + "\n")
-        picked = []
-        for eid, line in notes:
-            cost = estimate_tokens(line + "\n")
-            if used + cost <= OVERVIEW_TOKENS:
-                picked.append(line)
-                ids.append(eid)
-                used += cost
-        if picked:
-            lines += [USER_HEAD, *picked]
-    return [*lines, TOOL_LINE], tuple(ids)
+    notes = [n for n in overview.notes if n[0] not in skip]
+    listable = overview.total - (len(overview.notes) - len(notes))
+    head = f"Memory overview ({why}): {overview.head}"
+    picked: list[tuple[str, str, bool]] = []
+    used = estimate_tokens(head + ":\n")
+    for note in notes:
+        cost = estimate_tokens(note[1] + "\n")
+        tail = 0 if len(picked) + 1 == listable else estimate_tokens(TOOL_LINE + "\n")
+        if used + cost + tail <= OVERVIEW_TOKENS:
+            picked.append(note)
+            used += cost
+    every = len(picked) == listable
+    lines = [head + (":" if picked else "."), *(line for _, line, _ in picked)]
+    if not every:
+        lines.append(TOOL_LINE)
+    return lines, tuple(eid for eid, _, whole in picked if whole)
 
 
 # -- building (cached per memory and scope until the store changes) ------------------------------
@@ -136,31 +145,32 @@ def build(memory: Any, scope: str | None, now: datetime | None = None) -> Overvi
     """The overview of what ``memory`` holds for ``scope`` (``None``: every scope; else it plus ``global``).
 
     Not cached: :func:`overview_for` is the cached entry point. Reads every engram once (active and
-    current at ``now`` only) and one stats query for the user notes.
+    current at ``now`` only) and one stats query for the notes it may list.
     """
+    from ..memory.filters import asks
+
     when = now or datetime.now(timezone.utc)
     every: list[Engram] = [e for e in memory.list()
-                           if (scope is None or e.scope in (scope, "global")) and e.is_current(when)]
-    types = Counter(e.type for e in every)
+                           if (scope is None or e.scope in (scope, "global")) and e.is_current(when) and not asks(e)]
     pinned = sum(1 for e in every if e.pinned)
-    kinds = ", ".join(f"{t} {n}" for t, n in sorted(types.items(), key=lambda kv: (-kv[1], kv[0])))
     if every:
-        head = (f"{len(every)} note{'s' * (len(every) != 1)} in {_scopes(scope)} ({kinds})"
-                + (f", {pinned} pinned (listed above)." if pinned else "."))
+        head = f"{len(every)} note{'s' * (len(every) != 1)}" + (f", {pinned} pinned above" if pinned else "")
     else:
-        head = f"no notes in {_scopes(scope)} yet."
-    users = [e for e in every if e.type == "user" and not e.pinned]
-    uses = _uses(memory, [e.id for e in users])
-    users.sort(key=lambda e: (uses.get(e.id, 0), e.created, e.id), reverse=True)
+        head = f"no notes in {_scopes(scope)} yet"
+    listable = [e for e in every if not e.pinned]
+    uses = _uses(memory, [e.id for e in listable])
+    listable.sort(key=lambda e: (uses.get(e.id, 0), e.created, e.id), reverse=True)
     notes = []
-    notes = tuple((e.id, note_line(e)) for e in users[:MAX_USER_NOTES])
-    return Overview(head=head, notes=notes)
+    for e in listable[:MAX_NOTES]:
+        line = note_line(e)
+        notes.append((e.id, line, line == "- " + neutralise(e.statement)))
+    return Overview(head=head, notes=tuple(notes), total=len(listable))
 
 
-def note_line(engram: Engram, max_tokens: int = USER_NOTE_TOKENS) -> str:
-    """``- [id] statement`` (neutralised), cut at a word and ended with ``…`` to fit ``max_tokens``
-    (newline included); the whole note is ``plur show <id>``."""
-    head, body = f"- [{engram.id}] ", neutralise(engram.statement)
+def note_line(engram: Engram, max_tokens: int = NOTE_TOKENS) -> str:
+    """``- statement`` (neutralised), cut at a word and ended with ``…`` to fit ``max_tokens`` (newline
+    included); the whole note is recalled, or ``plur show <id>``."""
+    head, body = "- ", neutralise(engram.statement)
 
     def fits(n: int) -> str | None:
         cut = body if n >= len(body) else body[:n].rsplit(" ", 1)[0].rstrip(" &") + " …"
@@ -169,7 +179,7 @@ def note_line(engram: Engram, max_tokens: int = USER_NOTE_TOKENS) -> str:
 
     if (whole := fits(len(body))) is not None:
         return whole
-    lo, hi = 0, len(body) - 1
+    lo, hi = 0, min(len(body) - 1, 5 * max_tokens)
     while lo < hi:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if fits(mid) is not None else (lo, mid - 1)
