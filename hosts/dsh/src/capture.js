@@ -13,11 +13,19 @@
  * per kind of failure, and never delays or breaks the turn. A service without the endpoint (404 for the
  * route) turns capture off for the plugin's life, with one info line.
  *
+ * A message typed while capture or memory is switched off is not sent; it is marked instead
+ * ({@link markOff}: its session and number, never its text, one line in `<home>/capture-off.jsonl`, the file
+ * plur's own capture writes when its setting is off), so a later `plur ingest` of the session log leaves it out.
+ *
  * @module @plur-ai/dsh/capture
  */
+import { closeSync, openSync, statSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
 
 /** The capture endpoint below `/api/v1`. */
 export const CAPTURE_PATH = '/capture'
+/** The file in plur's home that lists the turns typed while capture was off (plur/memory/rules.py: OFF_FILE). */
+export const OFF_FILE = 'capture-off.jsonl'
 /** Longest text sent, characters (a longer message keeps its head). */
 export const MAX_CAPTURE_CHARS = 16000
 /** Longest wait for the service this plugin started before a capture is given up, ms. */
@@ -75,6 +83,31 @@ export function answerOf (agent) {
     }
   }
   return undefined
+}
+
+/**
+ * Mark a typed message as not to be kept: appends `{"session", "turn", "role": "user", "at"}` to
+ * `<home>/capture-off.jsonl` (owner-only; one write of one short line, so appends of several processes never
+ * interleave). The numbers are the session log's (see {@link typedTurn}), which `plur ingest` of that log reads
+ * the same way. Nothing is written when the home does not exist; a failed write returns false, never throws.
+ * @param {string} home - plur's home folder.
+ * @param {any} agent - the DSH agent. @param {string | undefined} messageId - the claimed message's id.
+ * @returns {boolean} whether the mark was written.
+ */
+export function markOff (home, agent, messageId) {
+  try {
+    if (!statSync(home).isDirectory()) return false
+    const line = JSON.stringify({ session: sessionOf(agent) ?? agent.id, turn: typedTurn(agent, messageId), role: 'user', at: new Date().toISOString().replace(/\.\d+Z$/, 'Z') }) + '\n'
+    const fd = openSync(join(home, OFF_FILE), 'a', 0o600)
+    try {
+      writeSync(fd, line)
+    } finally {
+      closeSync(fd)
+    }
+    return true
+  } catch {
+    return false
+  }
 }
 
 /** Sends typed turns to the capture endpoint. */

@@ -38,7 +38,7 @@ import { CAPTURE_MODES, captureFromEnv, LIVE_DEFAULTS, LiveSettings, settingsMou
 export { findProject, resolveProject } from './project.js'
 import { SKILL } from './skill.js'
 import { SCOPE_RE, scopeFor, typedText, userText } from './scope.js'
-import { answerOf, Capturer, DRAIN_MS } from './capture.js'
+import { answerOf, Capturer, DRAIN_MS, markOff } from './capture.js'
 import { commandOf, noteBlock, Starter } from './start.js'
 import { registerTools } from './tools.js'
 
@@ -280,6 +280,10 @@ export function apply (ctx, config) {
   ctx.on('agent/inbox/claimed', ({ agent, message }) => {
     try {
       const current = now()
+      // typed while memory or capture is off: never sent, marked so that `plur ingest` of this session skips it too
+      if ((!current.enabled || current.capture === 'off') && agent?.id !== undefined && typedText(message) !== '') {
+        markOff(settings.home, agent, message?.id)
+      }
       if (!current.enabled) return
       const query = userText(message)
       if (query === '' || agent?.id === undefined) return

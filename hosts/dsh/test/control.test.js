@@ -224,3 +224,17 @@ test('capture on: a typed message reaches plur\'s capture after its recall, with
   assert.ok(!found.statement.includes(key), `the token is screened out: ${found.statement}`)
   assert.match((await command('/plur capture off')).text, /Capture off/)
 })
+
+test('capture off: a typed message is not sent to capture; it is marked in the home (its session and number, never its text) so plur ingest of the log skips it', async () => {
+  assert.match((await command('/plur capture off')).text, /Capture off/)
+  const { typedTurn } = await import('../src/capture.js')
+  const turn = typedTurn(delta, undefined)
+  await host.say(delta, 'DELTA-OFF: my locker code is 4411.')
+  const marks = (await readFile(join(home, 'capture-off.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line))
+  const mine = marks.find((m) => m.session === 'agent-delta' && m.turn === turn)
+  assert.ok(mine, `marked: ${JSON.stringify(marks)}`)
+  assert.deepEqual(Object.keys(mine).sort(), ['at', 'role', 'session', 'turn'])
+  assert.equal(mine.role, 'user')
+  assert.ok(!marks.some((m) => JSON.stringify(m).includes('4411')), 'no text in the marks')
+  assert.equal((await service.api.request('POST', '/list', { text: 'DELTA-OFF', limit: 5 })).engrams.length, 0)
+})
