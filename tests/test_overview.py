@@ -189,3 +189,38 @@ def test_the_service_block_injects_the_overview(plur_home: Path) -> None:
         assert ALEX in r.json()["text"] and "Memory overview" in r.json()["text"]
     with sqlite3.connect(plur_home / "stats.db") as db:
         assert db.execute("SELECT agent FROM injections").fetchall() == [("dsh-1",)]
+
+
+def test_plur_hook_claude_code_injects_the_note_its_session_start_overview_clipped(tmp_path: Path) -> None:
+    """Issue 46 point 3 with `plur hook claude-code` alone (no service: in-process): SessionStart's overview lists
+    the port note cut short; the prompt that asks for the port then gets the whole note."""
+    import json
+    import subprocess
+    import sys
+
+    from test_doors import _env
+
+    from plur.project import resolve
+
+    work = tmp_path / "work" / "web"
+    (work / ".git").mkdir(parents=True)
+    home = tmp_path / "home"
+    env = _env(home, PLUR_MODEL="none")
+    assert subprocess.run([sys.executable, "-m", "plur", "init"], env=env, capture_output=True,
+                          timeout=120).returncode == 0
+    port = ("The web package's dev server listens on port 5173 when you run pnpm dev from the repository root, "
+            "and the API proxy forwards to port 8787.")
+    with Memory(home, model="none") as m:
+        m.learn(port, scope=resolve(str(work), home).scope, type="user")     # as capture stores it
+
+    def hook(**event: str) -> str:
+        proc = subprocess.run([sys.executable, "-m", "plur", "hook", "claude-code"], env=env, timeout=300,
+                              input=json.dumps({"session_id": "cc-3", "cwd": str(work), **event}),
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"] if proc.stdout.strip() else ""
+
+    start = hook(hook_event_name="SessionStart", source="startup")
+    assert "Memory overview" in start and "…" in start and port not in start
+    asked = hook(hook_event_name="UserPromptSubmit", prompt="Which port does the web dev server listen on?")
+    assert port in asked
