@@ -20,6 +20,10 @@ home and times ``POST /api/v1/block`` per turn; the capture arm then hands the t
 reported as skipped.
 
 ``--doors rules`` times capture itself per turn with the rules of issue 46 on against off (:func:`run_rules`).
+``--doors cost`` times what capturing one turn costs the capture thread (``Memory.capture``, then
+``embed_queued`` as the service's capture thread does), capture's rules on against off (setting
+``capture_rules``: questions, turns with nothing to remember, capture-off marks, a text the scope holds),
+interleaved ABBA on two copies of the home; p50/p95 over every turn and over the turns both arms stored.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ def make_homes(sample: dict[str, Any], root: Path) -> tuple[Path, Path]:
 
     base = root / "off"
     with Memory(base, model=MODEL) as mem:
-        mem.ingest([sample], progress=False)
+        mem.ingest([sample], progress=False, rules=False)   # every turn of the conversation, as before the rules
         mem.catch_up(progress=False)
     other = root / "on"
     shutil.copytree(base, other)
@@ -214,7 +218,52 @@ def run_rules(data: list[dict[str, Any]], a: int, b: int, turns: int, gap_s: flo
         shutil.rmtree(root, ignore_errors=True)
 
 
+def run_cost(data: list[dict[str, Any]], a: int, b: int, turns: int, gap_s: float) -> dict[str, Any]:
+    """Capture's cost per turn (``Memory.capture`` + ``embed_queued``), rules on against off (one process)."""
+    from plur.memory import Memory
+
+    root = Path(tempfile.mkdtemp(prefix="plur-bench-capture-cost-"))
+    try:
+        homes = dict(zip(("off", "on"), make_homes(data[a - 1], root)))
+        mems = {name: Memory(home, model=MODEL, capture_rules=name == "on") for name, home in homes.items()}
+        for mem in mems.values():
+            mem.recall("warm up the indexes and the model", 5)
+        ms: dict[str, list[float]] = {"off": [], "on": []}
+        stored: dict[str, list[bool]] = {"off": [], "on": []}
+        for i, text in enumerate(texts_of(data[b - 1])[:turns]):
+            for name in (("off", "on") if i % 4 in (0, 3) else ("on", "off")):
+                time.sleep(gap_s)
+                t0 = time.perf_counter()
+                got = mems[name].capture(text, session="bench-session", turn=i, scope="global", mode="user")
+                mems[name].embed_queued()
+                ms[name].append((time.perf_counter() - t0) * 1e3)
+                stored[name].append(bool(got.stored))
+        both = [i for i in range(len(ms["on"])) if stored["on"][i] and stored["off"][i]]
+        out: dict[str, Any] = {}
+        for name in ("off", "on"):
+            v, w = ms[name], [ms[name][i] for i in both]
+            out[name] = {"p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95), "mean_ms": sum(v) / len(v), "turns": len(v),
+                         "stored": sum(stored[name]), "p50_both_ms": pct(w, 0.5), "p95_both_ms": pct(w, 0.95),
+                         "ms": [round(x, 2) for x in v]}
+            mems[name].close()
+        out["both_stored"] = len(both)
+        out["p50_delta_ms"] = out["on"]["p50_ms"] - out["off"]["p50_ms"]
+        out["p95_delta_ms"] = out["on"]["p95_ms"] - out["off"]["p95_ms"]
+        out["p50_both_delta_ms"] = out["on"]["p50_both_ms"] - out["off"]["p50_both_ms"]
+        return out
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _print(door: str, res: dict[str, Any], gap_ms: float) -> None:
+    if door == "cost":
+        print(f"cost: Memory.capture + embed_queued per turn, {res['on']['turns']} turns per arm, gap {gap_ms:.0f} ms:")
+        for name in ("off", "on"):
+            r = res[name]
+            print(f"  rules {name:3}: p50 {r['p50_ms']:.2f} ms  p95 {r['p95_ms']:.2f} ms  (stored {r['stored']}; "
+                  f"on the {res['both_stored']} turns both stored: p50 {r['p50_both_ms']:.2f} ms  p95 {r['p95_both_ms']:.2f})")
+        print(f"  on - off: p50 {res['p50_delta_ms']:+.2f} ms, on turns both stored {res['p50_both_delta_ms']:+.2f} ms")
+        return
     if "skipped" in res:
         print(f"{door}: skipped, {res['skipped']}")
         return
@@ -241,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="pause before each message, ms (default 300; 0 = back to back)")
     ap.add_argument("--doors", default="worker,service",
                     help="worker (RecallWorker in process), service (POST /block, capture by POST /capture), rules "
-                         "(Memory.capture per turn with the issue-46 rules on against off), comma-separated")
+                         "(Memory.capture per turn with the issue-46 rules on against off), cost (Memory.capture per turn, "
+                         "capture_rules on against off), comma-separated")
     ap.add_argument("--out", type=Path, help="write manifest and results as JSON here")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -250,9 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     results: dict[str, Any] = {}
     for door in [d.strip() for d in args.doors.split(",") if d.strip()]:
-        doors = {"worker": run, "service": run_service, "rules": run_rules}
+        doors = {"worker": run, "service": run_service, "rules": run_rules, "cost": run_cost}
         if door not in doors:
-            raise SystemExit(f"--doors {args.doors!r}: use worker, service and/or rules, comma-separated")
+            raise SystemExit(f"--doors {args.doors!r}: use worker, service, rules and/or cost, comma-separated")
         results[door] = doors[door](data, a, b, args.turns, args.gap_ms / 1e3)
         _print(door, results[door], args.gap_ms)
     print(f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after")
