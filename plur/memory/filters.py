@@ -16,21 +16,24 @@ def _bounded(e: Any) -> bool:
 
 
 def asks(e: Any) -> bool:
-    """A captured turn that only asks or says nothing (:func:`plur.memory.rules.left_out`), stored by an
-    earlier version: capture stores none now, and the indexes leave these out
-    (:func:`plur.memory.indexing.never_indexed`), so they are never a hit nor change another's score;
-    the overview leaves them out too."""
+    """A captured turn that only asks (:func:`plur.memory.rules.only_asks`), stored by an earlier version: capture
+    stores none now, and the indexes leave these out (:func:`plur.memory.indexing.never_indexed`), so they are
+    never a hit nor change another's score; the overview leaves them out too.
+
+    Cheap for what it is asked most (every captured engram at each index open): a statement without a question
+    mark is answered by one ``in`` test; the rest are read once per text (remembered)."""
     if not (isinstance(e.source, dict) and e.source.get("capture") is True):
         return False
-    return _left_out(e.statement)
+    statement = e.statement
+    return ("?" in statement or "\uff1f" in statement or "\u061f" in statement) and _only_asks(statement)
 
 
 @lru_cache(maxsize=1 << 16)
-def _left_out(statement: str) -> bool:
-    """:func:`plur.memory.rules.left_out`, remembered per text (a sync reads every captured engram)."""
-    from .rules import left_out
+def _only_asks(statement: str) -> bool:
+    """:func:`plur.memory.rules.only_asks`, remembered per text."""
+    from .rules import only_asks
 
-    return bool(left_out(statement))
+    return only_asks(statement)
 
 
 def not_current(mem: Any) -> set[str]:
