@@ -109,16 +109,14 @@ def test_a_question_no_note_answers_gives_no_note_only_the_overview(six) -> None
     block = recall_block(six, "which telescope did the astronomer buy", agent="a")
     assert not [line for line in block.text.splitlines() if line.startswith("- [")]     # no recalled note
     assert f"Memory overview ({WHY_FLOOR}): 6 notes" in block.text
-    listed = [e for e in six.list() if f"- {e.statement}" in block.text]          # the overview's lines, no ids
-    assert listed and set(block.engram_ids) == {e.id for e in listed}
+    assert [e for e in six.list() if f"- {e.statement}" in block.text]          # the overview's lines, no ids
+    assert block.engram_ids == ()                                             # none counted as shown
 
 
 def test_pinned_engrams_are_still_shown_when_nothing_clears_the_floor(six) -> None:
     pin = six.learn("Always answer in British English.", pinned=True)
     block = recall_block(six, "which telescope did the astronomer buy", agent="a")
-    assert block.engram_ids[0] == pin.id and f"- [{pin.id} |" in block.text
-    assert [line for line in block.text.splitlines() if line.startswith("- [")] == [line for line in block.text.splitlines()
-                                                                                     if pin.id in line]
+    assert block.engram_ids == (pin.id,)
 
 
 def test_hybrid_scores_do_not_depend_on_the_other_engrams(memory) -> None:

@@ -62,7 +62,7 @@ def test_mem0_quickstart_what_do_you_know_about_me_gets_the_overview_with_alex(m
     part = _overview_part(block.text)
     assert part.startswith("Memory overview (asked about the user): 2 notes:\n")
     assert f"- {ALEX}\n" in part and "- Deploys go through the staging cluster first.\n" in part   # all: they fit
-    assert alex.id in block.engram_ids and "recall tool" not in part       # nothing more to search for
+    assert block.engram_ids == () and "recall tool" not in part        # listed, not shown; nothing more to search
     assert estimate_tokens(part) <= ov.OVERVIEW_TOKENS and block.tokens <= 150
 
 
@@ -87,7 +87,7 @@ def test_nothing_above_the_floor_gets_counts_pinned_and_every_note_that_fits(mem
     assert part.startswith("Memory overview (nothing recalled): 4 notes, 1 pinned above:\n")
     assert part.count(pin.id) == 0 and "British English" not in part   # a pinned note is listed once, above
     assert all(f"- {e.statement}\n" in part for e in steps) and "recall tool" not in part
-    assert block.engram_ids[0] == pin.id and set(block.engram_ids[1:]) == {e.id for e in steps}
+    assert block.engram_ids == (pin.id,)                                  # the overview counts no note as shown
     assert recall_block(memory, "x", scope="project:nothing-here", budget_tokens=40).text == ""  # cannot fit
 
 
@@ -123,19 +123,22 @@ def test_the_overview_block_stays_within_150_tokens_and_lists_the_most_used_firs
     assert frame + estimate_tokens(_overview_part(block.text)) <= 150     # the overview and what frames it
 
 
-def test_a_clipped_note_is_listed_but_never_counted_as_shown(memory: Memory) -> None:
+def test_a_note_the_overview_lists_is_never_counted_as_shown(memory: Memory) -> None:
     """Issue 46 point 3: the session-start overview listed a note cut short and counted it as shown, so the prompt
-    that asked for it got nothing. A clipped line ends with '…' and its id is not among the block's ids."""
+    that asked for it got nothing. A clipped line ends with '…'; no listed note's id is among the block's ids."""
     port = memory.learn("The web package's dev server listens on port 5173 when you run pnpm dev from the "
                         "repository root, and the API proxy forwards to port 8787.", scope="project:web")
     short = memory.learn("We deploy from release-candidate.", scope="project:web")
     start = inject_block(memory, "", agent="claude-code", scope="project:web")       # SessionStart
     assert start.overview and "- The web package's dev server listens on port" in start.text and "…" in start.text
-    assert port.id not in start.engram_ids and short.id in start.engram_ids
+    assert "- We deploy from release-candidate.\n" in start.text and start.engram_ids == ()
     shown = [*start.engram_ids, OVERVIEW_MARK]
     asked = inject_block(memory, "Which port does the web dev server listen on?", agent="claude-code",
                          scope="project:web", exclude=shown)
     assert port.id in asked.engram_ids and port.statement in asked.text
+    again = inject_block(memory, "Which branch do we deploy from?", agent="claude-code", scope="project:web",
+                         exclude=[*shown, *asked.engram_ids])
+    assert short.id in again.engram_ids                                  # listed whole, still injected with its id
 
 
 def test_the_overview_is_cached_per_scope_until_a_write(memory: Memory) -> None:
@@ -161,7 +164,7 @@ def test_the_worker_block_is_hash_gated_with_the_overview(memory: Memory) -> Non
 def test_the_hook_shows_the_floor_overview_once_per_session_and_again_when_asked(memory: Memory) -> None:
     alex = memory.learn(ALEX, type="user")
     first = inject_block(memory, "which telescope did the astronomer buy?", agent="claude-code")
-    assert first.overview and f"- {ALEX}" in first.text and alex.id in first.engram_ids
+    assert first.overview and f"- {ALEX}" in first.text and alex.id not in first.engram_ids
     shown = [*first.engram_ids, OVERVIEW_MARK]
     assert inject_block(memory, "what colour is the harbour crane?", agent="claude-code", exclude=shown).text == ""
     asked = inject_block(memory, "What do you know about me?", agent="claude-code", exclude=shown)

@@ -13,9 +13,11 @@ whole block holding it stays within 150 tokens (:data:`OVERVIEW_TOKENS` for its 
 One line per note, of any type (MEMORY.md's habit: an index, a line each): while the scope's notes fit, every
 one of them; beyond that the most used (recalls that cleared the floor plus useful feedback, from
 ``stats.db``; ties and unused notes: newest first), and a last line naming the recall tool. A note too long
-for its line ends with ``…`` and is not counted as shown (:attr:`Overview.notes`): a hook host that keeps
-what it was shown must still inject it whole when a prompt asks for it. Captured questions of an earlier
-version (:func:`plur.memory.filters.asks`) are never listed nor counted.
+for its line ends with ``…``. No note the overview lists is counted as shown (the block's ``engram_ids``, the
+injections the web page counts): its lines carry no id and may be cut, so a hook host that keeps what it was
+shown still injects the note whole, with its id, when a prompt asks for it (issue 46: Claude Code's
+session-start overview listed a note cut short and the prompt that asked for it got nothing). Captured questions
+of an earlier version (:func:`plur.memory.filters.asks`) are never listed nor counted.
 
 An overview is built once per (memory, scope) and reused until the store changes
 (:attr:`plur.memory.Memory.generation`, bumped by every write, this process's or another's), so a host
@@ -80,19 +82,19 @@ class Overview:
 
     Attributes:
         head: what memory holds, after the reason (``"14 notes, 1 pinned above"``, ``"no notes in global yet"``).
-        notes: ``(engram id, line, whole)`` of the notes it may list, most used first (lines already
-            neutralised and cut to :data:`NOTE_TOKENS`; ``whole`` False for a clipped one).
+        notes: ``(engram id, line)`` of the notes it may list, most used first (lines already neutralised and
+            cut to :data:`NOTE_TOKENS`).
         total: how many notes it could list (current, not pinned, not a captured question).
     """
 
     head: str
-    notes: tuple[tuple[str, str, bool], ...]
+    notes: tuple[tuple[str, str], ...]
     total: int = 0
 
 
 def render(overview: Overview, why: str, *, skip: frozenset[str] | set[str] = frozenset()
            ) -> tuple[list[str], tuple[str, ...]]:
-    """The overview's lines and the ids of the notes it shows whole, within :data:`OVERVIEW_TOKENS`.
+    """The overview's lines and the ids of the notes it lists, within :data:`OVERVIEW_TOKENS`.
 
     Args:
         overview: from :func:`overview_for`. why: :data:`WHY_FLOOR` or :data:`WHY_ASKED`.
@@ -100,13 +102,13 @@ def render(overview: Overview, why: str, *, skip: frozenset[str] | set[str] = fr
 
     Returns:
         ``(lines, engram ids)``: every note that fits is listed, most used first; the tool line ends it when
-        some are not; a clipped note's id is not among the ids (it was not shown).
+        some are not.
         ``estimate_tokens("\n".join(lines) + "\n") <= OVERVIEW_TOKENS``.
     """
     notes = [n for n in overview.notes if n[0] not in skip]
     listable = overview.total - (len(overview.notes) - len(notes))
     head = f"Memory overview ({why}): {overview.head}"
-    picked: list[tuple[str, str, bool]] = []
+    picked: list[tuple[str, str]] = []
     used = estimate_tokens(head + ":\n")
     for note in notes:
         cost = estimate_tokens(note[1] + "\n")
@@ -115,10 +117,10 @@ def render(overview: Overview, why: str, *, skip: frozenset[str] | set[str] = fr
             picked.append(note)
             used += cost
     every = len(picked) == listable
-    lines = [head + (":" if picked else "."), *(line for _, line, _ in picked)]
+    lines = [head + (":" if picked else "."), *(line for _, line in picked)]
     if not every:
         lines.append(TOOL_LINE)
-    return lines, tuple(eid for eid, _, whole in picked if whole)
+    return lines, tuple(eid for eid, _ in picked)
 
 
 # -- building (cached per memory and scope until the store changes) ------------------------------
@@ -160,11 +162,8 @@ def build(memory: Any, scope: str | None, now: datetime | None = None) -> Overvi
     listable = [e for e in every if not e.pinned]
     uses = _uses(memory, [e.id for e in listable])
     listable.sort(key=lambda e: (uses.get(e.id, 0), e.created, e.id), reverse=True)
-    notes = []
-    for e in listable[:MAX_NOTES]:
-        line = note_line(e)
-        notes.append((e.id, line, line == "- " + neutralise(e.statement)))
-    return Overview(head=head, notes=tuple(notes), total=len(listable))
+    notes = tuple((e.id, note_line(e)) for e in listable[:MAX_NOTES])
+    return Overview(head=head, notes=notes, total=len(listable))
 
 
 def note_line(engram: Engram, max_tokens: int = NOTE_TOKENS) -> str:

@@ -74,14 +74,15 @@ def overview_lines(memory: Any, scope: str | None, why: str, hits: Sequence[Any]
     """The overview's ``(lines, engram ids)`` for a block (``([], ())`` when ``why`` is '').
 
     Notes already among ``hits`` above the floor or ``pinned`` are not listed again, nor those in ``hide``
-    (the notes the message asks to forget: :func:`requested`).
+    (the notes the message asks to forget: :func:`requested`). The ids are always empty: the overview counts no
+    note as shown (:mod:`plur.prompt.overview`), so a note it lists is still injected whole when a prompt asks for it.
     """
     if not why:
         return [], ()
     from . import overview as ov
 
     shown = {h.engram.id for h in hits if not getattr(h, "below_floor", "")} | {e.id for e in pinned} | set(hide)
-    return ov.render(ov.overview_for(memory, scope), why, skip=shown)
+    return ov.render(ov.overview_for(memory, scope), why, skip=shown)[0], ()
 
 
 def requested(memory: Any, text: str, scope: str | None) -> tuple[list[str], set[str]]:
