@@ -17,6 +17,11 @@ if argv[:1] == ["capture-wait"]:
 
     sys.exit(capture_wait_main(argv[1:]))
 
+if argv[:1] == ["newest"]:
+    from .newest import main as newest_main
+
+    sys.exit(newest_main(argv[1:]))
+
 from .cli import main
 
 sys.exit(main(argv))

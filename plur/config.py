@@ -135,6 +135,10 @@ SETTINGS: tuple[Setting, ...] = (
             "Hits scoring below this hybrid score stay out of the memory block and do not count as recalled in the "
             "statistics: auto (the floor chosen by the benchmark for the embedding model, docs: Recall, 'Relevance floor'), "
             "off, or a number from 0 to 1."),
+    Setting("newest_first", True, bool,
+            "When recalled notes state one fact at different times ('I work at Google', later 'I've started at "
+            "Anthropic now'), the newer comes first and the memory block marks the older 'earlier than <id>'; no note "
+            "is dropped (docs: Recall, 'Newest first')."),
     Setting("turn_wait_s", 1.5, float,
             "In-process hosts (plur.hosts): the longest wait, in seconds, of a turn's first model request for the "
             "recall of the message it answers, so that request carries its memory (as the DSH plugin's waitMs); "
@@ -269,6 +273,7 @@ class Settings:
     budget_tokens: int = 2000
     recall_k: int = 12
     relevance_floor: str = "auto"
+    newest_first: bool = True
     turn_wait_s: float = 1.5
     recall_timeout_s: float = 5.0
     refresh_interval_s: float = 1.0

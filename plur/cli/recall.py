@@ -78,9 +78,14 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
                 click.echo(f"{'':>36}  date named in the query matches ({h.engram.created.date().isoformat()})")
             if h.below_floor:
                 click.echo(f"{'':>36}  kept out of the memory block: {h.below_floor}")
+            if h.earlier_than:
+                click.echo(f"{'':>36}  earlier version: {h.earlier_than} states this later (newest first)")
+            if h.updates:
+                click.echo(f"{'':>36}  newer version of {h.updates}: placed before it, in the block with it")
         else:
             below = BELOW_FLOOR if h.below_floor else ""
-            echo(f"{h.rank:>3}. {h.engram.id}{flag}{below}  {summary(h.engram.statement)}")
+            earlier = f" [earlier than {h.earlier_than}]" if h.earlier_than else ""
+            echo(f"{h.rank:>3}. {h.engram.id}{flag}{below}{earlier}  {summary(h.engram.statement)}")
     if not explain and any(h.below_floor for h in hits):
         echo(BELOW_FLOOR_HINT, err=True)
     if not hits:

@@ -92,6 +92,34 @@ class DenseSearch:
             slots = self._allowed_slots(ids)
             return dict(self._exact_subset(q, len(slots), slots)) if len(slots) else {}
 
+    def closest_pieces(self, vector: np.ndarray, ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """Each id's stored vector (chunk) closest to ``vector``: what of a long note answers the query.
+
+        Args:
+            vector: ``[dims]`` float query (normalised here).
+            ids: engram ids; ids without a live vector are left out.
+
+        Returns:
+            ``{id: [dims] float32}`` (unit norm, a copy).
+
+        Raises:
+            ValidationError: bad shape, non-finite or zero query.
+        """
+        q = self._check_matrix(vector, None)
+        with self._lock, _one_blas_thread():
+            owned = [(i, self._rows_of[i]) for i in dict.fromkeys(ids) if self._rows_of.get(i)]
+            if not owned:
+                return {}
+            m = self._matrix(np.fromiter((r for _, rows in owned for r in rows), dtype=np.int64))
+        scores = m @ q
+        out: dict[str, np.ndarray] = {}
+        start = 0
+        for engram_id, rows in owned:
+            best = start + int(np.argmax(scores[start:start + len(rows)]))
+            out[engram_id] = m[best].copy()
+            start += len(rows)
+        return out
+
     def _allowed_slots(self, allowed: Collection[str]) -> np.ndarray:
         """Slots of the live ids in ``allowed`` (unique, ``[m] int64``); unknown ids are dropped."""
         slots = np.fromiter(map(self._slot_of.get, allowed, repeat(-1)), dtype=np.int64, count=len(allowed))

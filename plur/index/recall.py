@@ -36,7 +36,8 @@ class Hit:
             query's full-match score, :meth:`plur.index.lexical.BM25Index.match_score`). With ``rrf`` fusion it is the
             RRF sum divided by its maximum (1.0 = ranked first by both legs): a rank score, not
             comparable across queries.
-        rank: 1-based rank in the returned list (ranks follow the score, ties by leg rank then id).
+        rank: 1-based rank in the returned list (ranks follow the score, ties by leg rank then id, except
+            that a newer version of a fact is placed right before the older one: :mod:`plur.index.updates`).
         bm25_rank: 1-based rank in the BM25 leg (``None`` if it was not among that leg's candidates).
         bm25_score: raw Okapi BM25 score (>= 0, unbounded), or ``None``; in hybrid recall also filled in
             for an engram only the dense leg returned (its ``bm25_rank`` stays ``None``).
@@ -49,6 +50,10 @@ class Hit:
         date_match: the engram's date falls in a date the query names (it got the date boost).
         below_floor: why the relevance floor keeps this hit out of the memory block ('' = it clears the
             floor, or no floor applies; :mod:`plur.index.floor`).
+        earlier_than: id of a newer note among the hits that states a later version of this fact ('' = none;
+            :mod:`plur.index.updates`): that note is placed before this one, and the block marks this one earlier.
+        updates: id of the older note above the floor that this newer note is a later version of ('' = none);
+            such a note clears the floor with it.
     """
 
     engram: Engram
@@ -61,6 +66,8 @@ class Hit:
     context_matches: tuple[tuple[str, tuple[str, ...]], ...] = ()
     date_match: bool = False
     below_floor: str = ""
+    earlier_than: str = ""
+    updates: str = ""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Hit":
@@ -75,7 +82,7 @@ class Hit:
                 "bm25_score": self.bm25_score, "dense_rank": self.dense_rank,
                 "dense_score": self.dense_score, "engram": self.engram.to_dict(),
                 "context_matches": {i: list(t) for i, t in self.context_matches}, "date_match": self.date_match,
-                "below_floor": self.below_floor}
+                "below_floor": self.below_floor, "earlier_than": self.earlier_than, "updates": self.updates}
 
 
 def check_mode(mode: str) -> str:

@@ -69,11 +69,13 @@ class LocalBackend:
 
     def recall(self, query: str, k: int, *, scope: str | None, types: Sequence[str] | None,
                tags: Sequence[str] | None, mode: str, agent: str | None) -> list[dict[str, Any]]:
-        """Hits as ``{"rank", "score", "bm25_rank", "dense_rank", "below_floor", "engram": {...}}``, best first
-        (``below_floor``: why the relevance floor keeps the hit out of the memory block, '' when it clears it)."""
+        """Hits as ``{"rank", "score", "bm25_rank", "dense_rank", "below_floor", "earlier_than", "engram": {...}}``,
+        best first (``below_floor``: why the relevance floor keeps the hit out of the memory block, '' when it clears
+        it; ``earlier_than``: a newer hit that states this fact later, :mod:`plur.index.updates`)."""
         hits = self.memory.recall(query, k, scope=scope, types=types, tags=tags, mode=mode, agent=agent)
         return [{"rank": h.rank, "score": round(h.score, 6), "bm25_rank": h.bm25_rank, "dense_rank": h.dense_rank,
-                 "below_floor": h.below_floor, "engram": h.engram.to_dict()} for h in hits]
+                 "below_floor": h.below_floor, "earlier_than": h.earlier_than, "engram": h.engram.to_dict()}
+                for h in hits]
 
     def block(self, query: str, *, scope: str | None, agent: str | None, mode: str = "hybrid") -> dict[str, Any]:
         """The memory block for ``query`` now (the recall worker's selection: pinned first, then the hits

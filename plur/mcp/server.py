@@ -150,7 +150,9 @@ def build_server(backend: Backend, *, scope: str | None = None, agent: str = "mc
                              "Returns engrams best first, each with id, statement, type, scope, created date and "
                              "score; cite ids when you use them. A hit whose below_floor is not empty scored "
                              "under the relevance floor (it says why): weak evidence, kept out of the memory "
-                             "block. Empty hits, or only hits below the floor, mean nothing relevant is stored.")
+                             "block. A hit whose earlier_than names another hit is an earlier version of the "
+                             "fact that hit states (the newer comes first). Empty hits, or only hits below the "
+                             "floor, mean nothing relevant is stored.")
     @guarded
     def recall(query: Annotated[str, _field("What to look for, in natural language.")],
                k: Annotated[int, _field("Most hits to return.", ge=0, le=100)] = 8,

@@ -154,7 +154,7 @@ class ServiceBackend:
                             tags=list(tags) if tags else None, agent=agent)["hits"]
             return [{"rank": h["rank"], "score": round(h["score"], 6), "bm25_rank": h.get("bm25_rank"),
                      "dense_rank": h.get("dense_rank"), "below_floor": h.get("below_floor", ""),
-                     "engram": h["engram"]} for h in hits]
+                     "earlier_than": h.get("earlier_than", ""), "engram": h["engram"]} for h in hits]
         return self._call(remote, lambda b: b.recall(query, k, scope=scope, types=types, tags=tags,
                                                       mode="bm25" if self._keyword else mode, agent=agent))
 

@@ -87,19 +87,38 @@ def second_stage(mem: Any, query: str, k: int, now: Any, explain: bool, mode: st
     from ..index import stages
     from ..index.dates import resolve
     from ..index.floor import mark
+    from ..index.updates import TOP
 
     s = mem.settings
     ranges = resolve(query, parse_time(now, "now") if now is not None else utcnow()) if s.date_boost else []
     reranker = mem.reranker()
-    if not ranges and reranker is None:
+    newest = s.newest_first and mode != "bm25"
+    if not ranges and reranker is None and not newest:
         hits = mark(fused(k), relevance_floor(mem, mode))
     else:
-        hits = stages.boost_dates(fused(max(k, s.candidates)), ranges, s.date_boost, mentions=s.date_mentions)
+        # every later step sees the same candidates whatever k is, so recall(k=50)[:10] == recall(k=10)
+        n = max(k, s.candidates) if ranges or reranker is not None else max(k, TOP)
+        hits = stages.boost_dates(fused(n), ranges, s.date_boost, mentions=s.date_mentions)
         hits = mark(hits, relevance_floor(mem, mode))
         if reranker is not None:
             hits = stages.rerank(hits, query, reranker, max(k, s.rerank_top_n))
+        if newest:
+            hits = newest_first(mem, query, hits)
         hits = hits[:k]
     return stages.explain_context(hits, query, mem._index(need_dense=False)) if explain else hits
+
+
+def newest_first(mem: Any, query: str, hits: list[Hit]) -> list[Hit]:
+    """Versions of one fact among ``hits``, newest first (:mod:`plur.index.updates`; setting ``newest_first``).
+    Needs the dense index (each note's piece closest to the query); without one the hits are returned as they are."""
+    from ..index.updates import newest_first as order
+
+    idx = mem._indexes
+    dense = idx.dense if idx is not None else None
+    if dense is None or len(hits) < 2 or all(h.below_floor for h in hits):
+        return hits
+    qvec = idx.embedder.embed_query(query)   # memoised by the embedding cache: the legs just embedded it
+    return order(hits, lambda ids: dense.closest_pieces(qvec, ids), query)
 
 
 def relevance_floor(mem: Any, mode: str = "hybrid") -> Any:

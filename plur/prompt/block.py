@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Protocol
 
-from ..store.engram import Engram
+from ..index.updates import lead_order
+from ..store.engram import ID_RE, Engram
 
 #: Opening and closing fence of the block. Engram text can never contain ``<`` or ``>``
 #: (see :func:`neutralise`), so it can neither close this fence nor open a tag of its own.
@@ -222,14 +223,18 @@ def clip_note(line: str, engram_id: str, max_tokens: int) -> str | None:
     return build(lo)
 
 
-def engram_line(engram: Engram) -> str:
-    """One block line: ``- [id | type | scope | date(| pinned)] <neutralised statement>``.
+def engram_line(engram: Engram, earlier_than: str = "") -> str:
+    """One block line: ``- [id | type | scope | date(| pinned)(| earlier than <id>)] <neutralised statement>``.
 
     ``id``, ``type`` and ``scope`` are validated by :class:`~plur.store.engram.Engram` (no spaces, no
     ``<>``, no ``|`` or ``]``); the date is ``updated`` or else ``created``, UTC, ``YYYY-MM-DD``.
+    ``earlier_than``: the id of a newer note that states a later version of this fact
+    (:attr:`plur.index.recall.Hit.earlier_than`); only a valid engram id is written.
     """
     when = (engram.updated or engram.created).astimezone(timezone.utc).date().isoformat()
     flag = " | pinned" if engram.pinned else ""
+    if earlier_than and ID_RE.match(earlier_than):
+        flag += f" | earlier than {earlier_than}"
     return f"- [{engram.id} | {engram.type} | {engram.scope} | {when}{flag}] {neutralise(engram.statement)}"
 
 
@@ -259,6 +264,10 @@ def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetim
        (``budget_tokens // 2``, header and fence included in the other half).
     3. Then the other hits by score, highest first, while the whole block fits ``budget_tokens``.
 
+    Hits by score, except versions of one fact (a hit's ``earlier_than`` names a newer hit,
+    :mod:`plur.index.updates`): newest first, at the place of the best-scored of them; the older ones'
+    lines say ``earlier than <id>``.
+
     A long note (its line over a quarter of the budget) that does not fit is clipped
     (:func:`clip_note`): an excerpt of at most a quarter of the budget (or the room left, if less)
     with its id and ``plur show <id>``, so a long best match is never dropped without a trace and one
@@ -285,13 +294,16 @@ def build_block(hits: Sequence[HitLike], budget_tokens: int = 2000, now: datetim
     seen: set[str] = set()
     pinned_lines: list[tuple[str, str]] = []
     other_lines: list[tuple[str, str]] = []
-    scored = sorted(hits, key=lambda h: -h.score)  # stable: equal scores keep recall order
+    # by score (stable: equal scores keep recall order), a newer version of a fact right before the older one
+    scored = lead_order(sorted(hits, key=lambda h: -h.score))
     extra_pinned = sorted(pinned, key=lambda e: (e.created, e.id), reverse=True)
+    later = {h.engram.id: getattr(h, "earlier_than", "") for h in scored}
     for engram, is_hit in [(h.engram, True) for h in scored] + [(e, False) for e in extra_pinned]:
         if engram.id in seen or not engram.is_current(when) or (not is_hit and not engram.pinned):
             continue
         seen.add(engram.id)
-        (pinned_lines if engram.pinned else other_lines).append((engram.id, engram_line(engram)))
+        line = engram_line(engram, later.get(engram.id, "") if is_hit else "")
+        (pinned_lines if engram.pinned else other_lines).append((engram.id, line))
 
     frame = estimate_tokens(FENCE_OPEN + "\n" + HEADER + "\n" + FENCE_CLOSE)
     notice = list(notice)

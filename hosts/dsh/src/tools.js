@@ -22,9 +22,12 @@ export function engramLine (engram) {
   return `[${engram.id}] (${engram.type}, ${engram.scope}${tags}${engram.pinned ? ', pinned' : ''}) ${engram.statement}`
 }
 
-/** One recall hit as a line: rank, engram, and a mark when the relevance floor keeps it out of the memory block. */
+/** One recall hit as a line: rank, engram, and a mark when the relevance floor keeps it out of the memory block
+ * or a newer hit states the same fact later (plur's newest-first rule). */
 export function hitLine (hit) {
-  return `${hit.rank}. ${engramLine(hit.engram)}${hit.below_floor ? ' (below the relevance floor: weak match, not in the memory block)' : ''}`
+  const floor = hit.below_floor ? ' (below the relevance floor: weak match, not in the memory block)' : ''
+  const earlier = hit.earlier_than ? ` (earlier version: ${hit.earlier_than} states this later)` : ''
+  return `${hit.rank}. ${engramLine(hit.engram)}${floor}${earlier}`
 }
 
 const text = { schema: { type: 'string' }, render: (_args, value) => [{ type: 'text', text: value }] }
