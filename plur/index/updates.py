@@ -69,9 +69,13 @@ NOW_CUES = frozenset("current currently now nowadays still latest anymore today"
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
 
+#: Characters of a note or question the cue and number checks read (a 1 MB note is read once, in part).
+READ_CHARS = 8192
+
+
 def _phrases(text: str) -> frozenset[str]:
-    """The words, word pairs and word triples of ``text``, case-folded."""
-    w = [x.casefold().replace("\u2019", "'") for x in _WORD.findall(text)]
+    """The words, word pairs and word triples of ``text`` (its first :data:`READ_CHARS`), case-folded."""
+    w = [x.casefold().replace("\u2019", "'") for x in _WORD.findall(text[:READ_CHARS])]
     return frozenset(w) | frozenset(" ".join(w[i:i + n]) for n in (2, 3) for i in range(len(w) - n + 1))
 
 
@@ -98,7 +102,7 @@ class Said:
 
     Attributes:
         changes: it says it changes something (:data:`CHANGE_CUES`). adds: it says it adds (:data:`ADDITION_CUES`).
-        words: how many words it has. numbers: the numbers it states (``"$350,000"`` -> ``"350,000"``).
+        words: how many words it has (in its first :data:`READ_CHARS`, plus one when it is longer). numbers: the numbers it states (``"$350,000"`` -> ``"350,000"``).
         person: who it is about, when its first words say (``self``, ``sister``...; '' unknown).
     """
 
@@ -129,8 +133,9 @@ def _person(statement: str) -> str:
 def said(statement: str) -> Said:
     """:class:`Said` of a note's text (memoised: a note is read by many recalls)."""
     found = _phrases(statement)
-    return Said(not CHANGE_CUES.isdisjoint(found), not ADDITION_CUES.isdisjoint(found), len(statement.split()),
-                frozenset(_NUMBER.findall(statement)), _person(statement))
+    words = len(statement[:READ_CHARS].split()) + (len(statement) > READ_CHARS)
+    return Said(not CHANGE_CUES.isdisjoint(found), not ADDITION_CUES.isdisjoint(found), words,
+                frozenset(_NUMBER.findall(statement[:READ_CHARS])), _person(statement))
 
 
 #: How many of a recall's best hits the stage reads: the versions of a fact the question asks about are among
