@@ -18,7 +18,7 @@ if argv[:1] == ["capture-wait"]:
     sys.exit(capture_wait_main(argv[1:]))
 
 if argv[:1] == ["newest"]:
-    from .newest import main as newest_main
+    from .quality.newest import main as newest_main
 
     sys.exit(newest_main(argv[1:]))
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from bench.newest import blocks, capture_case, load_cases, verdict
+from bench.quality.newest import blocks, capture_case, load_cases, verdict
 from plur.index.recall import Hit
 from plur.index.updates import lead_order, newest_first, said, updates
 from plur.prompt.block import build_block, engram_line
@@ -145,7 +145,7 @@ def test_longmemeval_knowledge_updates_put_the_newer_evidence_first(embedder, tm
     """LongMemEval's knowledge-update questions in shared/data (turn level, full and oracle haystacks): the
     newer evidence turn leads the block, the older follows marked earlier; with the rule off the older leads."""
     monkeypatch.setenv("PLUR_BENCH_CACHE", str(tmp_path / "cache"))
-    from bench.newest import run_longmemeval
+    from bench.quality.newest import run_longmemeval
 
     rows = run_longmemeval(embedder)
     assert {r["qid"] for r in rows} == {"852ce960", "6a1eabeb"}

@@ -36,7 +36,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from .paths import REPO, SHARED_DATA
+from ..datasets.paths import REPO, SHARED_DATA
 
 CASES = REPO / "tests" / "data" / "newest_facts.yaml"
 LONGMEMEVAL = SHARED_DATA / "longmemeval"
@@ -127,7 +127,7 @@ def run_cases(embedder: Any, path: str | Path = CASES) -> list[dict[str, Any]]:
 
 def knowledge_updates(folder: Path = LONGMEMEVAL) -> list[Any]:
     """Turn-granularity tasks of the knowledge-update questions in every LongMemEval file of ``folder``."""
-    from .longmemeval import load_tasks
+    from ..datasets.longmemeval import load_tasks
 
     tasks = []
     for path in sorted(folder.glob("*.json")):
@@ -141,7 +141,7 @@ def run_longmemeval(embedder: Any, folder: Path = LONGMEMEVAL) -> list[dict[str,
     from plur.memory import Memory
     from plur.prompt.selection import select_block
 
-    from .runner import Engine, EngineConfig
+    from ..engine.runner import Engine, EngineConfig
 
     engine = Engine(EngineConfig("longmemeval", "turn", model=MODEL), embedder=embedder)
     rows = []
@@ -174,7 +174,7 @@ def run_longmemeval(embedder: Any, folder: Path = LONGMEMEVAL) -> list[dict[str,
 # -- cost per captured turn ----------------------------------------------------------------------------
 
 def _home_notes(n: int) -> list[dict[str, Any]]:
-    from .bench_store import statements
+    from ..speed.store import statements
 
     out = []
     for i, text in enumerate(statements(n)):
