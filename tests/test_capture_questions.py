@@ -242,5 +242,5 @@ def test_service_door_a_question_asked_again_recalls_its_answer(plur_home, embed
         (fact,) = capture("Lin's dog is called Biscuit.", "d1")["stored"]
         block("What is my dog called?")
         assert capture("What is my dog called?", "d2") == {"stored": [], "skipped": "question", "redacted": [],
-                                                           "scope": "global"}
+                                                           "scope": "global", "forgotten": []}
         assert fact in block("What is my dog called?")
