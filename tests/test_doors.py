@@ -113,15 +113,17 @@ def test_mcp_with_a_warm_service_forwards_every_call_and_loads_no_model(warm: tu
             assert "note" not in hits
             # the dense leg answered: the model lives in the service, not in this process
             assert hits["hits"][0]["engram"]["id"] == ids[FACTS[0][0]] and hits["hits"][0]["dense_rank"] is not None
-            new = _data(await c.call_tool("learn", {"statement": "The user's cat is called Miso.", "type": "user"}))
+            new = _data(await c.call_tool("learn", {"statement": "This repository deploys with scripts/shipit.sh.",
+                                                    "type": "procedure"}))
             assert new["created"] is True
-            listed = _data(await c.call_tool("list", {"text": "Miso"}))["engrams"]
+            listed = _data(await c.call_tool("list", {"text": "shipit"}))["engrams"]
             assert [e["id"] for e in listed] == [new["engram"]["id"]]
             pinned = _data(await c.call_tool("pin", {"engram_id": new["engram"]["id"]}))
             assert pinned["pinned"] is True
             status = _data(await c.call_tool("status", {}))
             assert status["service"]["pid"] != status["process"]["pid"]
-            # an unpinned server learns into the client's project (the folder it was started in: plur.project)
+            # an unpinned server learns a note about the code into the client's project (the folder it was started
+            # in: plur.project); a note about the user would go to global (route_personal)
             assert new["engram"]["scope"] == status["project"] and status["project"].startswith("project:")
             assert status["by_scope"]["global"] == len(FACTS) + 1 and status["by_scope"][status["project"]] == 1
             assert status["process"]["torch_loaded"] is False
@@ -242,7 +244,7 @@ def test_the_hook_injects_nothing_below_the_floor_and_counts_each_injection(
     text = out["hookSpecificOutput"]["additionalContext"]
     assert ids[FACTS[0][0]] in text
     shown = [eid for eid in ids.values() if eid in text]
-    assert _injected(home, "claude-code")[len(before):] == [sorted(shown, key=text.index)]
+    assert _injected(home, "claude-code")[len(before):] == [sorted(shown, key=text.index)], text
 
 
 def test_the_hook_refuses_bad_input_in_one_line_without_blocking_the_prompt(plur_home: Path) -> None:
@@ -251,7 +253,7 @@ def test_the_hook_refuses_bad_input_in_one_line_without_blocking_the_prompt(plur
                                 ('{"hook_event_name": "SessionStart"}', [], "no session_id"),
                                 ("{}", ["--max-engrams", "many"], "'many' is not a number"),
                                 ('{"session_id": "a", "hook_event_name": "SessionStart"}', ["--home", ""],
-                                 "--home is empty"),
+                                 "--home '' is empty"),
                                 ('{"session_id": "a"}', [], "hook_event_name is missing")]:
         proc = subprocess.run([sys.executable, "-m", "plur", "hook", "claude-code", *args], input=stdin,
                               capture_output=True, text=True, env=_env(plur_home), timeout=60)
