@@ -29,6 +29,21 @@ PEAK_MIB = 400
 ADDRESS_CAP = 3 << 30
 
 
+#: ``python -m plur ARGS`` that writes its own peak RSS (VmHWM, KiB) to the file named first, however it ends.
+MEASURED = (
+    "import runpy, sys\n"
+    "out = sys.argv.pop(1)\n"
+    "sys.argv[0] = 'plur'\n"
+    "try:\n"
+    "    runpy.run_module('plur', run_name='__main__', alter_sys=True)\n"
+    "finally:\n"
+    "    with open('/proc/self/status') as f:\n"
+    "        hwm = next(line.split()[1] for line in f if line.startswith('VmHWM:'))\n"
+    "    with open(out, 'w') as f:\n"
+    "        f.write(hwm)\n"
+)
+
+
 def plur_measured(home: Path, tmp: Path, *args: str, timeout_s: float = 300.0) -> tuple[int, str, int]:
     """``python -m plur ARGS`` in a child process: ``(exit status, stderr, peak RSS in MiB)``."""
     env = {**os.environ, "PLUR_HOME": str(home), "PLUR_MODEL": "none", "PLUR_AUTOSTART_SERVICE": "0",
@@ -38,9 +53,11 @@ def plur_measured(home: Path, tmp: Path, *args: str, timeout_s: float = 300.0) -
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_CAP, ADDRESS_CAP))
 
+    hwm_path = tmp / "vmhwm.txt"
+    hwm_path.unlink(missing_ok=True)
     with open(err_path, "wb") as err, open(os.devnull, "wb") as out:
-        child = subprocess.Popen([sys.executable, "-m", "plur", *args], stdout=out, stderr=err, env=env,
-                                 cwd=REPO, preexec_fn=cap)
+        child = subprocess.Popen([sys.executable, "-c", MEASURED, str(hwm_path), *args], stdout=out, stderr=err,
+                                 env=env, cwd=REPO, preexec_fn=cap)
     guard = threading.Timer(timeout_s, child.kill)  # a hang is a failure, never a stuck suite
     guard.start()
     try:
@@ -48,7 +65,10 @@ def plur_measured(home: Path, tmp: Path, *args: str, timeout_s: float = 300.0) -
     finally:
         guard.cancel()
     child.returncode = os.waitstatus_to_exitcode(status)
-    return child.returncode, err_path.read_text(encoding="utf-8", errors="replace"), usage.ru_maxrss // 1024
+    # the child's own high-water mark (VmHWM): ru_maxrss of a forked child also counts the parent's pages at the
+    # fork, so a test process grown large by earlier tests read as a child over 400 MiB
+    peak_kib = int(hwm_path.read_text()) if hwm_path.exists() else usage.ru_maxrss
+    return child.returncode, err_path.read_text(encoding="utf-8", errors="replace"), peak_kib // 1024
 
 
 def assert_refused_in_one_line(rc: int, stderr: str, peak_mib: int, needle: str = "max_input_bytes") -> None:
