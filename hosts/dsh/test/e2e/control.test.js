@@ -198,7 +198,9 @@ test('`plur ingest` of the DSH home these runs wrote: a user turn is recalled in
   const ingest = (dir) => JSON.parse(execFileSync(PYTHON, ['-m', 'plur', '--home', home, 'ingest', dir, '--json'], { env: { ...process.env, HF_HUB_OFFLINE: '1', PLUR_AUTOSTART_SERVICE: '0' }, encoding: 'utf8' }))
   const first = ingest(env.DSH_HOME)
   say(`  plur ingest ${env.DSH_HOME}: ${first.added.length} turns added from ${first.files?.length ?? '?'} files`)
-  assert.ok(first.added.length >= 6, 'every user turn of the sessions above')
+  // turns that only ask are left out, as capture leaves them out (issue 46): they count with the added ones
+  assert.ok(first.added.length + (first.left_out?.question ?? 0) >= 6, 'every user turn of the sessions above')
+  assert.ok(first.added.length >= 3, 'the turns that say something')
   assert.deepEqual(ingest(env.DSH_HOME).added, [], 'idempotent')
   const ingested = await startPlur(home)
   try {
