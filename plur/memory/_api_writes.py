@@ -54,7 +54,8 @@ class WriteMethods:
                 ``scope`` and ``user_id``, or over ``max_statement_bytes``.
         """
         scope = _labels.scope_of(scope, user_id, "global") or "global"
-        tags = [*tags, *_labels.tags_of(metadata)]
+        if metadata:   # a bare string stays a bare string, refused by the one tag check (never split into letters)
+            tags = [*_writes.tag_tuple(tags), *_labels.tags_of(metadata)]
         return _writes.learn(self, statement, scope=scope, type=type, tags=tags, domain=domain, rationale=rationale,
                              source=source, pinned=pinned, created=created, valid_from=valid_from,
                              valid_until=valid_until, ttl=ttl)
