@@ -186,9 +186,10 @@ def test_a_whole_claude_code_projects_folder_lands_each_project_in_its_scope(run
     r = run("ingest", str(projects), "--json")
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert len(out["files"]) == 4 and len(out["added"]) == 4 * one
+    # each project's two sessions say the same sentences: stored once per scope (issue 46 F), the repeats left out
+    assert len(out["files"]) == 4 and len(out["added"]) == 2 * one
     scopes = Counter(e.scope for e in engrams(plur_home))
-    assert scopes == {project_scope(app, plur_home): 2 * one, "project:billing": 2 * one}
+    assert scopes == {project_scope(app, plur_home): one, "project:billing": one}
     assert json.loads(run("ingest", str(projects), "--json").stdout)["added"] == []
     # one project's folder, every session of it
     r = run("ingest", str(next(projects.iterdir())), "--json")
