@@ -12,6 +12,10 @@ if argv[:1] == ["ingest-vs-txtai"]:
     from .peers.ingest_vs_txtai import main as ingest_main
 
     sys.exit(ingest_main(argv[1:]))
+if argv[:1] == ["scale"]:
+    from .scale.run import main as scale_main
+
+    sys.exit(scale_main(argv[1:]))
 if argv[:1] == ["capture-wait"]:
     from .doors.capture_wait import main as capture_wait_main
 
