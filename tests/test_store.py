@@ -484,10 +484,11 @@ def test_a_tampered_manifest_row_is_not_trusted(tmp_path: Path) -> None:
         e, _ = store.add(Engram.create("the real statement"))
         store.save_manifest()
     path = tmp_path / "index" / "manifest-store.json"
-    doc = json.loads(path.read_text())
-    row = doc["files"][f"{e.id}.yaml"]
-    row[6]["type"] = "not-a-type"
-    path.write_text(json.dumps(doc))
+    head, line = path.read_text().splitlines()
+    row = json.loads(line)
+    assert row[0] == f"{e.id}.yaml"
+    row[7]["type"] = "not-a-type"
+    path.write_text(head + "\n" + json.dumps(row) + "\n")
     with EngramStore(tmp_path) as store:
         assert store.get(e.id) == e
 

@@ -97,11 +97,57 @@ def test_file_entries_keep_their_key_and_sha_and_a_damaged_sha_drops_the_row(tmp
     assert save_manifest(path, root, {f"{e.id}.yaml": ent})
     back = load_manifest(path, root)[f"{e.id}.yaml"]
     assert back.key == ent.key and back.sha == sha and back.observed_ns == ent.observed_ns
-    assert Engram.from_manifest(back.data, back.chash) == e
-    doc = json.loads(path.read_text())
-    assert doc["root"] == root_text(root)
+    assert back.data == e  # built from the row as it was read
+    head, line = path.read_text().splitlines()
+    assert json.loads(head)["root"] == root_text(root)
     for col, bad in ((4, "not hex"), (4, "abcd"), (2, 2**64), (0, -(2**70))):
-        row = list(json.loads(path.read_text())["files"][f"{e.id}.yaml"])
-        broken = {**doc, "files": {f"{e.id}.yaml": row[:col] + [bad] + row[col + 1:]}}
-        (tmp_path / "bad.json").write_text(json.dumps(broken))
+        row = [f"{e.id}.yaml", *json.loads(line)[1:]]
+        (tmp_path / "bad.json").write_text(head + "\n" + json.dumps(row[:col + 1] + [bad] + row[col + 2:]) + "\n")
         assert load_manifest(tmp_path / "bad.json", root) == {}, (col, bad)
+
+
+def _turns(n: int) -> list[Engram]:
+    return [Engram.create(f"turn {i} of a long conversation about gardening and the weather", scope="project:web",
+                          source={"kind": "conversation", "format": "capture", "session": f"s{i // 20}", "turn": i % 20,
+                                  "role": "user"}) for i in range(n)]
+
+
+def test_a_fresh_process_reads_the_manifest_a_row_at_a_time(tmp_path: Path) -> None:
+    """Issue 49: the manifest was one JSON document, read whole and parsed whole before any engram was built (57 MB
+    of text at 100k engrams, ~0.6 GB at a million, on top of the engrams). Now one row a line, each row built into
+    its engram as it is read: the Python heap's peak while loading stays below the file's size."""
+    import tracemalloc
+
+    from plur.store.manifest import load_manifest
+
+    with EngramStore(tmp_path, fsync=False) as store:
+        store.add_many(_turns(3000))
+        store.save_manifest()
+    path = tmp_path / "index" / "manifest-store.json"
+    size = path.stat().st_size
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        got = load_manifest(path, tmp_path / "engrams")
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(got) == 3000 and all(isinstance(ent.data, Engram) for ent in got.values())
+    assert peak - kept < size / 4, (peak - kept, size)   # never the whole text nor a dict per row at once
+    fresh = EngramStore(tmp_path)
+    assert sorted(e.id for e in fresh.all()) == sorted(got[n].data.id for n in got)  # type: ignore[union-attr]
+
+
+def test_engrams_read_from_files_or_the_manifest_share_their_repeated_short_texts(tmp_path: Path) -> None:
+    """Issue 49: every engram read held its own copies of its scope, type, status and its source's kind, format,
+    session and role (~390 bytes an engram of a captured turn); they are now one object each."""
+    with EngramStore(tmp_path, fsync=False) as store:
+        store.add_many(_turns(40))
+        store.save_manifest()
+    for fresh in (EngramStore(tmp_path), EngramStore(tmp_path)):
+        a, b = [e for e in fresh.all() if e.source["session"] == "s1"][:2]
+        for x, y in ((a.scope, b.scope), (a.type, b.type), (a.status, b.status), (a.source["kind"], b.source["kind"]),
+                     (a.source["format"], b.source["format"]), (a.source["session"], b.source["session"]),
+                     (a.source["role"], b.source["role"])):
+            assert x == y and x is y
+        (tmp_path / "index" / "manifest-store.json").unlink()  # the second store parses the YAML files

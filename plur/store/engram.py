@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import re
 import secrets
+import sys
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -214,6 +215,10 @@ class Engram:
         if self.source is not None and not isinstance(self.source, Mapping):
             raise ValidationError(f"source must be a mapping (kind, session, turn, url), got {self.source!r}")
         object.__setattr__(self, "content_hash", content_hash(self.statement))
+        for name in ("scope", "type", "status"):
+            object.__setattr__(self, name, _shared(getattr(self, name)))
+        if type(self.source) is dict:
+            object.__setattr__(self, "source", _shared_source(self.source))
 
     # -- validity -----------------------------------------------------------------------
     def is_current(self, now: datetime | None = None) -> bool:
@@ -348,6 +353,8 @@ class Engram:
                 d[name] = v
             if not d["statement"] or d["type"] not in TYPES or d["status"] not in STATUSES:
                 return None
+            for name in ("scope", "type", "status"):
+                d[name] = _shared(d[name])
             for name in _TIME_FIELDS:
                 v = data.get(name)
                 if v is None:
@@ -367,7 +374,7 @@ class Engram:
             source = data.get("source")
             if source is not None and type(source) is not dict:
                 return None
-            d["source"] = source
+            d["source"] = _shared_source(source) if source is not None else None
             pinned = data.get("pinned", False)
             if type(pinned) is not bool:
                 return None
@@ -404,6 +411,20 @@ class Engram:
 
 
 _set = object.__setattr__  # Engram is frozen: from_manifest fills its slots directly
+#: Longest text :func:`_shared` makes one object of.
+_SHARED_CHARS = 64
+
+
+def _shared(value: Any) -> Any:
+    """One object for each short text many engrams repeat (scope, type, status, a source's kind, format, session,
+    role, speaker), via :func:`sys.intern`: each engram read from a file or the manifest had copies of its own,
+    ~390 bytes an engram of a captured turn (issue 49: 1.47 KB of a store's memory per engram before)."""
+    return sys.intern(value) if type(value) is str and len(value) <= _SHARED_CHARS else value
+
+
+def _shared_source(source: dict[Any, Any]) -> dict[Any, Any]:
+    """``source`` with its keys and short text values :func:`_shared` (a new dict; nested values kept as they are)."""
+    return {_shared(k): _shared(v) for k, v in source.items()}
 _MANIFEST_KEYS = frozenset(FIELD_ORDER)
 _STR_FIELDS = ("id", "statement", "type", "scope", "domain", "rationale", "status", "supersedes")
 _REQUIRED_STR = frozenset(("id", "statement", "scope"))

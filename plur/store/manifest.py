@@ -1,8 +1,11 @@
 """The store's bookkeeping files: the manifest (a cache) and the writer journal.
 
-Manifest, ``<home>/index/manifest-store.json``: one row per engram file,
-``name -> [mtime_ns, size, inode, observed_ns, sha256, content_hash, engram dict]``,
-so a fresh process re-reads only files whose ``(mtime_ns, size, inode)`` changed.
+Manifest, ``<home>/index/manifest-store.json``: JSON Lines, a header object, then one row per engram file,
+``[name, mtime_ns, size, inode, observed_ns, sha256, content_hash, engram dict]``,
+so a fresh process re-reads only files whose ``(mtime_ns, size, inode)`` changed. Rows are read one line
+at a time and turned into engrams as they come (issue 49: version 1, one JSON document, was read whole,
+then parsed whole: 57 MB of text and a dict per row at 100k engrams, ~0.6 GB of text at a million, all
+held at once on top of the engrams built from it).
 Entries whose mtime is within :data:`RACY_WINDOW_NS` of when they were read are
 re-checked by content hash, because filesystem timestamps are coarse (the "racy
 git" problem, see git's Documentation/technical/racy-git.txt). Any problem with
@@ -39,7 +42,7 @@ from ..errors import StoreError
 #: 2 s covers coarse timestamps (FAT 2 s, HFS+ 1 s, ext4/xfs one jiffy).
 RACY_WINDOW_NS = 2_000_000_000
 MANIFEST_FORMAT = "plur-store-manifest"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
 JOURNAL_MAGIC = "plur-store-journal"
 #: The journal is started afresh (new epoch) beyond this size, in bytes (~9,000 writes).
 JOURNAL_MAX_BYTES = 256 * 1024
@@ -67,7 +70,8 @@ class FileEntry:
         observed_ns: wall clock (``time.time_ns``) when the bytes were last read.
         sha: :func:`file_sha` of the file bytes (32 lower-case hex digits).
         engram: the parsed engram; ``None`` only for manifest entries not yet materialised.
-        data: ``Engram.to_dict()`` from the manifest (until materialised).
+        data: until materialised, the engram the manifest row was built into, or the row's
+            ``Engram.to_dict()`` when it could not be built without a full check.
         chash: the row's ``content_hash`` (``Engram.from_manifest`` checks it against ``data``).
 
     Raises:
@@ -78,7 +82,7 @@ class FileEntry:
     __slots__ = ("_packed", "engram", "data", "chash")
 
     def __init__(self, key: tuple[int, int, int], observed_ns: int, sha: str, engram: Engram | None,
-                 data: dict[str, Any] | None = None, chash: str = "") -> None:
+                 data: dict[str, Any] | Engram | None = None, chash: str = "") -> None:
         raw = bytes.fromhex(sha)
         if len(raw) != 16:
             raise ValueError(f"file sha {sha!r} is not 32 hex digits")
@@ -151,29 +155,35 @@ def _pack(mtime_ns: int, size: int, ino: int, observed_ns: int, raw_sha: bytes) 
 def load_manifest(path: Path, root: Path) -> dict[str, FileEntry]:
     """Entries of the manifest at ``path`` written for the engram folder ``root``, unmaterialised.
 
+    The file is read a line at a time and each row's engram is built as it is read
+    (:meth:`Engram.from_manifest`), so no more than one row's text and dict is held beyond the entries.
+
     Returns:
-        ``{file name: FileEntry}`` with ``engram=None`` and ``data`` set; empty when the
-        file is missing, unreadable, of another format/version or for another root.
-        Malformed rows are skipped.
+        ``{file name: FileEntry}`` with ``engram=None`` and ``data`` set (the row's engram already built,
+        or its dict when :meth:`Engram.from_manifest` was unsure); empty when the file is missing,
+        unreadable, of another format/version or for another root. Malformed rows are skipped.
     """
     out: dict[str, FileEntry] = {}
     try:
-        doc = loads(path.read_bytes())
+        with open(path, "rb") as fh:
+            head = loads(fh.readline())
+            if (not isinstance(head, dict) or head.get("format") != MANIFEST_FORMAT
+                    or head.get("version") != MANIFEST_VERSION or head.get("root") != root_text(root)):
+                return out
+            for line in fh:
+                try:
+                    name, mtime, size, ino, observed, sha, chash, data = loads(line)
+                    ent = FileEntry((int(mtime), int(size), int(ino)), int(observed), str(sha), None,
+                                    data if isinstance(data, dict) else None, str(chash))
+                except (TypeError, ValueError):
+                    continue
+                if ent.data is not None and type(name) is str:
+                    built = Engram.from_manifest(ent.data, ent.chash)
+                    if built is not None:
+                        ent.data = built
+                    out[name] = ent
     except (OSError, ValueError, UnicodeDecodeError):
-        return out
-    if (not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT
-            or doc.get("version") != MANIFEST_VERSION or doc.get("root") != root_text(root)
-            or not isinstance(doc.get("files"), dict)):
-        return out
-    for name, row in doc["files"].items():
-        try:
-            mtime, size, ino, observed, sha, chash, data = row
-            ent = FileEntry((int(mtime), int(size), int(ino)), int(observed), str(sha), None,
-                            data if isinstance(data, dict) else None, str(chash))
-        except (TypeError, ValueError):
-            continue
-        if ent.data is not None:
-            out[name] = ent
+        return {}
     return out
 
 
@@ -216,22 +226,19 @@ def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool
         private_dirs(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-manifest-", suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(head[:-1] + ',"files":{')
-            sep = ""
+            fh.write(head + "\n")
             for name, ent in entries.items():
-                e = ent.engram
-                row = [*ent.numbers(), e.content_hash if e is not None else ent.chash,
-                       ent.data if e is None else e.to_dict()]
+                e = ent.engram if ent.engram is not None else ent.data
+                row = [name, *ent.numbers(), e.content_hash if isinstance(e, Engram) else ent.chash,
+                       e.to_dict() if isinstance(e, Engram) else e]
                 try:
-                    if _wide_int(row[6]):  # loads() would read it as a float: re-read the file instead
+                    if _wide_int(row[7]):  # loads() would read it as a float: re-read the file instead
                         raise ValueError("integer outside the 64-bit range")
                     text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
                 except (TypeError, ValueError):  # an unknown key holds a non-JSON value: keep it out
-                    row[6] = None
+                    row[7] = None
                     text = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-                fh.write(f"{sep}{json.dumps(name, ensure_ascii=True)}:{text}")
-                sep = ","
-            fh.write("}}")
+                fh.write(text + "\n")
         os.replace(tmp, path)
         tmp = None
     except (OSError, UnicodeEncodeError):  # a text no UTF-8 file can hold: the manifest is only a cache

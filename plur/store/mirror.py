@@ -250,7 +250,8 @@ class FolderMirror:
 
     def _materialise(self, name: str, ent: FileEntry) -> bool:
         """Turn a manifest entry into an Engram; False if the data no longer validates."""
-        e = Engram.from_manifest(ent.data, ent.chash) if ent.data is not None else None
+        data = ent.data
+        e = data if isinstance(data, Engram) else Engram.from_manifest(data, ent.chash) if data is not None else None
         if e is None:
             try:
                 e = Engram.from_dict(ent.data or {})
