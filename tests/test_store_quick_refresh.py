@@ -155,3 +155,22 @@ def test_a_writer_settles_recent_names_once(pair, monkeypatch: pytest.MonkeyPatc
         reader.add(Engram.create(f"the reader's own fact {i}"))
     assert checks[0] <= recent + 10, (checks[0], recent)
     assert not reader._recent
+
+
+def test_a_stat_pass_taken_earlier_keeps_what_was_read_since(pair, tmp_path: Path) -> None:
+    """Issue 49: a full scan's stat pass may be taken without any lock (``prescan``) and applied later; files written
+    and read after the pass began are kept as read, not forgotten or re-read by the older pass."""
+    writer, reader = pair
+    a, _ = writer.add(Engram.create("first fact"))
+    reader.refresh(full=True)
+    assert reader.prescan() is not None and EngramStore(tmp_path).prescan() is None  # none before a first scan
+    pre = reader.prescan()
+    b, _ = writer.add(Engram.create("second fact, written after the stat pass"))
+    reader.refresh(full=False)                                  # the quick path reads it
+    got = reader.refresh(full=True, prescan=pre)                # the older pass has no b
+    assert reader.get(b.id) == b and reader.get(a.id) == a and not got.removed
+    path = tmp_path / "engrams" / f"{a.id}.yaml"
+    edited = path.read_text(encoding="utf-8").replace("first fact", "first fact, edited by hand")
+    path.write_text(edited, encoding="utf-8")                   # in place, after a pass: the next pass sees it
+    reader.refresh(full=True, prescan=reader.prescan())
+    assert reader.get(a.id).statement == "first fact, edited by hand"

@@ -111,7 +111,7 @@ class EngramStore(FolderMirror):
                     yield Path(e.path)
 
     # -- reading --------------------------------------------------------------------------
-    def refresh(self, *, full: bool = True) -> Changes:
+    def refresh(self, *, full: bool = True, prescan: Any = None) -> Changes:
         """Bring the cache up to date with the folder; re-read only files that changed.
 
         A file is re-read when its ``(mtime_ns, size, inode)`` differs from what
@@ -125,12 +125,16 @@ class EngramStore(FolderMirror):
                 quick path: the writer journal's tail plus a listing of names, no per-file stat, so a
                 reader keeps up with a stream of writers at a cost that does not grow with the store;
                 it falls back to the full scan when the journal cannot be trusted.
+            prescan: with ``full``, the stat pass :meth:`prescan` took earlier without a lock (it is applied here;
+                files read since it began keep what was read).
 
         Returns:
             :class:`Changes` since the previous call (first call: every engram is "added").
         """
         with self._mutex:
-            if full or not self._quick_refresh():
+            if full and prescan is not None and self._scanned and not self._lock.is_locked:
+                self._apply_prescan(prescan)
+            elif full or not self._quick_refresh():
                 self._scan_and_catch_up()
             pending, self._pending = self._pending, {}
         return Changes(
