@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .lexical_io import FORMAT_VERSION, BM25Files
-from .postings import SMALL_TF_MAX, tf_array
+from .postings import SMALL_TF_MAX, peek
 from .tokenize import Tokenizer
 
 __all__ = ["BM25Index", "FORMAT_VERSION"]
@@ -304,10 +304,10 @@ class BM25Index(BM25Files):
             alive = self._alive[:len(self._ids)]
             total = 0.0
             for term, qtf in query_tf.items():
-                entry = self._postings.get(term)
-                if entry is None:
+                got = peek(self._postings, term)
+                if got is None:
                     continue
-                slots = np.frombuffer(entry[0], dtype=np.int32)
+                slots = got[0]
                 df = int(np.count_nonzero(alive[slots])) if self._n_dead else len(slots)
                 if df:
                     total += qtf * math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
@@ -328,10 +328,10 @@ class BM25Index(BM25Files):
         scores = np.zeros(n_slots, dtype=np.float64)
         hit = False
         for term, qtf in query_tf.items():
-            entry = self._postings.get(term)
-            if entry is None:
+            got = peek(self._postings, term)  # a read-only view: a memory-mapped term is never copied by a search
+            if got is None:
                 continue
-            slots = np.frombuffer(entry[0], dtype=np.int32)
+            slots, tfs = got
             if self._n_dead:
                 df = int(np.count_nonzero(alive[slots]))
                 if df == 0:
@@ -341,7 +341,7 @@ class BM25Index(BM25Files):
             idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
             impact = self._impacts.get(term)
             if impact is None or len(impact) != len(slots):
-                tf = tf_array(entry[1]).astype(np.float64)
+                tf = tfs.astype(np.float64)
                 impact = tf * k1p1 / (tf + norm[slots])
                 if self._impact_size + len(impact) <= _IMPACT_CACHE_VALUES:
                     self._impacts[term] = impact

@@ -18,7 +18,7 @@ from collections.abc import Iterator, MutableMapping, Sequence
 
 import numpy as np
 
-__all__ = ["Postings", "SMALL_TF_MAX", "tf_array"]
+__all__ = ["Postings", "SMALL_TF_MAX", "peek", "release_pages", "tf_array"]
 
 Entry = tuple[array, array]  # (doc slots array('i'), term frequencies array('B') or array('i'))
 #: Largest term frequency an ``array('B')`` holds; a term whose postings have a larger one uses ``array('i')``.
@@ -46,6 +46,7 @@ class Postings(MutableMapping[str, Entry]):
         self._bounds: list[int] = offsets.tolist() if offsets is not None else [0]
         self._slots = np.ascontiguousarray(slots, dtype=np.int32) if slots is not None else None
         self._tfs = np.ascontiguousarray(tfs, dtype=np.int32) if tfs is not None else None
+        self.release_pages()
 
     def _load(self, term: str) -> Entry | None:
         j = self._where.pop(term, None)
@@ -76,6 +77,12 @@ class Postings(MutableMapping[str, Entry]):
         assert self._slots is not None and self._tfs is not None
         return self._slots[lo:hi], self._tfs[lo:hi]
 
+    def release_pages(self) -> None:
+        """Let go of the pages of memory-mapped CSR arrays this process has read (a full read: the load's checks, a
+        save): they stay in the kernel's page cache, out of this process's RSS, until a query reads them again."""
+        for arr in (self._slots, self._tfs):
+            release_pages(arr)
+
     def get(self, term: str, default: Entry | None = None) -> Entry | None:  # type: ignore[override]
         entry = self._loaded.get(term)
         if entry is None:
@@ -104,3 +111,34 @@ class Postings(MutableMapping[str, Entry]):
 
     def __len__(self) -> int:
         return len(self._loaded) + len(self._where)
+
+
+def peek(postings: MutableMapping[str, Entry], term: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(slots [p] int32, tfs [p] uint8|int32)`` of ``term`` as read-only views, or None for an unknown term.
+
+    A search reads postings this way: a term still in the (memory-mapped) CSR arrays of a loaded index is read
+    there, never copied into arrays of its own (only a write to a term makes them).
+    """
+    if isinstance(postings, Postings):
+        try:
+            return postings.peek(term)
+        except KeyError:
+            return None
+    entry = postings.get(term)
+    return None if entry is None else (np.frombuffer(entry[0], dtype=np.int32), tf_array(entry[1]))
+
+
+def release_pages(arr: np.ndarray | None) -> None:
+    """``madvise(MADV_DONTNEED)`` over a memory-mapped array's pages (a no-op for an array on the heap)."""
+    import mmap
+
+    base = arr
+    while base is not None and not isinstance(base, np.memmap) and isinstance(getattr(base, "base", None), np.ndarray):
+        base = base.base
+    raw = getattr(base, "_mmap", None) if isinstance(base, np.memmap) else None
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if raw is not None and advice is not None:
+        try:
+            raw.madvise(advice)
+        except (OSError, ValueError):  # a closed map or a platform without it: the pages simply stay
+            pass
