@@ -151,3 +151,26 @@ def test_engrams_read_from_files_or_the_manifest_share_their_repeated_short_text
                      (a.source["role"], b.source["role"])):
             assert x == y and x is y
         (tmp_path / "index" / "manifest-store.json").unlink()  # the second store parses the YAML files
+
+
+def test_a_version_1_manifest_is_no_manifest_and_is_not_read_whole(tmp_path: Path) -> None:
+    """A manifest of the version before (one JSON document on one line) reads as none, without its text being
+    read and parsed whole first (that peak was the version's whole point)."""
+    import json
+    import tracemalloc
+
+    from plur.store.manifest import load_manifest, root_text
+
+    root = tmp_path / "engrams"
+    doc = {"format": "plur-store-manifest", "version": 1, "root": root_text(root),
+           "files": {f"ENG-2025-01-01-{i:06x}.yaml": [1, 2, 3, 4, "0" * 32, "sha256:" + "0" * 16, {"x": "y" * 40}]
+                     for i in range(20000)}}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(doc))
+    tracemalloc.start()
+    try:
+        assert load_manifest(path, root) == {}
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < path.stat().st_size / 4, (peak, path.stat().st_size)

@@ -43,6 +43,8 @@ from ..errors import StoreError
 RACY_WINDOW_NS = 2_000_000_000
 MANIFEST_FORMAT = "plur-store-manifest"
 MANIFEST_VERSION = 2
+#: Longest header line :func:`load_manifest` reads (a version-2 header is ~150 bytes plus the root's path).
+_HEAD_MAX_BYTES = 64 * 1024
 JOURNAL_MAGIC = "plur-store-journal"
 #: The journal is started afresh (new epoch) beyond this size, in bytes (~9,000 writes).
 JOURNAL_MAX_BYTES = 256 * 1024
@@ -166,7 +168,10 @@ def load_manifest(path: Path, root: Path) -> dict[str, FileEntry]:
     out: dict[str, FileEntry] = {}
     try:
         with open(path, "rb") as fh:
-            head = loads(fh.readline())
+            first = fh.readline(_HEAD_MAX_BYTES)
+            if not first.endswith(b"\n"):  # not a header line (a version-1 manifest is one long line): no manifest
+                return out
+            head = loads(first)
             if (not isinstance(head, dict) or head.get("format") != MANIFEST_FORMAT
                     or head.get("version") != MANIFEST_VERSION or head.get("root") != root_text(root)):
                 return out
