@@ -174,3 +174,28 @@ def test_a_version_1_manifest_is_no_manifest_and_is_not_read_whole(tmp_path: Pat
     finally:
         tracemalloc.stop()
     assert peak < path.stat().st_size / 4, (peak, path.stat().st_size)
+
+
+def test_a_fresh_process_holds_one_string_per_engram_id(tmp_path: Path) -> None:
+    """Issue 49: the store's engrams, the BM25 leg's ids, the dense leg's ids and the index manifest each parsed a
+    copy of every id from their own file (~70 bytes an id per copy); they now share the store's one string."""
+    import numpy as np
+
+    from plur.index.dense import DenseIndex
+    from plur.memory import Memory
+
+    with Memory(tmp_path, model="none", fsync=False) as mem:
+        e = mem.learn("The spare key is under the blue pot.")
+        mem.recall("spare key", k=1, mode="bm25")
+    with Memory(tmp_path, model="none", fsync=False) as fresh:
+        fresh.recall("spare key", k=1, mode="bm25")
+        idx = fresh._indexes
+        stored = fresh.store.get(e.id).id
+        assert stored == e.id
+        assert idx.lexical._ids[idx.lexical._slot[e.id]] is stored
+        assert next(k for k in idx.lexical_hashes if k == e.id) is stored
+    dense = DenseIndex(8, exact_threshold=10**9)
+    dense.add([e.id], np.ones((1, 8), dtype=np.float32))
+    dense.save(tmp_path / "dense")
+    again = DenseIndex.load(tmp_path / "dense", dims=8)
+    assert again._slot_ids[0] is stored

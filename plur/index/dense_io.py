@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,7 @@ def load_index(cls: Any, folder: Path, dims: int, identity: str | None = None) -
     if identity is not None and meta.get("identity") != identity:
         raise StoreError(f"dense index at {folder} was built with {meta.get('identity')!r}, "
                          f"the model is {identity!r}; {fix}")
-    ids = loads(ids_bytes)
+    ids = [sys.intern(i) if type(i) is str else i for i in loads(ids_bytes)]  # one string per id in the process
     if (hashlib.sha256(ids_bytes).hexdigest() != meta.get("ids_sha256") or len(ids) != vecs.shape[0]
             or meta.get("n_rows") != vecs.shape[0]):
         raise StoreError(f"dense index at {folder} is inconsistent (interrupted save?); {fix}")

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,8 @@ def read_arrays(folder: Path, meta: dict[str, Any]) -> tuple[list[str], list[str
         OSError, ValueError, TypeError: missing, unreadable or inconsistent files.
     """
     ids = loads((folder / "ids.json").read_bytes())
+    if isinstance(ids, list):  # one string per id in the process: the store's engrams and both legs share it
+        ids = [sys.intern(i) if type(i) is str else i for i in ids]
     vocab = loads((folder / "vocab.json").read_bytes())
     mapped = "r" if meta.get("n_postings") else None  # numpy maps no empty array
     arrays = {name: np.load(folder / f"{name}.npy", allow_pickle=False,

@@ -215,7 +215,7 @@ class Engram:
         if self.source is not None and not isinstance(self.source, Mapping):
             raise ValidationError(f"source must be a mapping (kind, session, turn, url), got {self.source!r}")
         object.__setattr__(self, "content_hash", content_hash(self.statement))
-        for name in ("scope", "type", "status"):
+        for name in ("id", "scope", "type", "status"):
             object.__setattr__(self, name, _shared(getattr(self, name)))
         if type(self.source) is dict:
             object.__setattr__(self, "source", _shared_source(self.source))
@@ -355,6 +355,7 @@ class Engram:
                 return None
             for name in ("scope", "type", "status"):
                 d[name] = _shared(d[name])
+            d["id"] = sys.intern(d["id"])  # the indexes' ids are the same string (issue 49)
             for name in _TIME_FIELDS:
                 v = data.get(name)
                 if v is None:
