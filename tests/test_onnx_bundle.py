@@ -126,3 +126,26 @@ def test_embed_runtime_torch_keeps_sentence_transformers(tmp_path: Path) -> None
     inner = mem.model_resolution().embedder.inner
     assert inner.bundle is None and inner._st is not None and not (tmp_path / "c" / "onnx").exists()
     mem.close()
+
+
+def test_opening_a_bundle_never_runs_a_batch_padded_to_the_models_limit(exported, monkeypatch) -> None:
+    """Issue 49: the probe check ran every probe in one batch, padded to the longest (the 256-token one): ~86 MiB of
+    activations, the peak RSS of every process that opened the bundle. Each probe still runs alone, and the
+    others still run in one padded batch, so a bundle whose vectors depend on padding is still refused."""
+    from plur.embed.onnx_bundle import OnnxBundle
+
+    emb, cache = exported
+    batches: list[list[int]] = []
+    real = OnnxBundle.embed
+
+    def spy(self, texts, batch_size=64):
+        batches.append([len(e.ids) for e in self.encode(texts)])
+        return real(self, texts, batch_size)
+
+    monkeypatch.setattr(OnnxBundle, "embed", spy)
+    bundle = OnnxBundle.open(cache, emb.identity)
+    assert bundle is not None
+    limit = bundle.max_seq_length
+    assert any(len(b) > 1 for b in batches)                                  # a padded batch is still checked
+    assert all(max(b) < limit for b in batches if len(b) > 1), batches      # but never one padded to the limit
+    assert any(b == [limit] for b in batches)                               # the longest probe runs alone
