@@ -155,7 +155,7 @@ def test_a_due_full_scan_runs_beside_a_recall_not_inside_it(plur_home: Path, emb
     import importlib
     import threading
 
-    from plur.store import mirror
+    from plur.store import folder_scan, mirror
 
     clock = _Clock()
     for name in ("facade", "freshness", "recall"):
@@ -177,6 +177,7 @@ def test_a_due_full_scan_runs_beside_a_recall_not_inside_it(plur_home: Path, emb
         return real(root)
 
     monkeypatch.setattr(mirror, "scan_folder", spy)
+    monkeypatch.setattr(folder_scan, "scan_folder", spy)
     clock.now += 1.0
     mem.recall("spare key", k=1)                             # a full scan is due now
     behind = mem.__dict__.get("_scan_thread")

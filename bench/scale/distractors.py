@@ -33,7 +33,7 @@ TURNS_PER_SESSION = 20
 NOTES_PER_DAY = 150
 DAY0 = datetime.date(2014, 1, 1)
 _SPLIT = re.compile(r"(?<=[.!?])\s+")
-_OPENERS = ("Honestly, ", "I think ", "As I said, ", "To be fair, ", "Just so you know, ", "By the way, ",
+OPENERS = ("Honestly, ", "I think ", "As I said, ", "To be fair, ", "Just so you know, ", "By the way, ",
             "Funny thing: ", "Remember, ")
 _SWAPS = {"really": "very", "big": "large", "buy": "purchase", "help": "assist", "start": "begin",
           "want": "would like", "like": "enjoy", "great": "excellent", "small": "little", "happy": "glad",
@@ -71,7 +71,7 @@ def paraphrase(text: str, rng: random.Random) -> str:
     if len(parts) > 1 and rng.random() < 0.5:
         parts = parts[1:] + parts[:1]
         out = " ".join(parts)
-    opener = rng.choice(_OPENERS)
+    opener = rng.choice(OPENERS)
     return opener + out[:1].lower() + out[1:] if out[:1].isupper() and not out.startswith("I ") else opener + out
 
 

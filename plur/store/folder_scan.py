@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,4 +85,27 @@ def scan_folder_while(root: Path, work: Callable[[], Any]) -> tuple[dict[str, St
     return out["result"]
 
 
-__all__ = ["StatKey", "scan_folder", "scan_folder_while"]
+@dataclass(frozen=True)
+class Prescan:
+    """The stat pass of a full refresh, taken without any lock (:meth:`plur.store.mirror.FolderMirror.prescan`).
+
+    Attributes:
+        tail: the writer journal's position before the pass. files, temps: :func:`scan_folder`'s result.
+        started_ns: wall clock (``time.time_ns``) when the pass began: an entry read after it is newer than it.
+    """
+
+    tail: Any
+    files: dict[str, StatKey]
+    temps: list[str]
+    started_ns: int
+
+
+def stat_pass(root: Path, journal: Any) -> Prescan:
+    """:func:`scan_folder` of ``root`` with the time it began and ``journal``'s position before it (no lock taken)."""
+    started = time.time_ns()
+    tail = journal.read_tail(False)
+    files, temps = scan_folder(root)
+    return Prescan(tail, files, temps, started)
+
+
+__all__ = ["Prescan", "StatKey", "scan_folder", "scan_folder_while", "stat_pass"]

@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from .engram import Engram, validate_id
 from .lock import StoreLock
 from .manifest import FileEntry, JournalTail, WriterJournal, file_sha, load_manifest
 from .manifest import save_manifest as save_manifest_file
-from .folder_scan import StatKey, scan_folder, scan_folder_while
+from .folder_scan import Prescan, StatKey, scan_folder, scan_folder_while, stat_pass
 from .quarantine import empty_file_reason, move_aside, unmoved_record
 from .changes import Changes, _check_home, _merge_op  # noqa: F401 - Changes re-exported
 
@@ -42,21 +41,6 @@ RECENT_S = 5.0
 #: While the journal names new writes, the quick refresh lists the folder (for files copied in by hand)
 #: at most this often, seconds: a listing is O(files) (10 ms at 10k names on a busy machine).
 LIST_EVERY_S = 1.0
-
-
-@dataclass(frozen=True)
-class Prescan:
-    """The stat pass of a full refresh, taken without any lock (:meth:`FolderMirror.prescan`).
-
-    Attributes:
-        tail: the writer journal's position before the pass. files, temps: :func:`scan_folder`'s result.
-        started_ns: wall clock (``time.time_ns``) when the pass began: an entry read after it is newer than it.
-    """
-
-    tail: JournalTail
-    files: dict[str, StatKey]
-    temps: list[str]
-    started_ns: int
 
 
 class FolderMirror:
@@ -213,12 +197,7 @@ class FolderMirror:
         Returns:
             The pass, or None before the first full scan (which must run in :meth:`refresh` itself).
         """
-        if not self._scanned:
-            return None
-        started = time.time_ns()
-        tail = self._writes.read_tail(False)
-        files, temps = self._scan()
-        return Prescan(tail, files, temps, started)
+        return stat_pass(self.root, self._writes) if self._scanned else None
 
     def _apply_prescan(self, pre: Prescan) -> None:
         """:meth:`_scan_and_catch_up` from a :meth:`prescan` taken earlier (the newest journal names re-checked)."""
