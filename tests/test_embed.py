@@ -393,6 +393,37 @@ def test_unreadable_cache_file_is_moved_aside(tmp_path: Path) -> None:
     assert list(tmp_path.glob("embeddings.sqlite.corrupt-*"))
 
 
+
+def test_a_cache_another_process_holds_locked_is_waited_for_never_moved_aside(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 49: a cache another process kept locked past SQLite's busy timeout (a forget's VACUUM on a busy machine)
+    was renamed ``.corrupt-*`` with everything in it (146k vectors lost to a lock). Locked is waited for, then a
+    clear error; the file stays where it is."""
+    import sqlite3
+
+    from plur.errors import StoreError
+
+    path = tmp_path / "embeddings.sqlite"
+    with EmbeddingCache(path) as cache:
+        cache.put_many("m:3", [(text_key("a"), np.array([1, 0, 0], dtype=np.float32))])
+    real = EmbeddingCache._open
+    locked = {"left": 2}
+
+    def busy_twice(self):
+        if locked["left"]:
+            locked["left"] -= 1
+            raise sqlite3.OperationalError("database is locked")
+        return real(self)
+
+    monkeypatch.setattr(EmbeddingCache, "_open", busy_twice)
+    monkeypatch.setattr("plur.embed.cache.time.sleep", lambda s: None)
+    with EmbeddingCache(path) as cache:                       # freed after two tries: the same vectors
+        assert cache.count() == 1
+    locked["left"] = 10**6
+    with pytest.raises(StoreError, match="stays locked by another process"):
+        EmbeddingCache(path)
+    assert not list(tmp_path.glob("embeddings.sqlite.corrupt-*")) and path.exists()
+
 # -- the traced query path (plur.embed.fast_query) ------------------------------------------------
 
 QUERIES = ["hi", "What did Caroline say about the adoption agency she visited last week?",
