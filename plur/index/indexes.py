@@ -54,13 +54,6 @@ def _date_suffixes(words: str) -> tuple[str, str]:
     return "\n" + words, "@" + words
 
 
-def _interned(saved: Mapping[str, str]) -> dict[str, str]:
-    """A manifest's ``{id: hash}`` with each id the process's one string for it (:func:`sys.intern`, as the store's
-    engrams and both legs hold it): ids parsed from each index file were copies of their own, ~70 bytes an id
-    per copy (issue 49)."""
-    return {sys.intern(k): v for k, v in saved.items()}
-
-
 def _identity(embedder: Any | None) -> str | None:
     """What the dense leg's vectors depend on: the embedder's ``index_identity`` (model + chunking) or ``identity``."""
     return getattr(embedder, "index_identity", None) or getattr(embedder, "identity", None)
@@ -116,7 +109,7 @@ class IndexSet:
             except Exception as exc:  # noqa: BLE001 - any unreadable index is rebuilt
                 log.warning("lexical index unreadable (%s); rebuilding", exc)
             if self.lexical is not None:
-                self.lexical_hashes = _interned(manifest.get("lexical", {}))
+                self.lexical_hashes = {sys.intern(k): v for k, v in manifest.get("lexical", {}).items()}  # ids shared
         elif manifest:
             log.warning("tokenizer changed (%s -> %s); rebuilding the BM25 index",
                         manifest.get("tokenizer"), self.tokenizer.identity)
@@ -145,7 +138,7 @@ class IndexSet:
             except Exception as exc:  # noqa: BLE001
                 log.warning("dense index unreadable (%s); rebuilding", exc)
             if self.dense is not None:
-                self.dense_hashes = _interned(manifest.get("dense", {}))
+                self.dense_hashes = {sys.intern(k): v for k, v in manifest.get("dense", {}).items()}
                 self.dense.num_threads = _threads(self.settings.index_threads)
                 self.dense.scratch_dir = self.folder
                 self.dense.identity = self.model_identity or ""  # the manifest vouched for it (older saves: "")
