@@ -164,13 +164,15 @@ SETTINGS: tuple[Setting, ...] = (
             "A captured user turn that asks to forget something ('please forget my SSN', 'delete what I told you "
             "about Alex', 'don't keep my address'; eight languages) is not stored: the notes it points to (this "
             "conversation's, then the project's, then global ones) are forgotten as plur forget does, and the next "
-            "block says so in one line (ids only). off = such a turn is captured like any other. "
+            "block says so in one line (ids only). plur ingest of a conversation never stores such a turn either, and "
+            "forgets what it points to within that conversation only. off = such a turn is captured like any other. "
             "docs: concepts/forgetting.md."),
     Setting("route_personal", True, bool,
             "A captured user turn about the user (family, health, identity, preferences, habits) said in a "
             "project goes to the scope global, recalled in every project; a note about the code stays in its "
             "project. The model's learn tools (MCP learn, DSH plur_learn) route the same way unless they say "
-            "about='user' or 'project'. off = captured turns stay in the conversation's project. "
+            "about='user' or 'project'; plur ingest routes a conversation's turns the same way. off = captured and "
+            "ingested turns stay in the conversation's project. "
             "docs: concepts/scopes.md."),
     Setting("capture_rules", True, bool,
             "What capture and plur ingest leave out of a conversation: turns that only ask (a question is never "

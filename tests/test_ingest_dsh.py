@@ -64,9 +64,12 @@ def test_plur_ingest_of_a_dsh_home_files_each_session_under_its_workspace_projec
     stored = _stored(plur_home)
     assert sorted(e.statement for e in stored) == sorted([LENA, BILLING])
     scopes = Counter(e.scope for e in stored)
-    assert scopes == {resolve("/home/dev/我的项目", plur_home).scope: 1,
-                      resolve("/home/dev/billing app", plur_home).scope: 1}
-    assert "project:我的项目" in scopes, "the CJK workspace is its own project, not global"
+    # the sister fact is about the user: it follows the user to global, as capture routes it (route_personal)
+    assert scopes == {"global": 1, resolve("/home/dev/billing app", plur_home).scope: 1}
+    files = [f["scope"] for f in out["files"]]          # each session under its workspace's project
+    assert sorted(files) == sorted([resolve("/home/dev/我的项目", plur_home).scope,
+                                             resolve("/home/dev/billing app", plur_home).scope])
+    assert "project:我的项目" in files, "the CJK workspace is its own project, not global"
     lena = next(e for e in stored if e.statement == LENA)
     assert lena.type == "user" and lena.source["format"] == "dsh" and lena.source["role"] == "user"
     # idempotent: the home again, its sessions folder, one workspace, one file: nothing new

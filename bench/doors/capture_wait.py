@@ -67,7 +67,7 @@ def make_homes(sample: dict[str, Any], root: Path) -> tuple[Path, Path]:
 
     base = root / "off"
     with Memory(base, model=MODEL) as mem:
-        mem.ingest([sample], progress=False, rules=False)   # every turn of the conversation, as before the rules
+        mem.ingest([sample], progress=False, rules=False, forget=False)   # every turn, as before the rules
         mem.catch_up(progress=False)
     other = root / "on"
     shutil.copytree(base, other)

@@ -186,7 +186,8 @@ def project_scope(folder: Path, home: Path, register: bool = True) -> str:
 
 #: How the ingest report names each reason capture's rules leave a turn out (plur.memory.ingest).
 _LEFT_OUT = {"question": "questions", "trivial": "nothing to remember", "off": "typed with capture off",
-             "repeat": "already in the scope"}
+             "repeat": "already in the scope", "forget": "asking to forget",
+             "forgotten": "forgotten at the user's request"}
 
 
 def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Path, str], as_json: bool,
@@ -197,6 +198,7 @@ def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Pa
     problems = [p for r in results for p in r.problems]
     secrets = sum(r.secrets for r in results)
     skipped = sum(r.skipped for r in results)
+    forgotten = [i for r in results for i in getattr(r, "forgotten", ())]
     left: dict[str, int] = {}
     for r in results:
         for why, n in getattr(r, "left_out", ()):
@@ -204,7 +206,8 @@ def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Pa
     if as_json:
         emit_json({"sources": [str(f.path) for f in files],
                    "format": ", ".join(formats), "turns": sum(r.turns for r in results), "dry_run": dry_run,
-                   "added": [e.id for e in added], "skipped": skipped, "left_out": left, "secrets_removed": secrets,
+                   "added": [e.id for e in added], "skipped": skipped, "left_out": left, "forgotten": forgotten,
+                   "secrets_removed": secrets,
                    "changed": [{"id": e.id, "supersedes": e.supersedes} for e in changed],
                    "problems": [{"where": w, "reason": r} for w, r in problems],
                    "files": [{"path": str(f.path), "format": r.format, "scope": scopes[f.path], "turns": r.turns,
@@ -212,7 +215,7 @@ def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Pa
                    **({"preview": [e.to_dict() for e in added]} if dry_run else {})})
     else:
         where = str(files[0].path) if len(files) == 1 else f"{len(files)} files"
-        into = sorted(set(scopes.values()))
+        into = sorted(set(scopes.values()) | {e.scope for e in added})    # a turn about the user goes to global
         edits = f", {len(changed)} changed (each supersedes its old version)" if changed else ""
         if left:  # capture's rules (setting capture_rules): docs/concepts/capture.md
             edits += (f", {sum(left.values())} left out ("
@@ -222,6 +225,9 @@ def _report_ingest(files: Sequence[Any], results: Sequence[Any], scopes: dict[Pa
                    f"({skipped} already ingested) from {where} [{', '.join(formats)}]"
                    + (f" into {', '.join(into)}" if into != ["global"] else "")
                    + (" (--dry-run: nothing written)" if dry_run else ""))
+        if forgotten:
+            click.echo(f"{'would forget' if dry_run else 'forgot'} {_plural(len(forgotten), 'note')} the conversation "
+                       f"asked to forget: {', '.join(forgotten)}")
         if dry_run:
             for line in preview_lines(added):
                 click.echo(line)

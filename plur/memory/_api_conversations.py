@@ -19,7 +19,8 @@ class ConversationMethods:
     def ingest(self, messages: Any, *, session: str | None = None, date: Any = None, scope: str = "global",
                roles: Sequence[str] = ("user",), format: str | None = None, tags: Sequence[str] = (),
                source: Mapping[str, Any] | None = None, progress: bool | None = None,
-               dry_run: bool = False, rules: bool | None = None) -> Any:
+               dry_run: bool = False, rules: bool | None = None, personal: bool | None = None,
+               forget: bool | None = None) -> Any:
         """Learn a conversation, one engram per turn, with its provenance; re-ingesting adds only new turns.
 
         Each kept turn becomes an engram of type ``user`` (user turns) or ``reference`` (assistant
@@ -37,6 +38,14 @@ class ConversationMethods:
         capture while capture was off (``off``: :func:`plur.memory.rules.off_marks`), and a text the scope
         already holds or an earlier turn of this ingest said (``repeat``: a sentence captured live and then
         ingested from another session is stored once).
+
+        Capture's other two rules apply too (:mod:`plur.memory.ingest_rules`). A user turn that asks to forget
+        ("please forget my SSN"; ``forget``, default the setting ``forget_requests``) is not stored (``forget``);
+        what it points to in the same conversation, said before it, is not stored either (``forgotten``), and a
+        note of that conversation stored before (an earlier ingest, the host's live capture) is forgotten as
+        :meth:`forget` forgets (``IngestResult.forgotten``); never a note outside the conversation. A user turn
+        about the user ingested into a ``project:`` scope goes to ``global`` (``personal``, default the setting
+        ``route_personal``), recalled in every project.
 
         Credentials in a turn (API keys, tokens, private keys) are redacted before anything is stored or
         compared (:func:`plur.screen.text.screen`, capture's screen); ``secrets`` counts them, and so does
@@ -56,20 +65,23 @@ class ConversationMethods:
             progress: show a tqdm bar on stderr (default: when more than 1,000 turns are new).
             dry_run: write nothing; the result says what would be added (``added``: unstored engrams) and changed.
             rules: apply capture's rules (above); ``None`` = the setting ``capture_rules``.
+            personal: route turns about the user to ``global``; ``None`` = the setting ``route_personal``.
+            forget: read requests to forget in the conversation; ``None`` = the setting ``forget_requests``.
 
         Returns:
             An :class:`~plur.formats.chats.turns.IngestResult` (``added``, ``skipped``, ``turns``, ``format``,
             ``changed``: engrams that superseded a stored turn whose text was edited since, ``problems``: each
             malformed item left out, with why: a JSON Lines line that is not JSON, a Claude Code event or
             ChatGPT conversation that cannot be read, a turn over ``max_statement_bytes``; ``left_out``: what
-            the rules left out, by reason).
+            the rules left out, by reason; ``forgotten``: ids of stored notes the conversation asked to forget).
 
         Raises:
             ValidationError: data that is malformed as a whole, unknown format/role, bad scope, date or tag;
                 a ``format`` given that reads no turn at all from data that holds some other format.
         """
         return _ingest.ingest(self, messages, session=session, date=date, scope=scope, roles=roles, format=format,
-                              tags=tags, source=source, progress=progress, dry_run=dry_run, rules=rules)
+                              tags=tags, source=source, progress=progress, dry_run=dry_run, rules=rules,
+                              personal=personal, forget=forget)
 
     def capture(self, text: str, *, session: str, turn: int, role: str = "user", scope: str = "global",
                 when: Any = None, agent: str | None = None, mode: str | None = None) -> CaptureResult:

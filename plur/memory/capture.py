@@ -128,7 +128,8 @@ def capture(mem: Any, text: str, *, session: str, turn: int, role: str = "user",
     created = parse_time(when, "when") if when is not None else None
     extra = {"capture": True, **({"agent": agent} if agent else {})}
     item = Turn(FORMAT, session, turn, role, statement, created=created, extra=extra)
-    result = mem.ingest([item], scope=scope, roles=(role,), date=created, progress=False, rules=False)
+    result = mem.ingest([item], scope=scope, roles=(role,), date=created, progress=False, rules=False,
+                        personal=False, forget=False)     # capture applied them above
     stored = tuple(result.added) + tuple(result.changed)
     if stored:  # counted when the screened text is written, not when the turn is a repeat (docs/security.md#secrets)
         mem.stats.record_screened(shown.kinds, "capture")
@@ -165,7 +166,8 @@ def _restore(mem: Any, old: Any, statement: str) -> None:
     extra = {k: v for k, v in src.items() if k not in ("kind", "format", "session", "turn", "role")}
     mem.forget(old.id)
     mem.ingest([Turn(FORMAT, src["session"], src["turn"], src["role"], statement, created=old.created, extra=extra)],
-               scope=old.scope, roles=(src["role"],), date=old.created, progress=False, rules=False)
+               scope=old.scope, roles=(src["role"],), date=old.created, progress=False, rules=False, personal=False,
+               forget=False)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from ..store.engram import Engram, _check_scope, parse_time, tag_tuple
 def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = None, scope: str = "global",
            roles: Sequence[str] = ("user",), format: str | None = None, tags: Sequence[str] = (),
            source: Mapping[str, Any] | None = None, progress: bool | None = None, dry_run: bool = False,
-           rules: bool | None = None) -> Any:
+           rules: bool | None = None, personal: bool | None = None, forget: bool | None = None) -> Any:
     """Learn a conversation, one engram per new turn: :meth:`plur.memory.Memory.ingest`, which documents it."""
     from ..formats import chats as conv
 
@@ -45,49 +45,62 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
     turns, kinds = _screen(turns, bool(getattr(mem.settings, "keep_identity_numbers", False)))
     secrets = len(kinds)
     kept = [t for t in turns if t.role in roles]
+    from .ingest_rules import IngestRules
+
+    s = mem.settings
+    rule = IngestRules(mem, scope, rules=s.capture_rules if rules is None else rules,
+                       personal=s.route_personal if personal is None else personal,
+                       forget=s.forget_requests if forget is None else forget)
     with mem._lock:
         mem._scan()
-        have = _provenance(mem, scope)  # provenance key -> its engram (the active one when superseded)
+        have: dict[Any, Engram] = {}   # provenance key -> its engram (the active one when superseded)
+        for one in reversed(rule.scopes):
+            have.update(_provenance(mem, one))
     file = (source or {}).get("file") or (messages.name if isinstance(messages, Path) else None)
     kept = conv.keep_file_session(kept, have.values(), data, fmt, session, file)
     # a derived session that disagrees with a turn another file (or no file) stored is another conversation
     # that opens alike, not an edit: it gets its own session (the same file's changed turns stay edits)
     kept = conv.fork_derived(kept, lambda t: _differs(old := have.get(t.key), t.text)
                              and (file is None or (old.source or {}).get("file") != file))
-    new: list[Any] = []
-    edited: list[tuple[Engram, Any]] = []  # (stored engram, turn whose text changed since)
+    new: list[tuple[Any, str]] = []            # (turn, the scope it goes to)
+    edited: list[tuple[Engram, Any]] = []      # (stored engram, turn whose text changed since)
     queued: set[Any] = set()
-    rule = _Rules(mem, scope) if (mem.settings.capture_rules if rules is None else rules) else None
     for t in kept:
+        if rule:
+            t = rule.prepare(t, new, edited)   # nothing to remember, typed with capture off, asks to forget
+            if t is None:
+                continue
         old = have.get(t.key)
         if old is None and _captured(have, t):
             continue  # the host's plugin captured this very turn live: already stored
         if (old is None and t.key in queued) or (old is not None and not (old.status == "active"
                                                                           and _differs(old, t.text))):
             continue  # stored unchanged, or a key repeated in the data (ingested once)
-        if rule is not None and rule.left_out(t):
+        into = rule.scope_of(t) if old is None else old.scope
+        if rule and not rule.keep(t, into):
             continue
         if old is None:
             queued.add(t.key)
-            new.append(t)
+            new.append((t, into))
         else:
             edited.append((old, t))
-    left = tuple(sorted(rule.counts.items())) if rule is not None else ()
+    left = tuple(sorted(rule.counts.items()))
     engrams = []
-    for t in new:  # all validated before anything is written; a bad turn is left out and reported
+    for t, into in new:  # all validated before anything is written; a bad turn is left out and reported
         try:
             engrams.append(Engram.create(t.text, max_statement_bytes=mem.settings.max_statement_bytes,
-                                         scope=scope, type="user" if t.role == "user" else "reference",
+                                         scope=into, type="user" if t.role == "user" else "reference",
                                          tags=tags, source=t.source(**(source or {})),
                                          created=t.created or when))
         except ValidationError as exc:
             problems.append((f"{where}: session {t.session!r} turn {t.turn}", str(exc)))
+    forgotten = tuple(rule.forgotten)
     if dry_run:
         return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(engrams),
                                  skipped=len(kept) - len(new) - len(edited) - sum(n for _, n in left),
                                  problems=tuple(problems),
                                  changed=tuple(old.replace(statement=t.text) for old, t in edited),
-                                 secrets=secrets, dry_run=True, left_out=left)
+                                 secrets=secrets, dry_run=True, left_out=left, forgotten=forgotten)
     mem.stats.record_screened(kinds, "ingest")
     added: list[Engram] = []
     show = progress if progress is not None else len(engrams) > 1000
@@ -102,7 +115,7 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
                 if mem._indexes is not None:
                     mem._indexes.add(batch)
                 mem._note_own_write()
-                _provenance_added(mem, scope, gen, batch)
+                _provenance_added(mem, gen, batch)
             added += batch
             bar.update(len(results))
     changed = []
@@ -112,40 +125,14 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
                                          created=t.created or when))
         except ValidationError as exc:
             problems.append((f"{where}: session {t.session!r} turn {t.turn}", str(exc)))
+    if forgotten:   # notes of this conversation its requests point to, stored before: erased as plur forget erases
+        from .forget import forget_many
+
+        forgotten = tuple(e.id for e in forget_many(mem, list(forgotten)))
     return conv.IngestResult(format=fmt, turns=len(kept), added=tuple(added),
                              skipped=len(kept) - len(new) - len(edited) - sum(n for _, n in left),
-                             problems=tuple(problems), changed=tuple(changed), secrets=secrets, left_out=left)
-
-
-class _Rules:
-    """Capture's rules for the turns of one ingest into ``scope`` (see :func:`ingest`); counts what they leave out."""
-
-    def __init__(self, mem: Any, scope: str) -> None:
-        from .rules import off_marks
-
-        self.mem, self.scope = mem, scope
-        self.marks = off_marks(mem.home)
-        self.seen: set[str] = set()       # content hashes this ingest stores
-        self.counts: dict[str, int] = {}
-
-    def left_out(self, t: Any) -> bool:
-        """Whether turn ``t`` (screened) is left out; counts why."""
-        from ..formats.chats import captured_as
-        from ..store.engram import content_hash
-        from .rules import left_out
-
-        why = left_out(t.text)
-        h = content_hash(t.text)
-        if not why and self.marks and ((t.session, t.role, h) in self.marks.texts
-                                       or (captured_as(t.format) and (t.session, t.turn, t.role) in self.marks.turns)):
-            why = "off"
-        if not why and (h in self.seen or self.mem.store.find_duplicate(t.text, self.scope) is not None):
-            why = "repeat"
-        if why:
-            self.counts[why] = self.counts.get(why, 0) + 1
-            return True
-        self.seen.add(h)
-        return False
+                             problems=tuple(problems), changed=tuple(changed), secrets=secrets, left_out=left,
+                             forgotten=forgotten)
 
 
 def _screen(turns: list[Any], keep_ids: bool = False) -> tuple[list[Any], list[str]]:
@@ -189,44 +176,49 @@ def _wrong_format(data: Any, fmt: str, where: str) -> None:
 def _provenance(mem: Any, scope: str) -> dict[Any, Engram]:
     """Provenance key -> its engram in ``scope`` (the active one when superseded); the caller holds ``mem._lock``.
 
-    Kept per store generation (``mem._generation``, bumped by every change Memory writes or a scan sees) and carried
-    forward over this module's own writes (:func:`_provenance_added`): capture ingests one turn per call, and
-    reading every engram's provenance each time made a turn cost ~100 ms at 5k engrams (O(n) per turn). Never
+    Built for every scope in one pass over the store, kept per store generation (``mem._generation``, bumped by
+    every change Memory writes or a scan sees) and carried forward over this module's own writes
+    (:func:`_provenance_added`): capture ingests one turn per call, and reading every engram's provenance each time
+    made a turn cost ~100 ms at 5k engrams (O(n) per turn); a turn routed to ``global`` reads both scopes. Never
     mutated once built (a concurrent ingest may be reading it outside the lock).
     """
     from ..formats import chats as conv
 
     cached = getattr(mem, "_provenance_cache", None)
-    if cached is not None and cached[0] == mem._generation and cached[1] == scope:
-        return cached[2]
-    have: dict[Any, Engram] = {}
-    engrams = mem.store.all()
-    for e in engrams:
-        if e.scope == scope and (k := conv.source_key(e.source)) is not None:
-            if k not in have or e.status == "active":
-                have[k] = e
-    mem._provenance_cache = (mem._generation, scope, have, len(engrams))
-    return have
+    if cached is None or cached[0] != mem._generation:
+        scopes: dict[str, dict[Any, Engram]] = {}
+        engrams = mem.store.all()
+        for e in engrams:
+            if (k := conv.source_key(e.source)) is not None:
+                have = scopes.setdefault(e.scope, {})
+                if k not in have or e.status == "active":
+                    have[k] = e
+        cached = mem._provenance_cache = (mem._generation, scopes, len(engrams))
+    return cached[1].get(scope, {})
 
 
-def _provenance_added(mem: Any, scope: str, gen: int, batch: Sequence[Engram]) -> None:
+def _provenance_added(mem: Any, gen: int, batch: Sequence[Engram]) -> None:
     """After our own ``add_many`` (generation ``gen`` -> ``mem._generation``): the cache plus ``batch``, when nothing
     else changed meanwhile (same generation before the add, and the store grew by exactly the batch: an add also
     takes in other writers' files, which only a rebuild reads)."""
     from ..formats import chats as conv
 
     cached = getattr(mem, "_provenance_cache", None)
-    if cached is None or cached[0] != gen or cached[1] != scope:
+    if cached is None or cached[0] != gen:
         return
     total = len(mem.store.all())
-    if total != cached[3] + len(batch):
+    if total != cached[2] + len(batch):
         mem._provenance_cache = None
         return
-    have = dict(cached[2])
-    for e in batch:
-        if (k := conv.source_key(e.source)) is not None and (k not in have or e.status == "active"):
-            have[k] = e
-    mem._provenance_cache = (mem._generation, scope, have, total)
+    scopes = dict(cached[1])
+    for scope in {e.scope for e in batch}:
+        have = dict(scopes.get(scope, {}))       # copied: the old dict may be read outside the lock
+        for e in batch:
+            if e.scope == scope and (k := conv.source_key(e.source)) is not None and (k not in have
+                                                                                       or e.status == "active"):
+                have[k] = e
+        scopes[scope] = have
+    mem._provenance_cache = (mem._generation, scopes, total)
 
 
 def _captured(have: dict[Any, Engram], t: Any) -> bool:

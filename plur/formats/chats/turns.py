@@ -99,8 +99,11 @@ class IngestResult:
             a turn over ``max_statement_bytes``); the rest of the file was ingested.
         secrets: credentials removed from the turns' text before anything was stored.
         dry_run: nothing was written; ``added`` and ``changed`` say what would be.
-        left_out: ``(reason, turns)`` of the turns capture's rules left out (``question``, ``trivial``,
-            ``off``, ``repeat``: :func:`plur.memory.ingest.ingest`), by reason; not counted in ``skipped``.
+        left_out: ``(reason, turns)`` of the turns capture's rules left out (``trivial``, ``off``, ``forget``,
+            ``forgotten``, ``question``, ``repeat``: :mod:`plur.memory.ingest_rules`), by reason; not counted in
+            ``skipped``.
+        forgotten: ids of notes stored before (an earlier ingest or live capture of the same conversation)
+            that a request to forget in the conversation pointed to, forgotten (with ``dry_run``: to forget).
     """
 
     format: str
@@ -112,6 +115,7 @@ class IngestResult:
     secrets: int = 0
     dry_run: bool = False
     left_out: tuple[tuple[str, int], ...] = ()
+    forgotten: tuple[str, ...] = ()
 
 
 def source_key(source: Any) -> ProvenanceKey | None:

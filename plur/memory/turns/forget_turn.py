@@ -26,7 +26,7 @@ import threading
 import time
 import unicodedata
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -195,6 +195,30 @@ def targets(mem: Any, request: ForgetRequest, *, session: str | None, turn: int 
         if e.id not in out and (scope is None or e.scope in (scope, "global")) and want <= terms(e.statement):
             out[e.id] = e
     return list(out.values())
+
+
+def earlier_targets(request: ForgetRequest, earlier: Sequence[tuple[int, str, str]], turn: int) -> list[int]:
+    """Which earlier turns of one conversation ``request``, said at turn ``turn``, points to (pure): the rule of
+    :func:`targets` within the conversation alone, for ``plur ingest`` of an old one.
+
+    Args:
+        earlier: ``(turn number, role, text)`` of the conversation's turns kept so far (any order).
+        turn: the request's turn number; only turns before it count.
+
+    Returns:
+        Indexes into ``earlier``: for ``back`` ("forget that"), the user's latest turn within the last two turn
+        numbers; for a named thing, each turn holding every word of the name (:func:`terms`); ``[]`` for a bulk
+        request ("everything about me") or when nothing matches.
+    """
+    if request.bulk:
+        return []
+    before = [i for i, (n, role, _) in enumerate(earlier) if 0 <= n < turn]
+    if request.back:
+        mine = [i for i in before if earlier[i][1] in ("user", "")]
+        last = max((earlier[i][0] for i in mine), default=-1)
+        return [i for i in mine if earlier[i][0] == last and last >= turn - 2] if mine else []
+    want = terms(request.target, name=True)
+    return [i for i in before if want and want <= terms(earlier[i][2])]
 
 
 def apply(mem: Any, text: str, *, session: str, turn: int, scope: str,

@@ -206,7 +206,8 @@ test('`plur ingest` of the DSH home these runs wrote: a user turn is recalled in
   try {
     await warm(ingested.api)
     const recall = await ingested.api.request('POST', '/list', { text: 'Lena', limit: 5 })
-    assert.deepEqual(recall.engrams.map((e) => [e.statement, e.scope, e.source.format]), [[Q.sister, 'project:kappa', 'dsh']])
+    // a turn about the user: ingest sends it to global, as capture does (route_personal); recalled in every project
+    assert.deepEqual(recall.engrams.map((e) => [e.statement, e.scope, e.source.format]), [[Q.sister, 'global', 'dsh']])
     const fresh = await profile('after-ingest', { plurHome: home })
     const where = await ask(Q.where, fresh)
     assert.match(blockOf(where.first), /My sister Lena moved to Vienna last spring\./)
