@@ -82,6 +82,9 @@ def recall(app: App, query: str, k: int, scope: str | None, mode: str, types: tu
                 click.echo(f"{'':>36}  earlier version: {h.earlier_than} states this later (newest first)")
             if h.updates:
                 click.echo(f"{'':>36}  newer version of {h.updates}: placed before it, in the block with it")
+            if getattr(h, "answers", ""):
+                click.echo(f"{'':>36}  in the memory block: it answers one question of the query, "
+                           f"\"{summary(h.answers, 60)}\" (judged against that question alone)")
         else:
             below = BELOW_FLOOR if h.below_floor else ""
             earlier = f" [earlier than {h.earlier_than}]" if h.earlier_than else ""

@@ -23,13 +23,14 @@ conversations 1-5 and reported on 6-10 and the LongMemEval files; README "Releva
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError
 from .recall import Hit
 
-__all__ = ["CALIBRATED", "Floor", "OFF", "UNCALIBRATED", "BM25_ONLY", "mark", "parse_setting", "resolve_floor"]
+__all__ = ["CALIBRATED", "Floor", "OFF", "UNCALIBRATED", "BM25_ONLY", "clear_by_parts", "mark", "parse_setting",
+           "resolve_floor"]
 
 
 @dataclass(frozen=True)
@@ -146,4 +147,29 @@ def mark(hits: Sequence[Hit], floor: Floor) -> list[Hit]:
     for h in hits:
         why = floor.reason(h.score, top) if floor.active else ""
         out.append(h if why == h.below_floor else dataclasses.replace(h, below_floor=why))
+    return out
+
+
+def clear_by_parts(hits: Sequence[Hit], parts: Sequence[tuple[str, Mapping[str, float]]], floor: Floor) -> list[Hit]:
+    """Judge again, against each question of a compound query alone (:mod:`plur.index.parts`), the hits ``floor``
+    kept out for the whole query: a hit clears it when its score for one question clears the floor of that
+    question's own recall (``min_score``, and ``top_ratio`` of that recall's best score); it gets ``below_floor``
+    '' and ``answers`` = that question. Ranks and scores (the whole query's) are unchanged; pure.
+
+    Args:
+        hits: the whole query's hits, already marked (:func:`mark`).
+        parts: ``(question, {engram id: score})`` per question, each from a recall of that question alone.
+        floor: the floor the whole query's hits were marked with.
+    """
+    if not floor.active or not parts or not any(h.below_floor for h in hits):
+        return list(hits)
+    out = []
+    for h in hits:
+        if h.below_floor:
+            for question, scores in parts:
+                got = scores.get(h.engram.id)
+                if got is not None and not floor.reason(got, max(scores.values())):
+                    h = dataclasses.replace(h, below_floor="", answers=question)
+                    break
+        out.append(h)
     return out

@@ -54,6 +54,8 @@ class Hit:
             :mod:`plur.index.updates`): that note is placed before this one, and the block marks this one earlier.
         updates: id of the older note above the floor that this newer note is a later version of ('' = none);
             such a note clears the floor with it.
+        answers: the question of a compound query this hit cleared the floor for, judged against that question
+            alone ('' = none, or it cleared it for the whole query; :mod:`plur.index.parts`).
     """
 
     engram: Engram
@@ -68,6 +70,7 @@ class Hit:
     below_floor: str = ""
     earlier_than: str = ""
     updates: str = ""
+    answers: str = ""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Hit":
@@ -82,7 +85,8 @@ class Hit:
                 "bm25_score": self.bm25_score, "dense_rank": self.dense_rank,
                 "dense_score": self.dense_score, "engram": self.engram.to_dict(),
                 "context_matches": {i: list(t) for i, t in self.context_matches}, "date_match": self.date_match,
-                "below_floor": self.below_floor, "earlier_than": self.earlier_than, "updates": self.updates}
+                "below_floor": self.below_floor, "earlier_than": self.earlier_than, "updates": self.updates,
+                "answers": self.answers}
 
 
 def check_mode(mode: str) -> str:

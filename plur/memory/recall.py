@@ -69,9 +69,22 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
         mode_used = "bm25" if mode == "dense" and mem._index(mode != "bm25").dense is None else mode
         bm25, dense, top, fills = mem._legs(query, k, scope, types, tags, mode_used != "dense",
                                              mode_used != "bm25", include_expired, scopes, required)
-        hits = second_stage(mem, query, k, now, explain, mode_used, lambda n: combine(
-            bm25, dense, mode=mode_used, k=n, lookup=mem._get_or_none, fusion_method=s.fusion,
-            rrf_k=s.rrf_k, dense_weight=s.dense_weight, bm25_full=top, fills=fills))
+        fuse = lambda b, d, t, f, n: combine(b, d, mode=mode_used, k=n, lookup=mem._get_or_none,  # noqa: E731
+                                             fusion_method=s.fusion, rrf_k=s.rrf_k, dense_weight=s.dense_weight,
+                                             bm25_full=t, fills=f)
+
+        def parts(n: int) -> list[tuple[str, dict[str, float]]]:
+            """Each question of a compound query recalled alone, as (question, {id: score}) (:mod:`plur.index.parts`)."""
+            from ..index.parts import question_parts
+
+            out = []
+            for question in question_parts(query):
+                legs = mem._legs(question, n, scope, types, tags, mode_used != "dense", mode_used != "bm25",
+                                 include_expired, scopes, required)
+                out.append((question, {h.engram.id: h.score for h in fuse(*legs, n)}))
+            return out
+        hits = second_stage(mem, query, k, now, explain, mode_used, lambda n: fuse(bm25, dense, top, fills, n),
+                            parts=parts)
     if min_score is not None:
         hits = [h for h in hits if h.score >= min_score]
     latency_ms = (time.perf_counter() - t0) * 1000.0
@@ -81,9 +94,12 @@ def recall(mem: Any, query: str, k: int = 10, *, scope: str | None = None, types
     return hits
 
 
-def second_stage(mem: Any, query: str, k: int, now: Any, explain: bool, mode: str, fused: Any) -> list[Hit]:
+def second_stage(mem: Any, query: str, k: int, now: Any, explain: bool, mode: str, fused: Any,
+                 parts: Any = None) -> list[Hit]:
     """Date boost, relevance floor marks and reranker over the fused candidates (``fused(n)`` -> top n
-    hits), then the cut to k. The floor judges the fused (and date-boosted) score, before any reranker."""
+    hits), then the cut to k. The floor judges the fused (and date-boosted) score, before any reranker; a hit it
+    keeps out is judged again against each question of a compound query (``parts(n)`` -> ``[(question, {id:
+    score})]``, :func:`plur.index.floor.clear_by_parts`)."""
     from ..index import stages
     from ..index.dates import resolve
     from ..index.floor import mark
@@ -93,13 +109,22 @@ def second_stage(mem: Any, query: str, k: int, now: Any, explain: bool, mode: st
     ranges = resolve(query, parse_time(now, "now") if now is not None else utcnow()) if s.date_boost else []
     reranker = mem.reranker()
     newest = s.newest_first and mode != "bm25"
+    floor = relevance_floor(mem, mode)
+
+    def marked(hits: list[Hit], n: int) -> list[Hit]:
+        hits = mark(hits, floor)
+        if parts is not None and floor.active and any(h.below_floor for h in hits):
+            from ..index.floor import clear_by_parts
+
+            hits = clear_by_parts(hits, parts(n), floor)
+        return hits
     if not ranges and reranker is None and not newest:
-        hits = mark(fused(k), relevance_floor(mem, mode))
+        hits = marked(fused(k), k)
     else:
         # every later step sees the same candidates whatever k is, so recall(k=50)[:10] == recall(k=10)
         n = max(k, s.candidates) if ranges or reranker is not None else max(k, TOP)
         hits = stages.boost_dates(fused(n), ranges, s.date_boost, mentions=s.date_mentions)
-        hits = mark(hits, relevance_floor(mem, mode))
+        hits = marked(hits, n)
         if reranker is not None:
             hits = stages.rerank(hits, query, reranker, max(k, s.rerank_top_n))
         if newest:

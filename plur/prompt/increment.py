@@ -38,7 +38,9 @@ def new_engrams_block(memory: Any, text: str, *, exclude: Iterable[str] = (), sc
     """Recall for ``text`` and render only engrams not in ``exclude``, at most ``max_engrams`` of them.
 
     Hits under the relevance floor (:mod:`plur.index.floor`, as in every memory block) and hits below
-    :data:`HOOK_RELATIVE_FLOOR` of the best hit's score are left out; pinned engrams are not.
+    :data:`HOOK_RELATIVE_FLOOR` of the best hit's score are left out, except a hit that answers one question of
+    a compound prompt (:attr:`~plur.index.recall.Hit.answers`: judged against that question's own best); pinned
+    engrams are not.
 
     The overview of what memory holds (:mod:`plur.prompt.overview`) comes after the notes when ``text``
     asks about the user as a whole (every time), or when no hit clears the floor and the session was
@@ -72,7 +74,9 @@ def new_engrams_block(memory: Any, text: str, *, exclude: Iterable[str] = (), sc
     if why and why != WHY_ASKED and OVERVIEW_MARK in shown:
         why = ""  # the floor's overview: once per session
     best = max((h.score for h in hits), default=0.0)
-    hits = [h for h in hits if h.engram.id not in shown and not h.below_floor and h.score >= HOOK_RELATIVE_FLOOR * best]
+    # a hit that answers one question of a compound prompt was judged against that question's best (Hit.answers)
+    hits = [h for h in hits if h.engram.id not in shown and not h.below_floor
+            and (h.score >= HOOK_RELATIVE_FLOOR * best or getattr(h, "answers", ""))]
     pinned = [e for e in memory.pinned(scope) if e.id not in shown and e.id not in hide] if include_pinned else []
     pinned_ids = {e.id for e in pinned}
     # pinned first, then the best hits, never more than max_engrams in all
