@@ -279,7 +279,7 @@ def test_forget_session_through_a_running_service_takes_every_turn_in_one_write(
     finally:
         stopped = plur("service", "stop")
         assert stopped.returncode == 0, stopped.stderr
-    assert not list((home / "engrams").glob("*.yaml")) or all(
-        "parcel" not in p.read_text() for p in (home / "engrams").glob("*.yaml"))
+    assert not list((home / "engrams").rglob("*.yaml")) or all(
+        "parcel" not in p.read_text() for p in (home / "engrams").rglob("*.yaml"))
     assert {s.session for s in Memory(home, model="none").sessions()} == {"other-chat"}
     shutil.rmtree(home.parent, ignore_errors=True)

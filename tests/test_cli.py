@@ -28,7 +28,7 @@ def test_learn_list_show_forget_round_trip(run, home: Path) -> None:
     r = run("learn", "The user's dog is Rex.", "--type", "user", "--tag", "pets", "--scope", "project:home")
     assert r.exit_code == 0
     eid = r.stdout.strip()
-    assert eid.startswith("ENG-") and (home / "engrams" / f"{eid}.yaml").is_file()
+    assert eid.startswith("ENG-") and (home / "engrams" / eid[4:11] / f"{eid}.yaml").is_file()
     again = run("learn", "The user's dog is Rex.", "--scope", "project:home")
     assert again.exit_code == 0 and again.stdout.strip() == f"already known: {eid}"
 
@@ -42,13 +42,13 @@ def test_learn_list_show_forget_round_trip(run, home: Path) -> None:
     shown = run("show", eid)
     assert shown.exit_code == 0
     assert Engram.from_yaml(shown.stdout).statement == "The user's dog is Rex."
-    assert shown.stdout == (home / "engrams" / f"{eid}.yaml").read_text(encoding="utf-8")
+    assert shown.stdout == (home / "engrams" / eid[4:11] / f"{eid}.yaml").read_text(encoding="utf-8")
 
     refused = run("forget", eid, input="n\n")
-    assert refused.exit_code != 0 and (home / "engrams" / f"{eid}.yaml").exists()
+    assert refused.exit_code != 0 and (home / "engrams" / eid[4:11] / f"{eid}.yaml").exists()
     gone = run("forget", eid, "--yes")
     assert gone.exit_code == 0 and gone.stdout.strip() == f"forgotten: {eid}"
-    assert not (home / "engrams" / f"{eid}.yaml").exists()
+    assert not (home / "engrams" / eid[4:11] / f"{eid}.yaml").exists()
     missing = run("show", eid)
     assert missing.exit_code == 3 and missing.stderr.startswith("plur: error: no engram")
 
@@ -77,7 +77,7 @@ def test_bad_ids_give_one_line_and_exit_2(run, command: str, bad: str) -> None:
 def test_blank_statement_is_refused(run, home: Path, blank: str) -> None:
     r = run("learn", blank)
     assert r.exit_code == 2 and "empty or whitespace" in r.stderr
-    assert not list((home / "engrams").glob("*.yaml"))
+    assert not list((home / "engrams").rglob("*.yaml"))
 
 
 def test_statement_over_the_limit_is_refused_from_stdin(run) -> None:
@@ -91,7 +91,7 @@ def test_statement_over_the_limit_is_refused_from_stdin(run) -> None:
 def test_doctor_reports_a_quarantined_file_and_the_rest_loads(run, home: Path) -> None:
     keep = learn_id(run, "healthy engram")
     broken = learn_id(run, "soon broken")
-    (home / "engrams" / f"{broken}.yaml").write_text("statement: [unclosed\n", encoding="utf-8")
+    (home / "engrams" / broken[4:11] / f"{broken}.yaml").write_text("statement: [unclosed\n", encoding="utf-8")
     r = run("doctor")
     assert r.exit_code == 0, r.output
     assert "quarantined  1 file" in r.stdout and f"{broken}.yaml" in r.stdout and "not valid YAML" in r.stdout
@@ -145,7 +145,7 @@ def test_two_processes_learning_the_same_text_at_once_one_is_told_it_is_new(home
         t.start()
     for t in threads:
         t.join()
-    assert len(outs) == 4 and len(list((home / "engrams").glob("*.yaml"))) == 1
+    assert len(outs) == 4 and len(list((home / "engrams").rglob("*.yaml"))) == 1
     assert sum(not o.startswith("already known: ") for o in outs) == 1, outs
     assert len({o.removeprefix("already known: ") for o in outs}) == 1, outs
 
@@ -249,7 +249,7 @@ def test_the_file_being_edited_lives_in_the_home_and_is_removed(run, home: Path,
 
 def test_invalid_edit_is_refused_and_the_file_is_untouched(run, home: Path, tmp_path: Path) -> None:
     eid = learn_id(run, "The dog is Rex.")
-    path = home / "engrams" / f"{eid}.yaml"
+    path = home / "engrams" / eid[4:11] / f"{eid}.yaml"
     before = path.read_bytes()
     cmd = editor(tmp_path, """
         import sys, pathlib

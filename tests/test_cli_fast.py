@@ -64,7 +64,7 @@ def served() -> Iterator[Path]:
     old = json.loads(plur(home, "learn", "The dog sleeps in the kitchen.", "--json").stdout)["engram"]["id"]
     plur(home, "supersede", old, "The dog sleeps on the sofa now.")
     broken = json.loads(plur(home, "learn", "soon broken dog", "--json").stdout)["engram"]["id"]
-    (home / "engrams" / f"{broken}.yaml").write_text("statement: [unclosed\n", encoding="utf-8")
+    (home / "engrams" / broken[4:11] / f"{broken}.yaml").write_text("statement: [unclosed\n", encoding="utf-8")
     started = plur(home, "service", "start", "--port", "0")
     assert started.returncode == 0, started.stderr + started.stdout
     yield home

@@ -292,7 +292,7 @@ def test_recall_and_status_say_when_memory_files_are_quarantined(plur_home: Path
     with Memory(plur_home, model="none") as mem:
         keep = mem.learn("The kettle is blue.")
         broken = mem.learn("The boat is called Nausicaa.")
-    path = plur_home / "engrams" / f"{broken.id}.yaml"
+    path = plur_home / "engrams" / broken.id[4:11] / f"{broken.id}.yaml"
     path.write_text(path.read_text(encoding="utf-8").split("scope:")[0], encoding="utf-8")  # truncated
 
     async def main() -> None:

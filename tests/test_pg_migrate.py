@@ -38,7 +38,7 @@ def _seed(home: Path) -> dict[str, bytes]:
     ]
     store.add_many([Engram.from_dict(r) for r in rows], dedupe=False)
     store.close()
-    return {p.name: p.read_bytes() for p in (home / "engrams").glob("*.yaml")}
+    return {p.name: p.read_bytes() for p in (home / "engrams").rglob("*.yaml")}
 
 
 def test_folder_to_database_and_back_is_lossless(tmp_path: Path, pg_uri: str):
@@ -52,7 +52,7 @@ def test_folder_to_database_and_back_is_lossless(tmp_path: Path, pg_uri: str):
     r = _invoke(second, "migrate", "--from", pg_uri, "--to", str(second))
     assert r.exit_code == 0, r.output
     assert "migrate:" not in r.output and "engram/s" not in r.output     # no progress bar for 4, nor into a pipe
-    after = {p.name: p.read_bytes() for p in (second / "engrams").glob("*.yaml")}
+    after = {p.name: p.read_bytes() for p in (second / "engrams").rglob("*.yaml")}
     assert after == before                                                # the same files, byte for byte
 
 

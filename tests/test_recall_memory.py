@@ -280,11 +280,11 @@ def test_other_processes_retirements_and_expiries_apply_without_a_pass_over_the_
 def test_recall_never_rewrites_engram_files(memory: Memory) -> None:
     for i in range(5):
         memory.learn(f"Fact {i}: the meeting room {i} has a projector.")
-    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in memory.store.root.glob("*.yaml")}
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in memory.store.root.rglob("*.yaml")}
     for mode in ("hybrid", "bm25", "dense"):
         memory.recall("projector room", k=5, mode=mode)
     memory.close()
-    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in memory.store.root.glob("*.yaml")}
+    after = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in memory.store.root.rglob("*.yaml")}
     assert before == after
 
 

@@ -284,7 +284,7 @@ def test_learn_feedback_forget(service: tuple[Path, dict]) -> None:
     got = c.learn("The user's cat is called Mia.", scope="project:a", tags=["pets"], type="user")
     e = got["engram"]
     assert got["created"] is True and e["type"] == "user" and e["tags"] == ["pets"]
-    assert (home / "engrams" / f"{e['id']}.yaml").is_file()
+    assert (home / "engrams" / e['id'][4:11] / f"{e['id']}.yaml").is_file()
     again = c.learn("The user's cat is called Mia.", scope="project:a")
     assert again["created"] is False and again["engram"]["id"] == e["id"]
     assert c.recall("cat name", k=1, scope="project:a")["hits"][0]["engram"]["id"] == e["id"]  # indexed at once
@@ -296,7 +296,7 @@ def test_learn_feedback_forget(service: tuple[Path, dict]) -> None:
     code, out = raw(info, "POST", "/api/v1/learn", {"statement": "x", "type": "gossip"}, token=info["token"])
     assert code == 400 and "gossip" in out["error"]["message"]
     assert c.forget(e["id"]) == {"forgotten": e["id"], "quarantined": 0}
-    assert not (home / "engrams" / f"{e['id']}.yaml").exists()
+    assert not (home / "engrams" / e['id'][4:11] / f"{e['id']}.yaml").exists()
     with pytest.raises(NotFoundError):
         c.forget(e["id"])
     code, out = raw(info, "POST", "/api/v1/forget", {"id": "../../etc/passwd"}, token=info["token"])
@@ -585,7 +585,7 @@ def test_cli_on_the_service_path_still_says_files_are_quarantined() -> None:
         eid = json.loads(ok.stdout)["engram"]["id"]
         plur("learn", "The kettle is blue.", home=home)
         assert plur("service", "start", "--port", "0", home=home, env={"PLUR_MODEL": PACKAGED_MODEL}).returncode == 0
-        path = home / "engrams" / f"{eid}.yaml"
+        path = home / "engrams" / eid[4:11] / f"{eid}.yaml"
         path.write_text(path.read_text(encoding="utf-8").split("scope:")[0], encoding="utf-8")  # truncated
         for args in (("-v", "recall", "kettle"), ("-v", "section", "kettle", "--agent", "a"),
                      ("-v", "learn", "The door is red.")):

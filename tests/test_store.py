@@ -368,7 +368,7 @@ def test_manifest_makes_a_fresh_process_reread_only_changed_files(tmp_path: Path
     monkeypatch.setattr(EngramStore, "_read_file", spy)
     fresh = make_store(tmp_path)
     changes = fresh.refresh()
-    assert reads == [path.name]
+    assert reads == [path.relative_to(store.root).as_posix()]
     assert len(changes.added) == 40  # a new instance reports everything once
     assert fresh.get(target.id).statement == "engram number seven"
 
@@ -486,7 +486,7 @@ def test_a_tampered_manifest_row_is_not_trusted(tmp_path: Path) -> None:
     path = tmp_path / "index" / "manifest-store.json"
     head, line = path.read_text().splitlines()
     row = json.loads(line)
-    assert row[0] == f"{e.id}.yaml"
+    assert row[0] == f"{e.id[4:11]}/{e.id}.yaml"  # the month folder's file (issue 49)
     row[7]["type"] = "not-a-type"
     path.write_text(head + "\n" + json.dumps(row) + "\n")
     with EngramStore(tmp_path) as store:

@@ -51,7 +51,7 @@ def _run_workers(target, args_per_worker: list[tuple]) -> None:
 
 def test_eight_processes_200_distinct_engrams_each(tmp_path: Path) -> None:
     _run_workers(_learn_distinct, [(str(tmp_path), w, 200) for w in range(8)])
-    files = sorted((tmp_path / "engrams").glob("*.yaml"))
+    files = sorted((tmp_path / "engrams").glob("*/*.yaml"))  # in month folders (issue 49)
     assert len(files) == 1600
     statements = set()
     for f in files:  # every file valid and named after its id
@@ -96,7 +96,7 @@ def test_writer_killed_mid_write_leaves_no_partial_engram(tmp_path: Path) -> Non
         time.sleep(rng.uniform(0.05, 0.6))
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(30)
-        for f in (home / "engrams").glob("*.yaml"):  # whatever is there is whole
+        for f in (home / "engrams").glob("*/*.yaml"):  # whatever is there is whole
             if f.name.startswith("."):  # the killed writer's temp file: scans skip it, the next write removes it
                 continue
             e = Engram.from_yaml(f.read_text(encoding="utf-8"))

@@ -58,7 +58,7 @@ def test_files_copied_in_or_deleted_by_hand_are_seen_at_once(pair, tmp_path: Pat
     (tmp_path / "engrams" / f"{e.id}.yaml").write_text(e.to_yaml(), encoding="utf-8")
     assert e.id in reader.refresh(full=False).added
     first = writer.all()[0]
-    (tmp_path / "engrams" / f"{first.id}.yaml").unlink()
+    writer.path_for(first.id).unlink()
     assert first.id in reader.refresh(full=False).removed
 
 
@@ -66,9 +66,9 @@ def test_a_name_seen_before_its_write_is_rechecked(pair, tmp_path: Path) -> None
     """The journal gets the name before the file: a reader in between must look again later."""
     writer, reader = pair
     old = writer.all()[0]
-    path = tmp_path / "engrams" / f"{old.id}.yaml"
+    path = writer.path_for(old.id)
     with open(tmp_path / "index" / "store-journal", "ab") as f:  # what a writer does first...
-        f.write(path.name.encode() + b"\n")
+        f.write(f"{path.parent.name}/{path.name}".encode() + b"\n")
     assert not reader.refresh(full=False)  # ...a reader looks now: nothing changed yet
     newer = old.replace(statement="written after the name")
     path.write_text(newer.to_yaml(), encoding="utf-8")  # ...then the write lands (same name: no new entry)
@@ -80,7 +80,7 @@ def test_in_place_hand_edits_wait_for_the_full_scan(pair, tmp_path: Path, monkey
     monkeypatch.setattr(mirror, "RECENT_S", 0.0)  # the file is not among the last journal names any more
     writer, reader = pair
     e = writer.all()[0]
-    path = tmp_path / "engrams" / f"{e.id}.yaml"
+    path = writer.path_for(e.id)
     with open(path, "r+", encoding="utf-8") as f:  # same inode, same name: no journal line
         text = f.read().replace("first fact", "first fact, edited in place")
         f.seek(0)
@@ -106,18 +106,18 @@ def test_a_stream_of_writes_is_read_once_per_file_and_listed_boundedly(pair, mon
     # names new writes (it ran at every refresh: recall p50 172 ms under 4 writers at 10k, issue 27).
     writer, reader = pair
     reads, listings = [0], [0]
-    real_read, real_listdir = mirror.FolderMirror._read_file, mirror.os.listdir
+    real_read, real_list = mirror.FolderMirror._read_file, mirror.list_names
 
     def read(self, name):
         reads[0] += 1
         return real_read(self, name)
 
-    def listdir(path):
+    def list_names(root):
         listings[0] += 1
-        return real_listdir(path)
+        return real_list(root)
 
     monkeypatch.setattr(mirror.FolderMirror, "_read_file", read)
-    monkeypatch.setattr(mirror.os, "listdir", listdir)
+    monkeypatch.setattr(mirror, "list_names", list_names)
     monkeypatch.setattr(mirror, "LIST_EVERY_S", 3600.0)
     reader.refresh(full=False)  # nothing named: lists once
     assert listings[0] == 1
@@ -169,7 +169,7 @@ def test_a_stat_pass_taken_earlier_keeps_what_was_read_since(pair, tmp_path: Pat
     reader.refresh(full=False)                                  # the quick path reads it
     got = reader.refresh(full=True, prescan=pre)                # the older pass has no b
     assert reader.get(b.id) == b and reader.get(a.id) == a and not got.removed
-    path = tmp_path / "engrams" / f"{a.id}.yaml"
+    path = writer.path_for(a.id)
     edited = path.read_text(encoding="utf-8").replace("first fact", "first fact, edited by hand")
     path.write_text(edited, encoding="utf-8")                   # in place, after a pass: the next pass sees it
     reader.refresh(full=True, prescan=reader.prescan())

@@ -67,7 +67,7 @@ def test_file_export_never_replaces_a_file_it_did_not_write(run, tmp_path: Path,
 @pytest.mark.parametrize("where", ["home", "engrams", "engram-file", "index"])
 def test_export_never_writes_inside_the_home(run, plur_home: Path, where: str) -> None:
     eid = learn_id(run, "The dog is Rex.")
-    engram_file = plur_home / "engrams" / f"{eid}.yaml"
+    engram_file = plur_home / "engrams" / eid[4:11] / f"{eid}.yaml"
     before = engram_file.read_bytes()
     target = {"home": plur_home, "engrams": plur_home / "engrams", "engram-file": engram_file,
               "index": plur_home / "index" / "x.jsonl"}[where]

@@ -44,7 +44,7 @@ def test_forget_on_a_full_disk_erases_the_engram_and_its_stats_later(full_fs: Pa
     eid = plur("learn", f"The vault word is {MARK}.").stdout.strip()
     plur("learn", "The user's dog is called Rex.")
     assert plur("recall", f"vault {MARK}", "--mode", "bm25").returncode == 0
-    assert set(holding(home)) >= {"stats.db", f"engrams/{eid}.yaml"}
+    assert set(holding(home)) >= {"stats.db", f"engrams/{eid[4:11]}/{eid}.yaml"}
     filler = full_fs / "fill"
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)   # fill the file system to its last block
     try:

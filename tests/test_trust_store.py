@@ -22,7 +22,7 @@ from plur.store.engram import engram_version
 
 
 def _truncate(plur_home: Path, eid: str) -> Path:
-    path = plur_home / "engrams" / f"{eid}.yaml"
+    path = plur_home / "engrams" / eid[4:11] / f"{eid}.yaml"
     text = path.read_text(encoding="utf-8")
     path.write_text(text[: text.index("scope:")], encoding="utf-8")  # a truncated file (disk full, bad sync)
     return path
@@ -49,7 +49,7 @@ def test_every_reading_command_says_files_are_quarantined(run, plur_home: Path) 
 
 def test_doctor_restore_brings_a_fixed_file_back_and_validates_first(run, plur_home: Path) -> None:
     eid = learn_id(run, "The dog is Rex.")
-    original = (plur_home / "engrams" / f"{eid}.yaml").read_text(encoding="utf-8")
+    original = (plur_home / "engrams" / eid[4:11] / f"{eid}.yaml").read_text(encoding="utf-8")
     _truncate(plur_home, eid)
     report = json.loads(run("doctor", "--no-model", "--json").stdout)
     q = report["quarantined"][0]
@@ -84,7 +84,7 @@ def test_doctor_discard_deletes_a_quarantined_file_and_the_warning_goes(run, plu
 
 def test_restore_by_engram_id_and_refusals(run, plur_home: Path) -> None:
     eid = learn_id(run, "The dog is Rex.")
-    original = (plur_home / "engrams" / f"{eid}.yaml").read_text(encoding="utf-8")
+    original = (plur_home / "engrams" / eid[4:11] / f"{eid}.yaml").read_text(encoding="utf-8")
     _truncate(plur_home, eid)
     run("list")
     q = json.loads(run("doctor", "--no-model", "--json").stdout)["quarantined"][0]

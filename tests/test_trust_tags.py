@@ -45,7 +45,7 @@ def test_cli_refuses_too_many_tags(plur_home: Path) -> None:
                          env={**os.environ, "PLUR_HOME": str(plur_home), "PLUR_MODEL": "none"},
                          capture_output=True, text=True, timeout=120)
     assert got.returncode == 2 and "65 tags is over the limit of 64" in got.stderr, got.stderr
-    assert not list((plur_home / "engrams").glob("*.yaml")) if (plur_home / "engrams").exists() else True
+    assert not list((plur_home / "engrams").rglob("*.yaml")) if (plur_home / "engrams").exists() else True
 
 
 def test_service_api_refuses_too_many_tags(memory: Memory) -> None:

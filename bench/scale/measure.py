@@ -209,7 +209,8 @@ def serve(home: Path, cache_dir: Path, n_queries: int = 300, n_captures: int = 3
     finally:
         subprocess.run(_plur() + ["--home", str(home), "service", "stop"], env=env, capture_output=True)
         for engram_id in stored:  # the kept store stays as built (a forget would also VACUUM the shared cache)
-            (home / "engrams" / f"{engram_id}.yaml").unlink(missing_ok=True)
+            for name in (f"{engram_id[4:11]}/{engram_id}.yaml", f"{engram_id}.yaml"):  # month folder, or flat
+                (home / "engrams" / name).unlink(missing_ok=True)
     return out
 
 

@@ -106,6 +106,10 @@ def doctor(app: App, as_json: bool, no_model: bool, restore: str | None, discard
     echo(f"engrams      {eng['total']}  (status: {counts(eng['by_status'])})")
     echo(f"  by scope   {counts(eng['by_scope'])}")
     echo(f"  by type    {counts(eng['by_type'])}")
+    layout = report.get("layout") or {}
+    if layout.get("flat"):
+        echo(f"  layout     {layout['month']} files in month folders, {layout['flat']} in engrams/ itself (an older "
+             "plur's; read where they are; `plur migrate --layout month` moves them)")
     redacted = report.get("secrets_redacted") or {}
     doors = report.get("secrets_redacted_by_door") or {}
     logged = sum(n for door, n in doors.items() if door in LOG_DOORS)

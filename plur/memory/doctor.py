@@ -31,10 +31,24 @@ def doctor(mem: Any, *, load_model: bool = True) -> dict[str, Any]:
             "home_private": not exposed, "too_open": exposed,
             "engrams": {"total": len(engrams), "by_scope": count("scope"),
                                                 "by_type": count("type"), "by_status": count("status")},
+            "layout": _layout(mem.store),
             "quarantined": mem.store.quarantined(), "lock": mem.store.lock_state(), "model": model,
             "settings": {k: _shown(k, v) for k, v in vars(mem.settings).items()},
             "secrets_redacted": _screened(mem, "screened_counts"),
             "secrets_redacted_by_door": _screened(mem, "screened_by_door")}
+
+
+def _layout(store: Any) -> dict[str, int] | None:
+    """``{"month": files in month folders, "flat": files in engrams/ itself}`` of a folder store (None for
+    PostgreSQL): flat ones are an older plur's (:mod:`plur.store.layout`); names only, nothing stat'ed."""
+    if getattr(store, "remote", False):
+        return None
+    from ..store.folder_scan import list_names
+    from ..store.layout import is_engram_name
+
+    names = [n for n in list_names(store.root) if is_engram_name(n)]
+    flat = sum(1 for n in names if "/" not in n)
+    return {"month": len(names) - flat, "flat": flat}
 
 
 def _screened(mem: Any, how: str) -> dict[str, int]:

@@ -73,7 +73,7 @@ class Memory(WriteMethods, ConversationMethods, ReadMethods, IndexMethods):
         self._stats: StatsDB | None = None
         self._lock = threading.RLock()
         self._resolve_lock = threading.Lock()  # model_resolution: the model loads outside _lock
-        self._folder_mtime: int | None = None
+        self._folder_mtime: Any = None  # the store's change_token() when last caught up
         self._last_scan = 0.0
         self._scan_cost_s = 0.0
         self._last_use = time.monotonic()  # of any call that scans (refresh_ahead's own scans excepted)
@@ -119,7 +119,8 @@ class Memory(WriteMethods, ConversationMethods, ReadMethods, IndexMethods):
         Returns:
             ``{home, home_mode ("0700"), home_private (no group/other access to it or anything in it),
             too_open (["<path> <mode>"] of entries group or others can reach), engrams: {total, by_scope,
-            by_type, by_status}, quarantined: [...], lock: {...},
+            by_type, by_status}, layout: {month, flat} (engram files in month folders and in engrams/ itself, an
+            older plur's; None for PostgreSQL), quarantined: [...], lock: {...},
             model: {requested, name, identity, dims, source, reason, warnings, device}, settings: {name: value}
             (the store URI without its password),
             secrets_redacted: {kind: n} (secrets the screen cut out of what plur wrote: notes and the recall log,

@@ -80,7 +80,7 @@ def scan(mem: Any, force: bool = False, use: bool = True, prescan: Any = None) -
         use: count this call as use (see :meth:`refresh_ahead`).
         prescan: with ``force``, the store's stat pass taken earlier without the lock (it is applied now).
     """
-    mtime = mem.store.change_token()  # folder: its mtime; PostgreSQL: the LISTEN token (or new each call)
+    mtime = mem.store.change_token()  # folder: its and its month folders' mtimes; PostgreSQL: the LISTEN token
     now = time.monotonic()
     if use:
         mem._last_use = now

@@ -1,7 +1,9 @@
 """One stat pass over ``<home>/engrams/``: the engram files with their stat keys, and plur's temp files.
 
 :class:`plur.store.mirror.FolderMirror` compares these ``(mtime_ns, size, inode)`` keys with what it
-knows to re-read only changed files.
+knows to re-read only changed files. The folder holds month folders (``YYYY-MM/``) and, from older plur,
+files of its own (:mod:`plur.store.layout`); a file is named by its path under the folder
+(``2026-12/<id>.yaml`` or ``<id>.yaml``).
 """
 
 from __future__ import annotations
@@ -17,15 +19,25 @@ from typing import Any
 
 from ..errors import StoreError
 from .atomic import TMP_PREFIX
+from .layout import MONTH_RE
 
 
 #: ``(st_mtime_ns, st_size, st_ino)`` of a file: what tells the store it changed.
 StatKey = tuple[int, int, int]
 
 
+def _scandir(folder: Path, what: str) -> Any:
+    try:
+        return os.scandir(folder)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(f"cannot read the {what} {folder} ({exc}); check its permissions") from None
+
+
 def scan_folder(root: Path) -> tuple[dict[str, StatKey], list[str]]:
-    """``({file name: (mtime_ns, size, inode)}, [temp file names])`` of the engram folder ``root``
-    (empty when it is missing).
+    """``({file name: (mtime_ns, size, inode)}, [temp file names])`` of the engram folder ``root`` and its
+    month folders (empty when it is missing); names are relative to ``root`` (``2026-12/<id>.yaml``).
 
     Only regular ``*.yaml`` files not starting with ``.`` count; a file that vanishes mid-scan is skipped.
     Only the three numbers are kept, not the ``os.stat_result``: ~160 bytes a file instead of ~430,
@@ -36,28 +48,103 @@ def scan_folder(root: Path) -> tuple[dict[str, StatKey], list[str]]:
     """
     files: dict[str, StatKey] = {}
     temps: list[str] = []
-    try:
-        it = os.scandir(root)
-    except FileNotFoundError:
+    months: list[str] = []
+    it = _scandir(root, "engram folder")
+    if it is None:
         return files, temps
+    with it:
+        _scan_entries(it, "", files, temps, months)
+    for m in months:
+        sub = _scandir(root / m, "month folder")
+        if sub is not None:
+            with sub:
+                _scan_entries(sub, m + "/", files, temps, None)
+    return files, temps
+
+
+def _scan_entries(it: Any, prefix: str, files: dict[str, StatKey], temps: list[str], months: list[str] | None) -> None:
+    for e in it:
+        n = e.name
+        if n.startswith("."):
+            if n.startswith(TMP_PREFIX):
+                temps.append(prefix + n)
+            continue
+        if not n.endswith(".yaml"):
+            if months is not None and MONTH_RE.match(n) and e.is_dir(follow_symlinks=False):
+                months.append(n)
+            continue
+        try:
+            st = e.stat()
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            files[prefix + n] = (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def month_folders(root: Path) -> list[str]:
+    """The month folders (``YYYY-MM``) under the engram folder ``root``, sorted (none when it is missing).
+
+    Raises:
+        StoreError: the folder exists but cannot be read.
+    """
+    it = _scandir(root, "engram folder")
+    if it is None:
+        return []
+    with it:
+        return sorted(e.name for e in it if MONTH_RE.match(e.name) and e.is_dir(follow_symlinks=False))
+
+
+def folder_token(root: Path, months: tuple[int, list[str]]) -> tuple[tuple[int, ...] | None, tuple[int, list[str]]]:
+    """The mtimes in ns of the engram folder ``root`` and of each of its month folders (None when it is
+    missing): one of them changes when a file is added or removed anywhere in the store.
+
+    Args:
+        months: ``(root's mtime, the month folders' paths)`` from the previous call (``(-1, [])`` at first):
+            the month folders are listed again only when the root's mtime moved (a month folder was made or
+            removed), so a call is one ``stat`` a month folder: ~0.3-0.6 ms of CPU for 220 (18 years of
+            notes) on this machine, at load 10.
+
+    Returns:
+        ``(token, months)``: the token, and ``months`` for the next call.
+    """
+    try:
+        top = os.stat(root).st_mtime_ns
+    except FileNotFoundError:
+        return None, (-1, [])
+    if months[0] != top:
+        months = (top, [os.path.join(root, m) for m in month_folders(root)])
+    out = [top]
+    for path in months[1]:
+        try:
+            out.append(os.stat(path).st_mtime_ns)
+        except OSError:
+            out.append(-1)
+    return tuple(out), months
+
+
+def list_names(root: Path) -> set[str]:
+    """Every name in the engram folder and its month folders, relative to ``root``, nothing stat'ed (the
+    quick refresh's listing: set arithmetic in C; ~0.1 s of CPU at a million files on this machine).
+
+    Raises:
+        StoreError: a folder exists but cannot be read.
+    """
+    try:
+        top = os.listdir(root)
+    except FileNotFoundError:
+        return set()
     except OSError as exc:
         raise StoreError(f"cannot read the engram folder {root} ({exc}); check its permissions") from None
-    with it:
-        for e in it:
-            n = e.name
-            if n.startswith("."):
-                if n.startswith(TMP_PREFIX):
-                    temps.append(n)
-                continue
-            if not n.endswith(".yaml"):
-                continue
+    out = set(top)
+    for m in top:
+        if MONTH_RE.match(m):
             try:
-                st = e.stat()
-            except OSError:
+                out.update(m + "/" + n for n in os.listdir(root / m))
+            except (FileNotFoundError, NotADirectoryError):
                 continue
-            if stat.S_ISREG(st.st_mode):
-                files[n] = (st.st_mtime_ns, st.st_size, st.st_ino)
-    return files, temps
+            except OSError as exc:
+                raise StoreError(f"cannot read the month folder {root / m} ({exc}); check its permissions") from None
+    return out
 
 
 def scan_folder_while(root: Path, work: Callable[[], Any]) -> tuple[dict[str, StatKey], list[str]]:
@@ -108,4 +195,4 @@ def stat_pass(root: Path, journal: Any) -> Prescan:
     return Prescan(tail, files, temps, started)
 
 
-__all__ = ["Prescan", "StatKey", "scan_folder", "scan_folder_while", "stat_pass"]
+__all__ = ["Prescan", "StatKey", "folder_token", "list_names", "month_folders", "scan_folder", "scan_folder_while", "stat_pass"]

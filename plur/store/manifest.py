@@ -1,7 +1,8 @@
 """The store's bookkeeping files: the manifest (a cache) and the writer journal.
 
 Manifest, ``<home>/index/manifest-store.json``: JSON Lines, a header object, then one row per engram file,
-``[name, mtime_ns, size, inode, observed_ns, sha256, content_hash, engram dict]``,
+``[name, mtime_ns, size, inode, observed_ns, sha256, content_hash, engram dict]`` (``name``: the file's path
+under the engram folder, ``YYYY-MM/<id>.yaml`` or, flat as older plur wrote it, ``<id>.yaml``),
 so a fresh process re-reads only files whose ``(mtime_ns, size, inode)`` changed. Rows are read one line
 at a time and turned into engrams as they come (issue 49: version 1, one JSON document, was read whole,
 then parsed whole: 57 MB of text and a dict per row at 100k engrams, ~0.6 GB of text at a million, all
@@ -12,7 +13,7 @@ git" problem, see git's Documentation/technical/racy-git.txt). Any problem with
 the file (missing, torn, other format, other root) means "no manifest".
 
 Journal, ``<home>/index/store-journal``: a header line ``plur-store-journal <epoch>``
-then one file name per line, appended under the write lock by every writer
+then one file name per line (its path under the engram folder, :mod:`plur.store.layout`), appended under the write lock by every writer
 before it touches that file. A writer that saw the journal up to byte ``n`` of
 epoch ``e`` re-checks only the names after ``n``; a missing, rotated (new epoch)
 or torn journal means a full scan instead.
@@ -35,15 +36,20 @@ from typing import Any
 from ..jsonio import INT_RANGE, loads
 from .atomic import atomic_write, private_dirs
 from .modes import open_private
-from .engram import ID_RE, Engram
+from .engram import Engram
+from .layout import is_engram_name
 from ..errors import StoreError
 
 #: Entries whose mtime is this close (ns) to when they were read are re-checked by content.
 #: 2 s covers coarse timestamps (FAT 2 s, HFS+ 1 s, ext4/xfs one jiffy).
 RACY_WINDOW_NS = 2_000_000_000
 MANIFEST_FORMAT = "plur-store-manifest"
-MANIFEST_VERSION = 2
-#: Longest header line :func:`load_manifest` reads (a version-2 header is ~150 bytes plus the root's path).
+#: 3 (issue 49): names may be in month folders (``YYYY-MM/<id>.yaml``). A version-2 manifest (flat names only,
+#: rows alike) is read as it is; an older plur reads a version-3 one as none and scans its flat files.
+MANIFEST_VERSION = 3
+#: Versions :func:`load_manifest` reads.
+MANIFEST_READS = (2, 3)
+#: Longest header line :func:`load_manifest` reads (a version-2 or 3 header is ~150 bytes plus the root's path).
 _HEAD_MAX_BYTES = 64 * 1024
 JOURNAL_MAGIC = "plur-store-journal"
 #: The journal is started afresh (new epoch) beyond this size, in bytes (~9,000 writes).
@@ -173,7 +179,7 @@ def load_manifest(path: Path, root: Path) -> dict[str, FileEntry]:
                 return out
             head = loads(first)
             if (not isinstance(head, dict) or head.get("format") != MANIFEST_FORMAT
-                    or head.get("version") != MANIFEST_VERSION or head.get("root") != root_text(root)):
+                    or head.get("version") not in MANIFEST_READS or head.get("root") != root_text(root)):
                 return out
             for line in fh:
                 try:
@@ -334,8 +340,7 @@ class WriterJournal:
                     f.seek(self.pos[1])
                     tail = f.read()
                     if tail.endswith(b"\n") or not tail:
-                        names = [n for n in set(tail.decode("ascii", "replace").split())
-                                 if n.endswith(".yaml") and ID_RE.match(n[: -len(".yaml")])]
+                        names = [n for n in set(tail.decode("ascii", "replace").split()) if is_engram_name(n)]
                         return JournalTail(epoch, names=names, nbytes=len(tail))
                 end = f.seek(0, os.SEEK_END)
         except OSError:
@@ -360,7 +365,7 @@ class WriterJournal:
         lines = chunk.decode("ascii", "replace").split("\n")
         if start > 0:
             lines = lines[1:]  # the first line may be cut
-        return [n for n in lines if n.endswith(".yaml") and ID_RE.match(n[: -len(".yaml")])]
+        return [n for n in lines if is_engram_name(n)]
 
     def advance(self, tail: JournalTail) -> None:
         """After re-checking ``tail.names``: mark them seen."""

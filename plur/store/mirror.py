@@ -1,5 +1,7 @@
 """The in-memory mirror of ``<home>/engrams/``: scanning, reading, parsing, quarantining, catching up.
 
+Files are named by their path under the folder, a month folder's or not (:mod:`plur.store.layout`).
+
 :class:`FolderMirror` keeps one :class:`~plur.store.manifest.FileEntry` per file and the engrams
 parsed from them, re-reads only files whose ``(mtime_ns, size, inode)`` changed (or that are
 "racy", see :data:`~plur.store.manifest.RACY_WINDOW_NS`), moves files that fail to load to
@@ -20,12 +22,14 @@ from typing import Any
 from ..errors import StoreError, ValidationError
 from .active_texts import ActiveTexts
 from .atomic import clean_stale_temps
-from .engram import Engram, validate_id
+from .engram import Engram
 from .lock import StoreLock
 from .manifest import FileEntry, JournalTail, WriterJournal, file_sha, load_manifest
 from .manifest import save_manifest as save_manifest_file
-from .folder_scan import Prescan, StatKey, scan_folder, scan_folder_while, stat_pass
-from .quarantine import empty_file_reason, move_aside, unmoved_record
+from .engram_file import parse_file, size_message
+from .folder_scan import Prescan, StatKey, folder_token, list_names, scan_folder, scan_folder_while, stat_pass
+from .layout import id_of, is_flat, twin
+from .quarantine import move_aside, unmoved_record
 from .changes import Changes, _check_home, _merge_op  # noqa: F401 - Changes re-exported
 
 #: Default statement limit in UTF-8 bytes (1 MiB); see :mod:`plur.store.store`.
@@ -75,14 +79,13 @@ class FolderMirror:
         self._saved_at = 0.0  # time.monotonic() of the last manifest save (0: never)
         self._recent: dict[str, float] = {}  # journal names -> time.monotonic() first seen (quick refresh)
         self._listed_at = float("-inf")  # time.monotonic() of the quick refresh's last folder listing
+        self._months: tuple[int, list[str]] = (-1, [])  # (the folder's mtime, its month folders) last listed
 
-    def change_token(self) -> int | None:
-        """The engram folder's mtime in ns (None when missing): it changes when files are added or removed,
-        so a caller can skip :meth:`refresh` while it holds (in-place edits need a full refresh)."""
-        try:
-            return self.root.stat().st_mtime_ns
-        except FileNotFoundError:
-            return None
+    def change_token(self) -> tuple[int, ...] | None:
+        """:func:`plur.store.folder_scan.folder_token` of the engram folder: it changes when files are added
+        or removed, so a caller can skip :meth:`refresh` while it holds (in-place edits need a full refresh)."""
+        token, self._months = folder_token(self.root, self._months)
+        return token
 
     # -- internals: cache -----------------------------------------------------------------
     def _index_add(self, e: Engram) -> None:
@@ -126,7 +129,10 @@ class FolderMirror:
         old = self._entries.pop(name, None)
         if old is None:
             return
-        engram_id = name[: -len(".yaml")]
+        engram_id = id_of(name)
+        self._dirty = True
+        if (e := self._by_id.get(engram_id)) is not None and e is not old.engram:
+            return  # the id is held by its file in the other layout (a twin set aside)
         self._index_remove(engram_id)
         if old.engram is not None or old.data is not None:
             self._note(engram_id, "removed")
@@ -256,12 +262,7 @@ class FolderMirror:
         self._recent = {n: t for n, t in self._recent.items() if now - t < RECENT_S}
         listed: set[str] | None = None
         if not named or now - self._listed_at >= LIST_EVERY_S:
-            try:
-                listed = set(os.listdir(self.root))
-            except FileNotFoundError:
-                listed = set()
-            except OSError as exc:
-                raise StoreError(f"cannot read the engram folder {self.root} ({exc}); check its permissions") from None
+            listed = list_names(self.root)
             self._listed_at = now
         reads = 0
         for name in sorted(named):
@@ -271,7 +272,7 @@ class FolderMirror:
             self._check_one(name, stat_only=True)
         if listed is not None:
             new = listed - self._entries.keys() - self._unmoved.keys()
-            for name in sorted(n for n in new if n.endswith(".yaml") and not n.startswith(".")):
+            for name in sorted(n for n in new if n.endswith(".yaml") and not n.rpartition("/")[2].startswith(".")):
                 reads += 1
                 self._check_one(name)
             for name in sorted(self._entries.keys() - listed):
@@ -289,7 +290,7 @@ class FolderMirror:
                 e = Engram.from_dict(ent.data or {})
             except (ValidationError, TypeError, ValueError):
                 return False
-        if f"{e.id}.yaml" != name:
+        if id_of(name) != e.id:
             return False
         ent.engram, ent.data = e, None
         self._index_add(e)
@@ -307,6 +308,8 @@ class FolderMirror:
         try:
             st = path.stat()
         except FileNotFoundError:
+            if name in self._entries and os.path.lexists(self.root / twin(name)):
+                self._read_file(twin(name))  # moved to the other layout (plur migrate --layout): the entry follows
             if name in self._entries:
                 self._forget_entry(name)
             return
@@ -337,38 +340,38 @@ class FolderMirror:
             ent.key, ent.observed_ns = key, now  # same bytes: no parse needed
             self._dirty = True
             return
+        if ent is None and self._moved_here(name, key, now, sha):
+            return
         try:
             engram = self._parse(name, data)
         except ValidationError as exc:
             if self._quarantine(name, str(exc)) is None:  # else: it loaded when re-read under the lock
                 self._forget_entry(name)
             return
+        flat = twin(name)
+        if not is_flat(name) and (flat in self._entries or flat in self._unmoved):  # the month's copy wins
+            if self._quarantine(flat, "") is None:  # its parse fails now: moved aside as a duplicate
+                self._forget_entry(flat)
         # a manifest entry never materialised was never reported: it is "added"
         op = "updated" if ent is not None and ent.engram is not None else "added"
         self._set_entry(name, FileEntry(key, now, sha, engram), op)
 
+    def _moved_here(self, name: str, key: StatKey, now: int, sha: str) -> bool:
+        """True when ``name`` is a known file moved from the other layout, same bytes (``plur migrate
+        --layout``): its entry follows it and nothing is reported changed."""
+        other = twin(name)
+        was = self._entries.get(other)
+        if was is None or was.sha != sha or os.path.lexists(self.root / other):
+            return False
+        del self._entries[other]
+        was.key, was.observed_ns = key, now
+        self._entries[name] = was
+        self._dirty = True
+        return was.engram is not None or self._materialise(name, was)
+
     def _parse(self, name: str, data: bytes) -> Engram:
-        stem = name[: -len(".yaml")]
-        try:
-            validate_id(stem)
-        except ValidationError:
-            raise ValidationError(
-                f"file name {name!r} is not an engram id (ENG-YYYY-MM-DD-<6 hex>.yaml); "
-                "rename it to its id or import it with `plur import`") from None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValidationError(f"file is not UTF-8 text ({exc}); re-save it as UTF-8") from None
-        if not text.strip():
-            raise ValidationError(empty_file_reason(stem, len(data), self.quarantine_dir))
-        engram = Engram.from_yaml(text)
-        if engram.id != stem:
-            raise ValidationError(
-                f"file name {name!r} does not match its id field {engram.id!r}; "
-                f"rename the file to {engram.id}.yaml or fix the id")
-        if len(engram.statement.encode("utf-8")) > self.max_statement_bytes:
-            raise ValidationError(self._size_message(engram.statement))
-        return engram
+        """The engram file ``name`` holding ``data`` (:func:`plur.store.engram_file.parse_file`)."""
+        return parse_file(self.root, name, data, self.max_statement_bytes, self.quarantine_dir)
 
     def _quarantine(self, name: str, reason: str) -> Engram | None:
         """Move a bad file aside with a ``.reason`` file; returns the engram if a re-read under the lock loads."""
@@ -408,9 +411,7 @@ class FolderMirror:
             ctx.__exit__(None, None, None)
 
     def _size_message(self, statement: str) -> str:
-        size = len(statement.encode("utf-8"))
-        return (f"statement is {size} bytes, over the limit of {self.max_statement_bytes} bytes "
-                "(setting max_statement_bytes, default 1 MiB); split it or raise the limit")
+        return size_message(statement, self.max_statement_bytes)
 
     @contextmanager
     def _write_lock(self) -> Iterator[None]:

@@ -11,7 +11,8 @@ from typing import Any
 
 from ..errors import ConflictError, DuplicateError, NotFoundError, StoreError, ValidationError
 from .atomic import fsync_dir, private_dirs
-from .engram import Engram
+from .engram import ID_RE, Engram
+from .layout import SUFFIX, id_of, month_name, twin
 from .quarantine import shown, unshown
 
 
@@ -23,7 +24,7 @@ def restore_quarantined(store: Any, name: str) -> Engram:
             or an engram id (its newest quarantined file).
 
     Returns:
-        The engram now loaded from ``<home>/engrams/<id>.yaml``.
+        The engram now loaded from ``<home>/engrams/YYYY-MM/<id>.yaml`` (its month folder, wherever it was).
 
     Raises:
         NotFoundError: no quarantined file by that name or id.
@@ -33,7 +34,8 @@ def restore_quarantined(store: Any, name: str) -> Engram:
     """
     found = _find(store, name)
     src, at = found["file"], found["path"]  # at: src as plur shows it (UTF-8, one line)
-    target_name = Path(unshown(found["original"]) or found["original"]).name
+    base = Path(unshown(found["original"]) or found["original"]).name
+    target_name = month_name(id_of(base)) if base.endswith(SUFFIX) and ID_RE.match(id_of(base)) else base
     with store._write_lock():
         store._sync_for_write()
         try:
@@ -45,7 +47,7 @@ def restore_quarantined(store: Any, name: str) -> Engram:
         except ValidationError as exc:
             raise ValidationError(f"{at} still does not load: {exc}; fix the file, then restore it again") from None
         target = store.root / target_name
-        if target.exists() or engram.id in store._by_id:
+        if target.exists() or engram.id in store._by_id or (store.root / twin(target_name)).exists():
             raise ConflictError(f"an engram {engram.id} is in the store again; compare it with {at} "
                                 "and forget one of them first")
         dup = store._duplicate_of(engram.scope, engram.content_hash) if engram.status == "active" else None
@@ -54,13 +56,13 @@ def restore_quarantined(store: Any, name: str) -> Engram:
                                  f"delete {at} instead of restoring it", dup.id)
         store._writes.append(target_name)
         try:
-            private_dirs(store.root)
+            private_dirs(target.parent)
             os.replace(src, target)
         except OSError as exc:
             raise StoreError(f"cannot move {at} back to {shown(str(target))} ({exc})") from None
         with suppress(OSError):
             src.with_name(src.name + ".reason").unlink()
-        for folder in (store.root, store.quarantine_dir) if store.fsync else ():
+        for folder in (target.parent, store.root, store.quarantine_dir) if store.fsync else ():
             fsync_dir(folder)
         store._check_one(target_name)
     return store.get(engram.id)

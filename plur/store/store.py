@@ -1,9 +1,10 @@
-"""EngramStore: one YAML file per engram under ``<home>/engrams/<id>.yaml``.
+"""EngramStore: one YAML file per engram under ``<home>/engrams/YYYY-MM/<id>.yaml``.
 
 Layout of a home folder as far as the store is concerned::
 
-    <home>/engrams/<id>.yaml               one engram per file (Engram.to_yaml, UTF-8)
-    <home>/engrams/.tmp-*.yaml             in-flight atomic writes; never loaded, removed when stale
+    <home>/engrams/YYYY-MM/<id>.yaml       one engram per file (Engram.to_yaml, UTF-8), in the month of its id
+    <home>/engrams/<id>.yaml               the same, as older plur wrote it: read, updated, forgotten in place
+    <home>/engrams/[YYYY-MM/].tmp-*.yaml   in-flight atomic writes; never loaded, removed when stale
     <home>/quarantine/<name>.<timestamp>   files that failed to parse, moved aside
     <home>/quarantine/<name>.<timestamp>.reason   why (YAML: original, reason, when)
     <home>/index/manifest-store.json       cache: (mtime_ns, size, inode, sha256, content_hash, engram)
@@ -22,8 +23,11 @@ Guarantees:
   ``<home>/index/store-journal`` (before writing them); another process re-checks
   only the names appended since it last looked, and falls back to a full scan
   when the journal is missing, rotated (new epoch) or torn. Reads take no lock.
+* **Two layouts, one store** (:mod:`plur.store.layout`): new files go to the month of their id; a flat
+  one is kept where it is; ``plur migrate --layout`` moves them (:mod:`plur.store.relayout`).
 * **Nothing is lost to bad input.** A file that fails to parse or validate, or
-  whose name does not match its ``id``, is moved to ``<home>/quarantine/`` with
+  whose name does not match its ``id`` (or its month folder, or is a flat copy
+  of a file in its month folder), is moved to ``<home>/quarantine/`` with
   a ``.reason`` file and reported by :meth:`EngramStore.quarantined`; the rest of
   the store loads. A bad file is never read as "empty" and never overwritten.
 * **Statement size limit.** Statements over ``max_statement_bytes`` UTF-8 bytes
@@ -60,6 +64,9 @@ from typing import Any
 from ..errors import ConflictError, DuplicateError, NotFoundError, StoreError, ValidationError
 from .atomic import STALE_TMP_S, TMP_PREFIX, atomic_write, fsync_dir
 from .engram import Engram, content_hash, engram_version, new_id, validate_id
+from .folder_scan import scan_folder
+from .layout import month_name
+from .where import id_is_free, name_for
 from .manifest import JOURNAL_MAGIC, JOURNAL_MAX_BYTES, MANIFEST_FORMAT, MANIFEST_VERSION, RACY_WINDOW_NS, FileEntry, file_sha
 from .mirror import AUTOSAVE_READS, DEFAULT_MAX_STATEMENT_BYTES, Changes, FolderMirror
 from .quarantine import count_quarantined, list_quarantined
@@ -92,23 +99,23 @@ class EngramStore(FolderMirror):
 
     # -- paths ----------------------------------------------------------------------------
     def path_for(self, engram_id: str) -> Path:
-        """``<home>/engrams/<id>.yaml`` for a valid id.
+        """``<home>/engrams/YYYY-MM/<id>.yaml`` for a valid id: where the store writes a new engram (an older
+        plur's may be flat instead: :meth:`file_of`).
 
         Raises:
             InvalidIdError: ``engram_id`` is not ``ENG-YYYY-MM-DD-<6 hex>`` (so never a path).
         """
-        return self.root / f"{validate_id(engram_id)}.yaml"
+        return self.root / month_name(validate_id(engram_id))
+
+    def file_of(self, engram_id: str) -> Path:
+        """Where the file of ``engram_id`` is (:func:`plur.store.where.name_for`); raises InvalidIdError."""
+        with self._mutex:
+            return self.root / self._name_for(validate_id(engram_id))
 
     def iter_files(self) -> Iterator[Path]:
-        """Paths of the engram files on disk now (``*.yaml``, temp files excluded), unsorted."""
-        try:
-            it = os.scandir(self.root)
-        except FileNotFoundError:
-            return
-        with it:
-            for e in it:
-                if not e.name.startswith(".") and e.name.endswith(".yaml") and e.is_file():
-                    yield Path(e.path)
+        """Paths of the engram files on disk now (``*.yaml`` in either layout, temp files excluded), unsorted."""
+        for name in scan_folder(self.root)[0]:
+            yield self.root / name
 
     # -- reading --------------------------------------------------------------------------
     def refresh(self, *, full: bool = True, prescan: Any = None) -> Changes:
@@ -178,11 +185,11 @@ class EngramStore(FolderMirror):
             InvalidIdError: malformed id (``../../x``, ``''``...).
             NotFoundError: no such engram (also when its file was just quarantined).
         """
-        name = self.path_for(engram_id).name
+        validate_id(engram_id)
         with self._mutex:
             if not self._loaded:
                 self._load_manifest()
-            self._check_one(name)
+            self._check_one(self._name_for(engram_id))
             found = self._by_id.get(engram_id)
         if found is None:
             raise NotFoundError(self._not_found_message(engram_id))
@@ -237,7 +244,7 @@ class EngramStore(FolderMirror):
         for e in batch:
             self._check_engram(e)
         out: list[tuple[Engram, bool]] = []
-        written = 0
+        folders: set[Path] = set()
         with self._write_lock():
             self._sync_for_write()
             try:
@@ -247,17 +254,15 @@ class EngramStore(FolderMirror):
                         new_tags = tuple(t for t in e.tags if t not in dup.tags)
                         if new_tags:
                             dup = dup.replace(tags=dup.tags + new_tags)
-                            self._write_engram(dup, "updated", sync_folder=False)
-                            written += 1
+                            folders.add(self._write_engram(dup, "updated", sync_folder=False))
                         out.append((dup, False))
                         continue
                     e = self._free_id(e)
-                    self._write_engram(e, "added", sync_folder=False)
-                    written += 1
+                    folders.add(self._write_engram(e, "added", sync_folder=False))
                     out.append((e, True))
             finally:
-                if written and self.fsync:
-                    fsync_dir(self.root)
+                for folder in folders if self.fsync else ():
+                    fsync_dir(folder)
         if sum(1 for _, c in out if c) >= AUTOSAVE_READS:
             self.save_manifest()
         return out
@@ -280,7 +285,7 @@ class EngramStore(FolderMirror):
         self._check_engram(engram)
         with self._write_lock():
             self._sync_for_write()
-            name = f"{engram.id}.yaml"
+            name = self._name_for(engram.id)
             self._check_one(name)
             if engram.id not in self._by_id:
                 raise NotFoundError(self._not_found_message(engram.id) + "; use add() for a new engram")
@@ -319,14 +324,16 @@ class EngramStore(FolderMirror):
             NotFoundError: no such engram.
             StoreError: the lock could not be taken or the file could not be removed.
         """
-        path = self.path_for(engram_id)
+        validate_id(engram_id)
         with self._write_lock():
             self._sync_for_write()
-            self._check_one(path.name)
+            name = self._name_for(engram_id)
+            path = self.root / name
+            self._check_one(name)
             gone = self._by_id.get(engram_id)
             if gone is None:
                 raise NotFoundError(self._not_found_message(engram_id))
-            self._writes.append(path.name)
+            self._writes.append(name)
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -334,8 +341,8 @@ class EngramStore(FolderMirror):
             except OSError as exc:
                 raise StoreError(f"cannot remove {path} ({exc}); check the folder's permissions") from None
             if self.fsync:
-                fsync_dir(self.root)
-            self._forget_entry(path.name)
+                fsync_dir(path.parent)
+            self._forget_entry(name)
         return gone
 
     # -- health ---------------------------------------------------------------------------
@@ -368,7 +375,7 @@ class EngramStore(FolderMirror):
                 or an engram id (its newest quarantined file).
 
         Returns:
-            The engram now loaded from ``<home>/engrams/<id>.yaml``.
+            The engram now loaded from ``<home>/engrams/YYYY-MM/<id>.yaml``.
 
         Raises:
             NotFoundError: no quarantined file by that name or id.
@@ -413,23 +420,31 @@ class EngramStore(FolderMirror):
         if len(engram.statement.encode("utf-8")) > self.max_statement_bytes:
             raise ValidationError(self._size_message(engram.statement))
 
+    def _name_for(self, engram_id: str) -> str:
+        return name_for(self.root, self._entries, self._unmoved, engram_id)
+
     def _free_id(self, e: Engram) -> Engram:
         for _ in range(100):
-            if (e.id not in self._by_id and f"{e.id}.yaml" not in self._entries
-                    and f"{e.id}.yaml" not in self._unmoved and not (self.root / f"{e.id}.yaml").exists()):
+            if e.id not in self._by_id and id_is_free(self.root, self._entries, self._unmoved, e.id):
                 return e
             e = dataclasses.replace(e, id=new_id(e.created))
         raise StoreError(f"could not find a free id for an engram created {e.created} after 100 tries; "
                          f"check {self.root} for an unusual number of files")
 
-    def _write_engram(self, e: Engram, op: str, data: bytes | None = None, sync_folder: bool = True) -> None:
+    def _write_engram(self, e: Engram, op: str, data: bytes | None = None, sync_folder: bool = True) -> Path:
+        """Write ``e`` where its file is (:meth:`_name_for`); returns the folder written in."""
         data = e.to_yaml().encode("utf-8") if data is None else data
-        path = self.root / f"{e.id}.yaml"
-        self._writes.append(path.name)  # intent first: a writer killed after this leaves a harmless extra name
+        name = self._name_for(e.id)
+        path = self.root / name
+        self._writes.append(name)  # intent first: a writer killed after this leaves a harmless extra name
+        new_folder = self.fsync and not path.parent.is_dir()
         atomic_write(path, data, sync=self.fsync, sync_folder=sync_folder)
+        if new_folder:  # a new month folder: its name in engrams/ made durable too
+            fsync_dir(self.root)
         try:
             st = path.stat()
         except OSError as exc:
             raise StoreError(f"wrote {path} but cannot stat it ({exc})") from None
-        self._set_entry(path.name, FileEntry((st.st_mtime_ns, st.st_size, st.st_ino), time.time_ns(),
-                                             file_sha(data), e), op)
+        self._set_entry(name, FileEntry((st.st_mtime_ns, st.st_size, st.st_ino), time.time_ns(),
+                                        file_sha(data), e), op)
+        return path.parent

@@ -260,6 +260,8 @@ class PgStore(PgHealth, PgMirror):
         """Where the engram lives, for display: ``<uri without password>#<id>``."""
         return f"{redact(self.uri)}#{validate_id(engram_id)}"
 
+    file_of = path_for  # the folder store's name for where an engram is now
+
     # -- writing --------------------------------------------------------------------------
     def _check(self, engram: Engram) -> None:
         if not isinstance(engram, Engram):
