@@ -166,6 +166,22 @@ def test_migrate_to_month_folders_moves_files_and_changes_nothing_else(tmp_path:
     assert sorted(rows) == sorted(month_name(e.id) for e in made)
 
 
+def test_a_move_seen_by_a_full_scan_reads_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that cannot follow the journal (rotated, here removed) scans: a file in the other layout with
+    the same (mtime, size, inode) is the same file moved, and is not read again."""
+    made = _flat_store(tmp_path, 4)
+    other = EngramStore(tmp_path, fsync=False)
+    other.refresh()
+    relayout(EngramStore(tmp_path, fsync=False), "month")
+    (tmp_path / "index" / "store-journal").unlink()
+    reads: list[str] = []
+    real = EngramStore._read_file
+    monkeypatch.setattr(EngramStore, "_read_file", lambda self, name: (reads.append(name), real(self, name))[1])
+    changes = other.refresh(full=False)
+    assert reads == [] and not (changes.added or changes.updated or changes.removed)
+    assert {e.id: e for e in other.all()} == {e.id: e for e in made} and other.file_of(made[0].id) == other.path_for(made[0].id)
+
+
 def test_a_move_stopped_half_way_reads_the_same_and_finishes_when_run_again(tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     made = _flat_store(tmp_path, 6)

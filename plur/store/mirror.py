@@ -1,5 +1,4 @@
 """The in-memory mirror of ``<home>/engrams/``: scanning, reading, parsing, quarantining, catching up.
-
 Files are named by their path under the folder, a month folder's or not (:mod:`plur.store.layout`).
 
 :class:`FolderMirror` keeps one :class:`~plur.store.manifest.FileEntry` per file and the engrams
@@ -177,6 +176,8 @@ class FolderMirror:
                     continue
                 if self._materialise(name, ent):
                     continue
+            if ent is None and twin(name) not in files and self._moved_here(name, key):  # same inode: not read
+                continue
             reads += 1
             self._read_file(name)
         for name in [n for n in self._entries if n not in files
@@ -340,7 +341,7 @@ class FolderMirror:
             ent.key, ent.observed_ns = key, now  # same bytes: no parse needed
             self._dirty = True
             return
-        if ent is None and self._moved_here(name, key, now, sha):
+        if ent is None and self._moved_here(name, key, sha):
             return
         try:
             engram = self._parse(name, data)
@@ -356,15 +357,15 @@ class FolderMirror:
         op = "updated" if ent is not None and ent.engram is not None else "added"
         self._set_entry(name, FileEntry(key, now, sha, engram), op)
 
-    def _moved_here(self, name: str, key: StatKey, now: int, sha: str) -> bool:
-        """True when ``name`` is a known file moved from the other layout, same bytes (``plur migrate
-        --layout``): its entry follows it and nothing is reported changed."""
+    def _moved_here(self, name: str, key: StatKey, sha: str | None = None) -> bool:
+        """True when ``name`` is a known file moved from the other layout (``plur migrate --layout``), the same
+        bytes (``sha``) or else the same (mtime, size, inode): its entry follows it, nothing reported changed."""
         other = twin(name)
         was = self._entries.get(other)
-        if was is None or was.sha != sha or os.path.lexists(self.root / other):
+        if was is None or (was.sha != sha if sha else was.key != key) or os.path.lexists(self.root / other):
             return False
         del self._entries[other]
-        was.key, was.observed_ns = key, now
+        was.key, was.observed_ns = key, time.time_ns()
         self._entries[name] = was
         self._dirty = True
         return was.engram is not None or self._materialise(name, was)
