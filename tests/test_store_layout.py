@@ -247,3 +247,22 @@ def test_doctor_counts_the_flat_files_and_names_the_move(run, plur_home: Path) -
     assert json.loads(run("doctor", "--no-model", "--json").stdout)["layout"] == {"month": 1, "flat": 2}
     run("migrate", "--layout", "month")
     assert "layout" not in run("doctor", "--no-model").stdout
+
+
+def test_memory_updates_and_forgets_an_older_plurs_flat_engram_where_it_is(tmp_path: Path) -> None:
+    from plur.memory import Memory
+
+    old, other = _flat_store(tmp_path, 2)
+    flat = tmp_path / "engrams" / f"{old.id}.yaml"
+    with Memory(tmp_path, model="none") as mem:
+        assert [h.engram.id for h in mem.recall("old fact number 0", k=1)] == [old.id]
+        mem.update(old.id, statement="an old fact, now edited")
+        assert "now edited" in flat.read_text(encoding="utf-8") and not mem.store.path_for(old.id).exists()
+        copy = tmp_path / "engrams" / month_name(other.id)   # a month copy of the other: the flat one goes aside
+        copy.parent.mkdir(exist_ok=True)
+        copy.write_text(other.to_yaml(), encoding="utf-8")
+        assert mem.get(other.id) == other and len(mem.store.quarantined()) == 1
+        mem.forget(other.id)                                    # the month file and the quarantined flat copy
+        mem.forget(old.id)
+        assert mem.store.quarantined() == [] and _files(tmp_path) == []
+        assert mem.recall("old fact", k=5) == []
