@@ -106,18 +106,18 @@ def test_a_stream_of_writes_is_read_once_per_file_and_listed_boundedly(pair, mon
     # names new writes (it ran at every refresh: recall p50 172 ms under 4 writers at 10k, issue 27).
     writer, reader = pair
     reads, listings = [0], [0]
-    real_read, real_list = mirror.FolderMirror._read_file, mirror.list_names
+    real_read, real_list = mirror.FolderMirror._read_file, mirror.FolderListing.list
 
     def read(self, name):
         reads[0] += 1
         return real_read(self, name)
 
-    def list_names(root):
+    def list_names(self, root):
         listings[0] += 1
-        return real_list(root)
+        return real_list(self, root)
 
     monkeypatch.setattr(mirror.FolderMirror, "_read_file", read)
-    monkeypatch.setattr(mirror, "list_names", list_names)
+    monkeypatch.setattr(mirror.FolderListing, "list", list_names)
     monkeypatch.setattr(mirror, "LIST_EVERY_S", 3600.0)
     reader.refresh(full=False)  # nothing named: lists once
     assert listings[0] == 1
@@ -174,3 +174,32 @@ def test_a_stat_pass_taken_earlier_keeps_what_was_read_since(pair, tmp_path: Pat
     path.write_text(edited, encoding="utf-8")                   # in place, after a pass: the next pass sees it
     reader.refresh(full=True, prescan=reader.prescan())
     assert reader.get(a.id).statement == "first fact, edited by hand"
+
+
+def test_a_listing_reads_only_the_month_folders_that_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 49: another process's write moves its month folder's mtime; the quick refresh lists that folder, not
+    every name of the store (a full listing is ~1.1 s of CPU at a million files), and still sees files copied in
+    or deleted by hand in any month."""
+    import os
+    import time
+
+    from plur.store import listing as listing_mod
+
+    writer, reader = EngramStore(tmp_path, fsync=False), EngramStore(tmp_path, fsync=False)
+    made = [writer.add(Engram.create(f"fact of month {m}", created=f"2025-{m:02d}-10T00:00:00Z"))[0] for m in range(1, 7)]
+    past = time.time() - 3600   # settled folders (older than the racy window)
+    for folder in [tmp_path / "engrams", *(tmp_path / "engrams").iterdir()]:
+        os.utime(folder, (past, past))
+    reader.refresh()
+    reader.refresh(full=False)  # the first listing reads everything
+    listed: list[str] = []
+    real = listing_mod.os.listdir
+    monkeypatch.setattr(listing_mod.os, "listdir", lambda p: (listed.append(Path(p).name), real(p))[1])
+    monkeypatch.setattr(mirror, "LIST_EVERY_S", 0.0)
+    assert not reader.refresh(full=False) and listed == []    # nothing moved: nothing listed
+    e = Engram.create("copied by hand into March", created="2025-03-20T00:00:00Z")
+    (tmp_path / "engrams" / "2025-03" / f"{e.id}.yaml").write_text(e.to_yaml(), encoding="utf-8")
+    assert reader.refresh(full=False).added == {e.id} and listed == ["2025-03"]
+    listed.clear()
+    writer.path_for(made[4].id).unlink()                      # deleted by hand in May
+    assert reader.refresh(full=False).removed == {made[4].id} and sorted(set(listed)) == ["2025-03", "2025-05"]

@@ -26,7 +26,8 @@ from .lock import StoreLock
 from .manifest import FileEntry, JournalTail, WriterJournal, file_sha, load_manifest
 from .manifest import save_manifest as save_manifest_file
 from .engram_file import parse_file, size_message
-from .folder_scan import Prescan, StatKey, folder_token, list_names, scan_folder, scan_folder_while, stat_pass
+from .folder_scan import Prescan, StatKey, folder_token, scan_folder, scan_folder_while, stat_pass
+from .listing import FolderListing
 from .layout import id_of, is_flat, twin
 from .quarantine import move_aside, unmoved_record
 from .changes import Changes, _check_home, _merge_op  # noqa: F401 - Changes re-exported
@@ -78,6 +79,7 @@ class FolderMirror:
         self._saved_at = 0.0  # time.monotonic() of the last manifest save (0: never)
         self._recent: dict[str, float] = {}  # journal names -> time.monotonic() first seen (quick refresh)
         self._listed_at = float("-inf")  # time.monotonic() of the quick refresh's last folder listing
+        self._listing = FolderListing()  # the folders (engrams/, months) it listed, by mtime
         self._months: tuple[int, list[str]] = (-1, [])  # (the folder's mtime, its month folders) last listed
 
     def change_token(self) -> tuple[int, ...] | None:
@@ -241,11 +243,11 @@ class FolderMirror:
         Reads the files other plur writers named in the journal since we last looked; stats those
         named in the last :data:`RECENT_S` seconds, whose write may have been in flight (plur writes
         by rename, so a landed write always changes the inode: a stat tells); reads files whose name
-        is new (copied in by hand) and forgets names that are gone. The folder listing is set
-        arithmetic in C (2-3 ms at 10k names); while plur writers keep naming files in the journal it
-        runs at most every :data:`LIST_EVERY_S` seconds (a hand-copied file shows up that much later),
-        else at every call. In-place edits that keep the name and go around plur are left to the
-        next full scan (the caller runs one every ``refresh_interval_s``). Takes no lock.
+        is new (copied in by hand) and forgets names that are gone. The listing reads only folders whose
+        mtime moved (:mod:`plur.store.listing`); while plur writers keep naming files in the journal it runs
+        at most every :data:`LIST_EVERY_S` seconds (a hand-copied file shows up that much later), else at
+        every call. In-place edits that keep the name and go around plur are left to the next full scan
+        (the caller runs one every ``refresh_interval_s``). Takes no lock.
 
         Returns:
             False when the journal cannot be trusted (missing, rotated, torn, never scanned): the
@@ -261,10 +263,9 @@ class FolderMirror:
         for name in named:
             self._recent.setdefault(name, now)
         self._recent = {n: t for n, t in self._recent.items() if now - t < RECENT_S}
-        listed: set[str] | None = None
+        listed = None
         if not named or now - self._listed_at >= LIST_EVERY_S:
-            listed = list_names(self.root)
-            self._listed_at = now
+            listed, self._listed_at = self._listing.list(self.root), now
         reads = 0
         for name in sorted(named):
             reads += 1
@@ -272,11 +273,10 @@ class FolderMirror:
         for name in sorted(self._recent.keys() - named):
             self._check_one(name, stat_only=True)
         if listed is not None:
-            new = listed - self._entries.keys() - self._unmoved.keys()
-            for name in sorted(n for n in new if n.endswith(".yaml") and not n.rpartition("/")[2].startswith(".")):
+            for name in listed.new(self._entries, self._unmoved):
                 reads += 1
                 self._check_one(name)
-            for name in sorted(self._entries.keys() - listed):
+            for name in listed.gone(self._entries):
                 self._forget_entry(name)
         self._writes.advance(tail)
         self._autosave(reads)
