@@ -6,6 +6,8 @@ raised by the embedding step of the third batch, as Ctrl-C would be.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from plur.index import indexes as indexes_module
@@ -56,4 +58,33 @@ def test_an_interrupted_reindex_resumes_without_redoing_saved_work(plur_home, em
     counted.clear()
     again.reindex(progress=False)  # no interrupted build left: a full rebuild
     assert sum(counted) == N
+    again.close()
+
+
+def test_a_reindex_keeps_the_stores_manifest_so_the_next_open_reads_no_engram_file(plur_home, embedder,
+                                                                                    monkeypatch) -> None:
+    """A reindex removed all of ``<home>/index``, the store's manifest and writer journal with it: the next process
+    (the service started after ``plur reindex``) read and parsed every engram file again (issue 49)."""
+    from plur.embed.models_lock import PACKAGED_MODEL
+    from plur.store.mirror import FolderMirror
+
+    mem = Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL)
+    mem.learn_many({"statement": f"note {i}: the kite flew over hill {i}"} for i in range(40))
+    mem.close()
+    for f in (plur_home / "engrams").glob("*.yaml"):  # not written in the last 2 s: the manifest vouches for them
+        os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns - 3_600 * 10**9))
+    (plur_home / "index" / "manifest-store.json").unlink(missing_ok=True)
+    assert Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL).store.count() == 40  # writes the manifest
+    store_files = {p.name for p in (plur_home / "index").iterdir()} & {"manifest-store.json", "store-journal"}
+    assert "manifest-store.json" in store_files
+    mem = Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL)
+    mem.reindex(progress=False)
+    mem.close()
+    assert store_files <= {p.name for p in (plur_home / "index").iterdir()}
+    reads: list[str] = []
+    real = FolderMirror._read_file
+    monkeypatch.setattr(FolderMirror, "_read_file", lambda self, name: (reads.append(name), real(self, name))[1])
+    again = Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL)
+    assert again.store.count() == 40 and reads == []
+    assert again.recall("which kite flew over hill 7", k=3, record=False)
     again.close()
