@@ -22,8 +22,15 @@ def _learn(mem: Memory) -> None:
                                "turn": i % 20}} for i in range(N))
 
 
-def test_an_interrupted_reindex_resumes_without_redoing_saved_work(plur_home, embedder, monkeypatch) -> None:
+@pytest.mark.parametrize("pipelined", [False, True])
+def test_an_interrupted_reindex_resumes_without_redoing_saved_work(plur_home, embedder, monkeypatch,
+                                                                    pipelined) -> None:
+    """``pipelined``: each batch's insert runs on the worker thread while the next batch is embedded (a queue
+    of 1,000 or more, :mod:`plur.index.dense_fill`); the batch in flight when Ctrl-C comes is saved too."""
     from plur.embed.models_lock import PACKAGED_MODEL
+    from plur.index import dense_fill
+
+    monkeypatch.setattr(dense_fill, "PIPELINE_MIN", 1 if pipelined else 10**9)
 
     mem = Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, embed_batch_size=8)
     _learn(mem)

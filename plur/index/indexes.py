@@ -380,41 +380,9 @@ class IndexSet:
         """
         if self.dense is None or not self._pending_dense:
             return 0
-        import time
+        from .dense_fill import flush_dense
 
-        pending = list(self._pending_dense.values())
-        show = progress if progress is not None else len(pending) > 2000
-        batch = max(256, self.settings.embed_batch_size * 8)
-        starts = range(0, len(pending), batch)
-        if show:
-            from tqdm import tqdm
-
-            starts = tqdm(starts, desc=f"embedding ({self.embedder.name})", unit="batch")
-        last = time.monotonic()
-        try:
-            for start in starts:
-                chunk = pending[start:start + batch]
-                vectors, owners = embed_engrams(self.embedder, chunk, self.settings)
-                ids = [chunk[int(o)].id for o in owners]
-                self.dense.add(ids, vectors)
-                if self.dense.uses_hnsw:
-                    # Build the graph as soon as the index is big enough for it, so later batches go straight
-                    # into the graph instead of a second full copy of the vectors (peak RSS at 100k engrams).
-                    self.dense.build()
-                for e in chunk:
-                    self.dense_hashes[e.id] = dense_key(e, self.settings)
-                    self._pending_dense.pop(e.id, None)
-                self.dirty = True
-                if checkpoint_s is not None and time.monotonic() - last >= checkpoint_s:
-                    self.save()
-                    last = time.monotonic()
-        except KeyboardInterrupt:
-            self.dirty = True
-            self.save()  # what is embedded so far: the next open resumes from here
-            raise
-        if len(pending) >= ADD_BATCH:
-            release_free_heap()  # the batches' texts, chunks and cached vectors (issue 30)
-        return len(pending)
+        return flush_dense(self, embed_engrams, progress=progress, checkpoint_s=checkpoint_s)
 
     # -- persistence ----------------------------------------------------------------------
     def save(self) -> None:
