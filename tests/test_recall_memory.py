@@ -391,3 +391,26 @@ def test_feedback_is_recorded_and_forget_erases_it(plur_home) -> None:
             mem.feedback("ENG-2020-01-01-000000", True)
         mem.forget(e.id)
         assert mem.stats.feedback_counts(e.id) == {"useful": 0, "not_useful": 0}
+
+
+def test_opening_the_indexes_after_a_listing_stats_the_folder_once(tmp_path: Path, monkeypatch) -> None:
+    """A service start lists the store (a full stat scan) and then opens the indexes, which stat'ed every engram file
+    again (~1.5 s of CPU at 100k engrams, issue 49); edits since the listing are still found by the usual rules."""
+    home = tmp_path / "home"
+    with Memory(home, model=PACKAGED_MODEL) as mem:
+        mem.learn_many({"statement": f"the kite number {i} flew over the hill"} for i in range(30))
+    mem = Memory(home, model=PACKAGED_MODEL)
+    full: list[bool] = []
+    real = type(mem.store).refresh
+
+    def counting(store, **kw):  # noqa: ANN001
+        full.append(kw.get("full", True))
+        return real(store, **kw)
+
+    monkeypatch.setattr(type(mem.store), "refresh", counting)
+    assert len(mem.list()) == 30
+    assert mem.recall("kite number 7", k=3, mode="bm25", record=False)
+    assert full.count(True) == 1
+    mem.learn("the red balloon rose above the hill")
+    assert "the red balloon rose above the hill" in statements(mem.recall("red balloon", k=3, mode="bm25"))
+    mem.close()

@@ -29,7 +29,9 @@ def open_index(mem: Any, need_dense: bool = True) -> Any:
         defer = not need_dense and mem._resolution is None and mem._explicit_embedder is None
         embedder = None if defer else mem.model_resolution().embedder
         idx = IndexSet(mem.home / "index", mem.settings, embedder, defer_dense=defer, skip=never_indexed(mem))
-        mem._scan(force=True)
+        # A full stat scan unless this Memory already ran one (the usual rules then say whether one is due): a
+        # service start listed the store (a full scan) and then stat'ed every file again here (issue 49).
+        mem._scan(force=mem._last_scan == 0.0)
         mem._synced_at_open = idx.sync(mem._by_id(), progress=True)
         mem._indexes = idx
     elif need_dense and mem._indexes.dense_deferred:
