@@ -384,6 +384,43 @@ def test_cache_chunks_go_through_the_cache(embedder, tmp_path: Path) -> None:
         np.testing.assert_array_equal(owners, owners2)
 
 
+
+def test_a_text_cut_into_chunks_once_is_not_tokenized_again(embedder, tmp_path: Path) -> None:
+    """The chunks' spans are kept in the cache (plur.embed.chunk_spans): a build from cached embeddings tokenized
+    every statement again only to find its chunks' keys (issue 49). Same chunks, in a later run too; another window,
+    another cut; a forget removes a text's spans with its vectors; a cache written before the table opens."""
+    import sqlite3
+
+    counting = CountingEmbedder(embedder)
+    cuts: list[int] = []
+    real = counting.chunk_texts
+    counting.chunk_texts = lambda texts, max_tokens=None: (cuts.append(len(texts)), real(texts, max_tokens))[1]
+    long_text = " ".join(f"Line {i}: the greenhouse needs watering on Tuesday, twice." for i in range(30))
+    texts = [long_text, "tiny", long_text.upper(), ""]
+    path = tmp_path / "e.sqlite"
+    with sqlite3.connect(path) as old:  # a cache file from before the spans table
+        old.execute("CREATE TABLE vectors (identity TEXT NOT NULL, text_sha256 BLOB NOT NULL, dims INTEGER NOT NULL, "
+                    "vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256)) WITHOUT ROWID")
+    with EmbeddingCache(path) as cache:
+        cached = CachedEmbedder(counting, cache)
+        want = embedder.chunk_texts(texts, 32)
+        first = cached.chunk_texts(texts, 32)
+        assert cuts == [4] and first[0] == want[0] and first[1].tolist() == want[1].tolist()
+        assert len(first[0]) > 4  # the long texts are several chunks
+    with EmbeddingCache(path) as cache:  # a later run
+        cached = CachedEmbedder(counting, cache)
+        again = cached.chunk_texts(texts + ["new text"], 32)
+        assert cuts == [4, 1]  # only the new text was cut
+        assert again[0][:-1] == want[0] and again[1][:-1].tolist() == want[1].tolist()
+        assert cached.chunk_texts([long_text], 64)[0] != want[0][:1] and cuts == [4, 1, 1]  # another window
+        with sqlite3.connect(path) as db:
+            assert db.execute("SELECT COUNT(*) FROM chunk_spans").fetchone()[0] == 6
+        cache.forget([text_key(long_text)])  # both of its cuts go
+        with sqlite3.connect(path) as db:
+            assert db.execute("SELECT COUNT(*) FROM chunk_spans").fetchone()[0] == 4
+        assert cached.chunk_texts([long_text], 32)[0] == [c for c, o in zip(*want) if o == 0] and cuts == [4, 1, 1, 1]
+
+
 def test_unreadable_cache_file_is_moved_aside(tmp_path: Path) -> None:
     path = tmp_path / "embeddings.sqlite"
     path.write_bytes(b"this is not a database" * 100)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import StoreError
+from .chunk_spans import SCHEMA as SPANS_SCHEMA
 
 if TYPE_CHECKING:
     from .embedder import Embedder
@@ -98,12 +99,14 @@ class EmbeddingCache:
                 conn.execute("CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, text_sha256 BLOB NOT NULL, "
                              "dims INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256)) "
                              "WITHOUT ROWID")
+                conn.execute(SPANS_SCHEMA)
             return conn
         try:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, text_sha256 BLOB NOT NULL, "
                 "dims INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256)) WITHOUT ROWID"
             )
+            conn.execute(SPANS_SCHEMA)  # where texts were cut into chunks (plur.embed.chunk_spans)
         except sqlite3.DatabaseError:
             conn.close()
             raise
@@ -170,6 +173,7 @@ class EmbeddingCache:
                 cur = self._conn.execute(
                     f"DELETE FROM vectors WHERE text_sha256 IN ({','.join('?' * len(part))})", part)
                 n += cur.rowcount or 0
+                self._conn.execute(f"DELETE FROM chunk_spans WHERE text_sha256 IN ({','.join('?' * len(part))})", part)
             scrub(self._conn)
         return n
 
@@ -195,8 +199,10 @@ class EmbeddingCache:
         with self._lock:
             if identity is None:
                 cur = self._conn.execute("DELETE FROM vectors")
+                self._conn.execute("DELETE FROM chunk_spans")
             else:
                 cur = self._conn.execute("DELETE FROM vectors WHERE identity = ?", (identity,))
+                self._conn.execute("DELETE FROM chunk_spans WHERE identity = ?", (identity,))
             return cur.rowcount
 
     def close(self) -> None:
@@ -346,9 +352,13 @@ class CachedEmbedder:
         tokens = max_tokens or self.chunk_tokens
         if tokens and self._takes_tokens is None:
             self._takes_tokens = _takes_max_tokens(self.inner)
-        if tokens and self._takes_tokens:
-            return self.inner.chunk_texts(texts, tokens)
-        return self.inner.chunk_texts(texts)
+        window = int(tokens) if tokens and self._takes_tokens else 0
+        cut = (lambda part: self.inner.chunk_texts(part, window)) if window else self.inner.chunk_texts
+        if not isinstance(self.cache, EmbeddingCache) or not texts:
+            return cut(list(texts))
+        from .chunk_spans import cached_chunks  # spans cut before: no tokenizing again (issue 49)
+
+        return cached_chunks(self.cache, self.identity, window, texts, [text_key(t) for t in texts], cut)
 
     def embed_document_chunks(self, texts: Sequence[str], tokens: Sequence[int | None] | None = None,
                               headers: Sequence[str | None] | None = None) -> tuple[np.ndarray, np.ndarray]:
