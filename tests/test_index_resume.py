@@ -78,7 +78,7 @@ def test_a_reindex_keeps_the_stores_manifest_so_the_next_open_reads_no_engram_fi
     mem = Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL)
     mem.learn_many({"statement": f"note {i}: the kite flew over hill {i}"} for i in range(40))
     mem.close()
-    for f in (plur_home / "engrams").glob("*.yaml"):  # not written in the last 2 s: the manifest vouches for them
+    for f in (plur_home / "engrams").rglob("*.yaml"):  # not written in the last 2 s: the manifest vouches for them
         os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns - 3_600 * 10**9))
     (plur_home / "index" / "manifest-store.json").unlink(missing_ok=True)
     assert Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL).store.count() == 40  # writes the manifest
