@@ -353,6 +353,27 @@ def test_cli_uses_the_running_service(service: tuple[Path, dict]) -> None:
         assert after.get(name, 0) > before.get(name, 0), (name, before, after)
 
 
+def test_cli_list_is_a_page_the_service_answers_as_the_store_would(service: tuple[Path, dict]) -> None:
+    """`plur list --limit N` asks a running service for its page and the total (issue 49: a cold list read
+    every engram of the store, 7.4 s at 100k), and prints what the in-process command prints."""
+    home, info = service
+    c = Client(info)
+    c.learn("The user's bike is a red Brompton.", scope="project:a", tags=["bike"])
+    before = c.status()["served"].get("list", 0)
+    other = {"PLUR_BUDGET_TOKENS": "1999"}  # a setting the service does not have: the command works in-process
+    for args in (("list", "--limit", "2"), ("list", "--limit", "50"), ("list", "--limit", "2", "--json"),
+                 ("list", "--limit", "1", "--scope", "project:a", "--tag", "bike"), ("list", "--limit", "3", "--text", "TEA")):
+        via = plur("-v", *args, home=home)
+        direct = plur("-v", *args, home=home, env=other)
+        assert via.returncode == direct.returncode == 0, (via.stderr, direct.stderr)
+        assert "list: via the service" in via.stderr and "list: in-process" in direct.stderr, (via.stderr, direct.stderr)
+        assert via.stdout == direct.stdout and via.stdout.strip(), (args, via.stdout, direct.stdout)
+        said = [ln for ln in via.stderr.splitlines() if "list: " not in ln]
+        assert said == [ln for ln in direct.stderr.splitlines() if "list: " not in ln], (args, via.stderr, direct.stderr)
+    assert c.status()["served"].get("list", 0) == before + 5
+    assert plur("list", "--limit", "2", home=home).stderr.startswith(f"{c.list_engrams(limit=1)['total']} engrams (showing 2)")
+
+
 def test_cli_falls_back_in_process_without_a_service(tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = {"PLUR_MODEL": "none"}
@@ -588,7 +609,7 @@ def test_cli_on_the_service_path_still_says_files_are_quarantined() -> None:
         path = home / "engrams" / eid[4:11] / f"{eid}.yaml"
         path.write_text(path.read_text(encoding="utf-8").split("scope:")[0], encoding="utf-8")  # truncated
         for args in (("-v", "recall", "kettle"), ("-v", "section", "kettle", "--agent", "a"),
-                     ("-v", "learn", "The door is red.")):
+                     ("-v", "learn", "The door is red."), ("-v", "list", "--limit", "5")):
             r = plur(*args, home=home)
             assert r.returncode == 0 and "via the service" in r.stderr, r.stderr
             assert "1 file is quarantined" in r.stderr and "plur doctor" in r.stderr, (args, r.stderr)

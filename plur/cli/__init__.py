@@ -29,7 +29,7 @@ Errors: any :class:`~plur.errors.PlurError` becomes one line on stderr
 Human output by default; ``--json`` where offered prints one JSON document on stdout
 (:mod:`plur.cli.output`).
 
-``recall``, ``section``, ``learn``, ``forget`` and ``doctor`` go through a running local service
+``recall``, ``section``, ``learn``, ``forget``, ``doctor`` and ``list --limit N`` go through a running local service
 (:mod:`plur.service.client`) when the home has one, and work in-process otherwise; ``--verbose``
 says which (:meth:`plur.service.session.Session.service`).
 

@@ -63,7 +63,7 @@ PREFIX = "/api/v1"
 #: Largest ``k`` a recall may ask for.
 MAX_K = 1000
 #: Answers that carry ``quarantined`` (files of the store that could not be loaded), so a client can warn.
-QUARANTINE_NOTED = frozenset(("recall", "block", "learn", "forget", "agent_block", "inject"))
+QUARANTINE_NOTED = frozenset(("recall", "block", "learn", "forget", "agent_block", "inject", "list"))
 _REQUIRED = object()
 
 

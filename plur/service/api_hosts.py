@@ -3,7 +3,8 @@
 =======  ==============================  ==========================================================
 method   path                            answer
 =======  ==============================  ==========================================================
-POST     /api/v1/list                    ``{engrams: [...]}`` newest first (scope, type, tag, text, limit)
+POST     /api/v1/list                    ``{engrams: [...], total}`` newest first (scope, type, tag, text, limit;
+                                         ``total``: how many match in all)
 POST     /api/v1/update                  ``{engram}`` (id + statement, tags, status, type, pinned)
 POST     /api/v1/inject                  ``{text, engram_ids, tokens, overview}``: engrams not in ``exclude`` only
                                          (:func:`plur.prompt.increment.inject_block`, recorded as an injection)
@@ -42,8 +43,8 @@ def host_routes(memory: Any, endpoint: Callable[..., Any], required: object, pre
               text: str | None, limit: int) -> dict[str, Any]:
         if not 1 <= limit <= MAX_LIST:
             raise ValidationError(f"limit={limit} must be from 1 to {MAX_LIST}")
-        rows = c.memory.list(scope=scope, type=type, tag=tag, status=status, text=text)[:limit]
-        return {"engrams": [e.to_dict() for e in rows]}
+        found = c.memory.list(scope=scope, type=type, tag=tag, status=status, text=text)
+        return {"engrams": [e.to_dict() for e in found[:limit]], "total": len(found)}
 
     def update(c: Any, id: str, **changes: Any) -> dict[str, Any]:
         given = {k: v for k, v in changes.items() if v is not None}
