@@ -135,7 +135,8 @@ def test_without_a_service_every_form_goes_to_click(tmp_path: Path) -> None:
 
 def test_a_cold_recall_through_the_service_imports_no_click(served: Path) -> None:
     code = ("import sys\nfrom plur.cli import main\nrc = main(['--home', sys.argv[1], 'recall', 'dog'])\n"
-            "bad = ('click', 'plur.store.engram', 'plur.index.recall', 'plur.cli.root', 'plur.cli.output')\n"
+            "bad = ('click', 'plur.store.engram', 'plur.index.recall', 'plur.cli.root', 'plur.cli.output',\n"
+            "       'logging', 'typing', 'threading', 'plur.values', 'zlib')\n"
             "print('LOADED=' + ','.join(m for m in bad if m in sys.modules), rc)")
     out = subprocess.run([sys.executable, "-c", code, str(served)], capture_output=True, text=True,
                          env={**os.environ, "HF_HUB_OFFLINE": "1"})

@@ -121,18 +121,20 @@ def log_to_stderr(json_lines: bool = False) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit code."""
-    # A model fallback is said once on stderr, as its log line (plur.embed.fallback), not also as a warning.
-    warnings.filterwarnings("ignore", message="plur: embedding model")
-    warnings.filterwarnings("ignore", message="plur: no embedding model")
     args = sys.argv[1:] if argv is None else list(argv)
-    log_to_stderr(json_lines="--json" in args)
     try:
         if "recall" in args or "section" in args:  # the thin client's commands; others go straight to click
+            # before logging is set up: the thin client logs nothing and loads no model, and importing
+            # logging (threading, traceback, string, ...) was ~a third of its own imports (issue 49)
             from .fast import run
 
             code = run(args)
             if code is not None:
                 return code
+        # A model fallback is said once on stderr, as its log line (plur.embed.fallback), not also as a warning.
+        warnings.filterwarnings("ignore", message="plur: embedding model")
+        warnings.filterwarnings("ignore", message="plur: no embedding model")
+        log_to_stderr(json_lines="--json" in args)
         from .root import cli
 
         cli.main(args=argv, prog_name="plur", standalone_mode=True)

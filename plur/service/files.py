@@ -23,7 +23,6 @@ import os
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..values import check_home
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing is ~2 ms of a cold CLI recall
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,7 +49,10 @@ def home_of(home: str | os.PathLike[str] | None) -> Path:
     Raises:
         ConfigError: ``home`` is ``""`` (``Path("")`` would be the current directory).
     """
-    check_home(home, error=ConfigError)
+    if isinstance(home, str) and not home.strip():  # plur.values compiles its patterns at import: only then
+        from ..values import check_home
+
+        check_home(home, error=ConfigError)
     return Path(home).expanduser() if home is not None else default_home()
 
 
