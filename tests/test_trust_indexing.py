@@ -77,3 +77,57 @@ def test_changing_embed_chunk_tokens_rechunks_the_saved_dense_index(plur_home: P
     with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL, embed_chunk_tokens=64) as mem:
         assert e.id in mem._index().dense_hashes                   # same chunking: the saved index is kept
         assert mem._index().dense.vector_count == small
+
+
+class _GatedLock:
+    """The catch-up's model lock, held shut until ``gate`` opens: whoever takes it waits (issue 49)."""
+
+    def __init__(self, inner, gate, reached) -> None:
+        self.inner, self.gate, self.reached = inner, gate, reached
+
+    def __enter__(self):
+        self.reached.set()
+        assert self.gate.wait(300), "the gate never opened"
+        return self.inner.__enter__()
+
+    def __exit__(self, *exc):
+        return self.inner.__exit__(*exc)
+
+
+def test_a_recall_among_a_stream_of_writes_does_not_wait_for_their_embedding(plur_home: Path, embedder) -> None:
+    """Issue 49 (recall p99 under 4 writers): a recall that meets new engrams again and again (another process
+    learning all the time) hands even a short queue to the background thread and takes no model lock for its
+    query, so it answers while a catch-up is pending (BM25 finds the new engram); after a quiet spell the first
+    short queue is still embedded by the recall itself (issue 27)."""
+    import threading
+
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL) as mem:
+        mem.learn("The dog is Rex.")
+        mem.recall("dog")                                     # indexes open and caught up
+        mem.catchup.stream_s = 3600.0                         # every later queue counts as the same stream
+        with Memory(plur_home, model="none") as writer:
+            first = writer.learn("The cat is called Miso.")
+        mem.recall("cat")                                     # the first queue after a quiet spell: embedded now
+        assert queued(mem._indexes) == 0 and first.id in mem._indexes.dense_hashes
+        gate, reached, answered = threading.Event(), threading.Event(), threading.Event()
+        mem.catchup.embed_lock = _GatedLock(mem.catchup.embed_lock, gate, reached)
+        with Memory(plur_home, model="none") as writer:
+            marker = writer.learn("The quokka lives on Rottnest island.")
+        got: list = []
+
+        def recall() -> None:
+            got.extend(mem.recall("quokka Rottnest", k=3))
+            answered.set()
+
+        t = threading.Thread(target=recall, daemon=True)
+        t.start()
+        try:
+            assert answered.wait(120), "the recall waited for the pending catch-up (or for the model lock)"
+            assert marker.id in [h.engram.id for h in got]   # found by BM25 meanwhile
+            assert reached.wait(120)                          # the background thread has the queue
+            assert queued(mem._indexes) == 1
+        finally:
+            gate.set()
+        t.join(120)
+        assert mem.catchup.wait(timeout_s=300) and queued(mem._indexes) == 0
+        assert mem.recall("island animal quokka", k=1, mode="dense")[0].engram.id == marker.id

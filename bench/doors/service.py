@@ -4,6 +4,8 @@ Measured, each against ``python -c pass`` timed in the same run (the ratio trave
 
 * ``cold_cli_service``: a fresh ``plur recall QUERY`` process (hybrid) while ``plur service start`` runs,
   end to end (interpreter start, imports, unix-socket request, output). Floor: p50 <= 150 ms.
+* ``cold_cli_pairs``: the issue-49 measure: ``--pairs`` (7) interleaved pairs of ``python -c pass`` and a cold
+  ``plur recall``, the median of each and their ratio. Floor: 1.5x.
 * ``cold_cli_service_after_pause``: the same, each after ``--pause-s`` seconds with no request, as a
   person or a hook calls it (the server's kept-alive connections and the store's periodic full scan,
   49 ms at 10k engrams every >= 2.5 s, are then in their idle state).
@@ -97,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pause-s", type=float, default=3.0, help="idle seconds before each after-pause process")
     ap.add_argument("--paused", type=int, default=8, help="fresh processes after a pause")
     ap.add_argument("--queries", type=int, default=300, help="API requests per warm figure")
+    ap.add_argument("--pairs", type=int, default=7, help="interleaved (python -c pass, cold plur recall) pairs whose "
+                                                         "medians give the issue's ratio (floor 1.5x)")
     ap.add_argument("--cache-dir", default=str(ROOT / "bench" / ".cache"))
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "service.json"))
     ap.add_argument("--store", help="keep the built store here and reuse it when it exists (the build is not timed, "
@@ -135,6 +139,14 @@ def main(argv: list[str] | None = None) -> int:
             info = json.loads((home / "service.json").read_text())
             results["cold_cli_service"] = summary(
                 [ms for q in queries[: args.cold] for ms in cold(plur + ["--home", str(home), "recall", q], 1, env)], bp)
+            # the issue's own measure: 7 pairs, each a `python -c pass` then a cold `plur recall`, medians of each
+            pairs = [(cold([sys.executable, "-c", "pass"], 1, env)[0],
+                      cold(plur + ["--home", str(home), "recall", q], 1, env)[0]) for q in queries[: args.pairs]]
+            base_med = statistics.median(p for p, _ in pairs)
+            cli_med = statistics.median(c for _, c in pairs)
+            results["cold_cli_pairs"] = {"n": len(pairs), "python_c_pass_median_ms": round(base_med, 2),
+                                         "cold_cli_median_ms": round(cli_med, 2),
+                                         "ratio": round(cli_med / base_med, 2), "load": os.getloadavg()[0]}
             paused = []
             for q in queries[args.cold: args.cold + args.paused]:
                 time.sleep(args.pause_s)
@@ -157,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
             if key in FLOORS else ""
         ratio = f"  = {r['p50_ratio_to_python']:.1f}x python -c pass" if "p50_ratio_to_python" in r else ""
         print(f"{key:<24} p50 {r['p50_ms']:>8.1f} ms  p99 {r['p99_ms']:>8.1f} ms{ratio}{floor}", flush=True)
+    r = results["cold_cli_pairs"]
+    print(f"cold plur recall / python -c pass, medians of {r['n']} interleaved pairs: {r['cold_cli_median_ms']:.1f} / "
+          f"{r['python_c_pass_median_ms']:.1f} ms = {r['ratio']:.2f}x (floor 1.5x), load {r['load']:.1f}", flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--model", default="sentence-transformers/all-MiniLM-L6-v2")
     ap.add_argument("--home", default=None, help="reuse this home (built on first use)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="time each recall's stages (bench/doors/breakdown.py): lock waits, refresh, catch-up, query "
+                         "embedding, legs, second stage, stats, thread CPU; prints the mean of all and of the slowest 1%%")
     ap.add_argument("--real-base", action="store_true",
                     help="embed the base store with the model (slow on CPU); default: random unit vectors "
                          "put in the embedding cache for the base texts (latency does not depend on them)")
@@ -103,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     mem = Memory(home, model=args.model)
     for q in queries[: args.warmup]:
         mem.recall(q, k=10, mode="hybrid", record=False)
+    bd = None
+    if args.breakdown:
+        from bench.doors.breakdown import instrument, summarise
+
+        bd = instrument(mem)
+    stages: list[dict[str, float]] = []
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     stop_at = time.time() + args.seconds + 3.0
@@ -119,9 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     while time.monotonic() < end:
         q = queries[i % len(queries)]
         i += 1
+        if bd is not None:
+            bd.start()
         s = time.perf_counter()
         mem.recall(q, k=10, mode="hybrid")
         lat.append((time.perf_counter() - s) * 1000.0)
+        if bd is not None:
+            stages.append(bd.take())
         backlog.append(queued(mem._indexes))
     learned = sum(out.get(timeout=120) for _ in procs)
     for p in procs:
@@ -144,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'recalls':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'learned':>8} {'backlog':>8}")
     print(f"{row['recalls']:>8} {row['p50_ms']:>8} {row['p90_ms']:>8} {row['p99_ms']:>8} {row['max_ms']:>8} "
           f"{learned:>8} {row['dense_backlog_max']:>8}")
+    if bd is not None:
+        row["breakdown"] = summarise(stages)
+        for name in ("all_mean_ms", "slowest_mean_ms"):
+            parts = row["breakdown"][name]
+            print(f"{name:<16}" + "  ".join(f"{k} {v}" for k, v in parts.items() if v >= 0.05))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "writers.json").write_text(json.dumps(row, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -16,21 +16,31 @@ engrams, setting ``recall_embed_batch``: what one process just learned is found 
 next recall); a longer queue goes to one background thread that embeds it in small batches
 *outside* the caller's lock and applies each batch under it, while recalls answer from the last
 consistent dense index -- the queued engrams are found by the BM25 leg, indexed at once. No store
-lock is held at any point (reads take none). Calls into the embedding model are serialised by
-:attr:`DenseCatchUp.embed_lock` (a tokenizer is not safe to share between threads), and a
-background batch is small, so a recall's query embedding waits at most one batch.
+lock is held at any point (reads take none). A tokenizer is not safe to share between threads: a
+background batch (chunking, tokenizing, the forward pass) runs whole on :mod:`plur.embed.model_thread`
+(``run_on_model``),
+where a recall's query is embedded too, and :attr:`DenseCatchUp.embed_lock` keeps it apart from
+:meth:`DenseCatchUp.now` on another thread. A recall takes no lock for its query: it waits at most for the
+one small batch in flight on the model thread. Under a stream of writes (a queue met at recall after
+recall) a recall embeds nothing itself, however short the queue (:data:`STREAM_S`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 
 log = logging.getLogger("plur.index.catchup")
-#: Engrams per background embedding batch (a recall's query waits at most one batch for the model).
-BACKGROUND_BATCH = 8
+#: Engrams per background embedding batch (a recall's query waits at most one batch for the model; with 8 a
+#: recall waited 54 ms on average for the model under 4 writers on 2 cores at load 11, issue 49).
+BACKGROUND_BATCH = 4
+#: Seconds after a recall last found a queue during which the writes count as a stream: a recall then
+#: hands even a short queue to the background thread instead of embedding it itself (issue 49: under 4
+#: writers x 10 engrams/s nearly every recall found a few new engrams and embedded them first).
+STREAM_S = 2.0
 
 
 def queued(idx: Any) -> int:
@@ -46,22 +56,48 @@ class DenseCatchUp:
         sync_limit: a queue this long or shorter is embedded by the recall itself.
     """
 
-    def __init__(self, lock: Any, sync_limit: int) -> None:
+    def __init__(self, lock: Any, sync_limit: int, run_on_model: Any = None) -> None:
         self.lock = lock
+        #: ``run_on_model(fn, *args)``: where a background batch runs whole (the Memory passes
+        #: :func:`plur.embed.model_thread.run`; ``None``: on the catch-up thread itself)
+        self.run_on_model = run_on_model if run_on_model is not None else (lambda fn, *args: fn(*args))
         self.sync_limit = int(sync_limit)
         self.embed_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._stream_until = 0.0
+        #: queued ids a store refresh brought (other processes' writes), as :meth:`note_outside` said
+        self._outside: set[str] = set()
+        #: seconds a met queue marks a stream of writes (:data:`STREAM_S`)
+        self.stream_s = STREAM_S
 
     def before_search(self, idx: Any) -> None:
-        """Called by a recall (holding :attr:`lock`): embed a short queue now, else hand it to the thread."""
+        """Called by a recall (holding :attr:`lock`): embed a short queue now, else hand it to the thread.
+
+        A queue met again within :data:`STREAM_S` of the last one is a stream of writes (other processes
+        learning all the time): it goes to the background thread however short, so the recall does not wait
+        for embedding; BM25 finds those engrams meanwhile. After a quiet spell the first short queue is
+        embedded by the recall itself (what another process just learned ranks by meaning at once).
+        """
         n = queued(idx)
+        if n == 0 or len(self._outside) > 4 * self.sync_limit + 1024:  # keep the set to what is queued
+            self._outside.intersection_update(getattr(idx, "_pending_dense", None) or ())
         if n == 0:
             return
-        if n <= self.sync_limit and not self.running:
+        streaming = False
+        if n <= self.sync_limit and self._outside.issuperset(idx._pending_dense):  # only other processes' writes
+            now = time.monotonic()
+            streaming, self._stream_until = now < self._stream_until, now + self.stream_s
+        if n <= self.sync_limit and not self.running and not streaming:
             self.now(idx)
             return
         self._start(idx)
+
+    def note_outside(self, ids: list[str]) -> None:
+        """Engrams a store refresh found written by another process, about to be queued (a short list only:
+        a long one goes to the background thread anyway). This Memory's own writes are never streamed."""
+        if len(ids) <= self.sync_limit:
+            self._outside.update(ids)
 
     def now(self, idx: Any, *, progress: bool = False, checkpoint_s: float | None = None) -> int:
         """Embed the whole queue of ``idx`` now (the caller holds :attr:`lock`); the "now" mode.
@@ -102,8 +138,9 @@ class DenseCatchUp:
                     batch = list(idx._pending_dense.items())[:BACKGROUND_BATCH]
                 if not batch:
                     return
-                with self.embed_lock:
-                    vectors, owners = embed_engrams(idx.embedder, [e for _, e in batch], idx.settings)
+                with self.embed_lock:  # against now() on another thread; the work itself runs on the model thread
+                    vectors, owners = self.run_on_model(embed_engrams, idx.embedder, [e for _, e in batch],
+                                                        idx.settings)
                 with self.lock:
                     self._apply(idx, batch, vectors, owners)
         except Exception as exc:  # noqa: BLE001 - the next recall retries; BM25 still finds the engrams

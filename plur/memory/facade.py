@@ -86,7 +86,7 @@ class Memory(WriteMethods, ConversationMethods, ReadMethods, IndexMethods):
         self._reranker: Any | None = None
         #: dense-leg catch-up (bounded in a recall, the rest in a background thread, or all now); see
         #: plur.index.catchup
-        self.catchup = DenseCatchUp(self._lock, settings.recall_embed_batch)
+        self.catchup = DenseCatchUp(self._lock, settings.recall_embed_batch, run_on_model=_run_on_model)
         _lifecycle.register(self)
 
     @property
@@ -151,3 +151,10 @@ class Memory(WriteMethods, ConversationMethods, ReadMethods, IndexMethods):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _run_on_model(fn: Any, *args: Any) -> Any:
+    """A background catch-up batch, whole on the model thread (plur.index.catchup; imported on first use)."""
+    from ..embed import model_thread
+
+    return model_thread.run(fn, *args)

@@ -110,6 +110,7 @@ def scan(mem: Any, force: bool = False, use: bool = True, prescan: Any = None) -
         if mem._indexes is not None:
             if changes.removed:
                 mem._indexes.remove(changes.removed)
+            mem.catchup.note_outside([e.id for e in changed])  # another process's writes: maybe a stream
             mem._indexes.add(changed)
     if getattr(mem.store, "remote", False):
         from .shared import erase_forgotten_elsewhere, resync_derived

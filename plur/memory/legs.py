@@ -4,7 +4,6 @@ model thread while BM25 scores), filtered, and the fills that let fusion sum bot
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -45,23 +44,26 @@ def legs(mem: Any, query: str, k: int, scope: str | None, types: Sequence[str] |
         # from the last consistent dense index (BM25 finds the queued engrams), see plur.index.catchup.
         mem.catchup.before_search(idx)
         use_dense = bool(len(idx.dense))
-    with mem.catchup.embed_lock if use_dense else contextlib.nullcontext():
-        # the query is embedded on the model thread while this thread runs the BM25 leg
-        if use_dense:
-            from ..embed import model_thread
-        qvec = model_thread.submit(idx.embedder.embed_query, query) if use_dense else None
-        bm25: list[tuple[str, float]] = []
-        fills: Fills = ({}, {})
-        if need_bm25:
-            ranking, bm25_of = idx.lexical.search_scored(query, fetch, allowed)
-            bm25 = keep(ranking)
-        bm25_full = idx.lexical.match_score(query) if need_bm25 else 0.0
-        if qvec is not None:
-            vector = qvec.result()
-            dense = keep(idx.dense.search(vector, fetch, allowed))
-            if bm25 and mem.settings.fusion == "weighted":  # rrf fuses ranks, not scores
-                in_bm25 = {i for i, _ in bm25}
-                in_dense = {i for i, _ in dense}
-                fills = (bm25_of(i for i in in_dense if i not in in_bm25),
-                         idx.dense.scores_for(vector, (i for i in in_bm25 if i not in in_dense)))
+    # the query is embedded on the model thread while this thread runs the BM25 leg; no lock is taken for it:
+    # a background catch-up batch runs whole on the model thread too (plur.index.catchup), so the query waits
+    # at most for the one small batch in flight (it waited for the model lock around the batch, issue 49)
+    qvec = None
+    if use_dense:
+        from ..embed import model_thread
+
+        qvec = model_thread.submit(idx.embedder.embed_query, query)
+    bm25: list[tuple[str, float]] = []
+    fills: Fills = ({}, {})
+    if need_bm25:
+        ranking, bm25_of = idx.lexical.search_scored(query, fetch, allowed)
+        bm25 = keep(ranking)
+    bm25_full = idx.lexical.match_score(query) if need_bm25 else 0.0
+    if qvec is not None:
+        vector = qvec.result()
+        dense = keep(idx.dense.search(vector, fetch, allowed))
+        if bm25 and mem.settings.fusion == "weighted":  # rrf fuses ranks, not scores
+            in_bm25 = {i for i, _ in bm25}
+            in_dense = {i for i, _ in dense}
+            fills = (bm25_of(i for i in in_dense if i not in in_bm25),
+                     idx.dense.scores_for(vector, (i for i in in_bm25 if i not in in_dense)))
     return bm25, dense, bm25_full, fills
