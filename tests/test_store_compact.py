@@ -150,7 +150,7 @@ def test_engrams_read_from_files_or_the_manifest_share_their_repeated_short_text
                      (a.source["format"], b.source["format"]), (a.source["session"], b.source["session"]),
                      (a.source["role"], b.source["role"])):
             assert x == y and x is y
-        (tmp_path / "index" / "manifest-store.json").unlink()  # the second store parses the YAML files
+        (tmp_path / "index" / "manifest-store.json").unlink(missing_ok=True)  # the next one parses the files
 
 
 def test_a_version_1_manifest_is_no_manifest_and_is_not_read_whole(tmp_path: Path) -> None:
@@ -199,3 +199,38 @@ def test_a_fresh_process_holds_one_string_per_engram_id(tmp_path: Path) -> None:
     dense.save(tmp_path / "dense")
     again = DenseIndex.load(tmp_path / "dense", dims=8)
     assert again._slot_ids[0] is stored
+
+
+def test_an_autosave_a_refresh_finds_due_is_written_by_a_thread_of_its_own(tmp_path: Path, monkeypatch) -> None:
+    """Issue 49 (recall p99 under writers): the refresh that read enough files to make a manifest save due
+    wrote the whole manifest before it returned, holding up the recall that asked for it (up to 600 ms at 10k
+    engrams on a busy machine). It now returns at once; the save completes on its own thread, and close waits."""
+    import threading
+
+    from plur.store import manifest, mirror
+
+    with EngramStore(tmp_path, fsync=False) as store:
+        store.add_many(_turns(40))
+    (tmp_path / "index" / "manifest-store.json").unlink()        # the next store reads all 40 files: a save is due
+    gate, entered, done = threading.Event(), threading.Event(), threading.Event()
+    real = manifest.save_manifest
+
+    def held(*args):
+        entered.set()
+        assert gate.wait(300), "the gate never opened"
+        return real(*args)
+
+    monkeypatch.setattr(manifest, "save_manifest", held)
+    monkeypatch.setattr(mirror, "save_manifest_file", held)
+    fresh = EngramStore(tmp_path)
+    seen: list[int] = []
+    t = threading.Thread(target=lambda: (seen.append(len(fresh.all())), done.set()), daemon=True)
+    t.start()
+    try:
+        assert done.wait(120), "the refresh waited for the manifest save"
+        assert seen == [40] and entered.wait(120)                  # the autosave did start, on its own thread
+    finally:
+        gate.set()
+    fresh.close()                                                  # waits for the save in flight
+    assert (tmp_path / "index" / "manifest-store.json").exists()
+    assert len(manifest.load_manifest(tmp_path / "index" / "manifest-store.json", tmp_path / "engrams")) == 40

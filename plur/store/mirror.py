@@ -23,7 +23,7 @@ from .active_texts import ActiveTexts
 from .atomic import clean_stale_temps
 from .engram import Engram
 from .lock import StoreLock
-from .manifest import FileEntry, JournalTail, WriterJournal, file_sha, load_manifest
+from .manifest import FileEntry, JournalTail, WriterJournal, file_sha, load_manifest, save_behind, wait_saved
 from .manifest import save_manifest as save_manifest_file
 from .engram_file import parse_file, size_message
 from .folder_scan import Prescan, StatKey, folder_token, scan_folder, scan_folder_while, stat_pass
@@ -195,7 +195,7 @@ class FolderMirror:
         due = never or time.monotonic() - self._saved_at >= AUTOSAVE_INTERVAL_S
         if (reads >= AUTOSAVE_READS and due) or (self._dirty and never and not self.manifest_path.exists()
                                                   and self._entries):
-            self.save_manifest()
+            save_behind(self)  # written by a thread of its own: a recall does not wait for it (issue 49)
 
     def prescan(self) -> Prescan | None:
         """The stat pass of a full refresh, without any lock, for :meth:`refresh` to apply later (issue 49).
@@ -443,6 +443,7 @@ class FolderMirror:
     def save_manifest(self) -> None:
         """Write ``<home>/index/manifest-store.json`` now (atomic; no fsync: it is a cache)."""
         with self._mutex:
+            wait_saved(self)
             if not self._loaded or not self.home.is_dir():   # a deleted home is not written again (issue 38)
                 return
             self._saved_at = time.monotonic()  # also after a failure: a read-only home does not retry each time

@@ -67,6 +67,7 @@ from .engram import Engram, content_hash, engram_version, new_id, validate_id
 from .folder_scan import scan_folder
 from .layout import month_name
 from .where import id_is_free, name_for
+from .manifest import wait_saved
 from .manifest import JOURNAL_MAGIC, JOURNAL_MAX_BYTES, MANIFEST_FORMAT, MANIFEST_VERSION, RACY_WINDOW_NS, FileEntry, file_sha
 from .mirror import AUTOSAVE_READS, DEFAULT_MAX_STATEMENT_BYTES, Changes, FolderMirror
 from .quarantine import count_quarantined, list_quarantined
@@ -402,8 +403,9 @@ class EngramStore(FolderMirror):
         return info
 
     def close(self) -> None:
-        """Save the manifest if the cache changed since it was last saved."""
+        """Save the manifest if the cache changed since it was last saved (after an autosave in flight)."""
         with self._mutex:
+            wait_saved(self)
             if self._dirty:
                 self.save_manifest()
 
