@@ -124,9 +124,10 @@ SETTINGS: tuple[Setting, ...] = (
             "switching re-embeds every engram. When int8 cannot serve, float32 does, with a warning.",
             ("float32", "int8")),
     Setting("recall_embed_batch", 32, int,
-            "A recall embeds at most this many new or changed engrams itself; a longer queue is embedded by a "
-            "background thread while recalls answer from the last consistent index (BM25 finds the queued "
-            "engrams), so a recall never waits on a stream of writers.", range=(0, 100000)),
+            "A recall embeds at most this many new or changed engrams itself; a longer queue, or other "
+            "processes' writes met again within 2 s (a stream), is embedded by a background thread while "
+            "recalls answer from the last consistent index (BM25 finds the queued engrams), so a recall never "
+            "waits on a stream of writers.", range=(0, 100000)),
     Setting("fsync", True, bool,
             "fsync each engram file and its folder on write (crash safety); off only for throwaway stores (benchmarks)."),
     Setting("budget_tokens", 2000, int, "Token budget of the memory block injected into the system prompt.", range=(0, 1000000)),

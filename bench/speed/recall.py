@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "data"
+SHARED = Path(os.environ.get("PLUR_SHARED_DATA") or REPO.parent / "shared" / "data")  # as the tests read it
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _SPLIT = re.compile(r"(?<=[.!?])\s+")
 
