@@ -67,16 +67,14 @@ from .engram import Engram, content_hash, engram_version, new_id, validate_id
 from .folder_scan import scan_folder
 from .layout import month_name
 from .where import id_is_free, name_for
-from .manifest import wait_saved
-from .manifest import JOURNAL_MAGIC, JOURNAL_MAX_BYTES, MANIFEST_FORMAT, MANIFEST_VERSION, RACY_WINDOW_NS, FileEntry, file_sha
+from .manifest import (JOURNAL_MAGIC, JOURNAL_MAX_BYTES, MANIFEST_FORMAT, MANIFEST_VERSION, RACY_WINDOW_NS, FileEntry,
+                       file_sha, wait_saved)
 from .mirror import AUTOSAVE_READS, DEFAULT_MAX_STATEMENT_BYTES, Changes, FolderMirror
 from .quarantine import count_quarantined, list_quarantined
 from .restore import discard_quarantined, restore_quarantined
 
-__all__ = [
-    "AUTOSAVE_READS", "DEFAULT_MAX_STATEMENT_BYTES", "JOURNAL_MAGIC", "JOURNAL_MAX_BYTES", "MANIFEST_FORMAT",
-    "MANIFEST_VERSION", "RACY_WINDOW_NS", "STALE_TMP_S", "TMP_PREFIX", "Changes", "EngramStore",
-]
+__all__ = ["AUTOSAVE_READS", "DEFAULT_MAX_STATEMENT_BYTES", "JOURNAL_MAGIC", "JOURNAL_MAX_BYTES", "MANIFEST_FORMAT",
+           "MANIFEST_VERSION", "RACY_WINDOW_NS", "STALE_TMP_S", "TMP_PREFIX", "Changes", "EngramStore"]
 
 
 
