@@ -435,8 +435,7 @@ class FolderMirror:
                 # after each periodic scan, every one of them racy (capture, per-turn ingest: O(n^2)).
                 self._recent.clear()
                 return
-        # Other plur writers always replace files (new inode), so equal keys can be trusted
-        # here; same-tick in-place hand edits are caught by the next refresh().
+        # Other plur writers replace files (new inode): equal keys are trusted; same-tick hand edits: next refresh().
         self._full_refresh(locked=True, check_racy=False)
         self._writes.caught_up(tail)
 
