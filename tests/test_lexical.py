@@ -486,3 +486,50 @@ def test_cached_term_impacts_follow_every_change_of_lengths_and_parameters() -> 
         idx.search("kite hill", 10)  # fills the cache for these terms
         assert idx.search("kite hill", 50) == fresh().search("kite hill", 50)
     assert idx._impacts  # the cache was used
+
+
+def _mapped_rss_kib(path: Path) -> int:
+    """Resident KiB of this process's mappings of ``path`` (Linux ``/proc/self/smaps``)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5 and ":" in head[3]:  # a mapping's first line
+            inside = len(head) >= 6 and head[5] == str(path)
+        elif inside and line.startswith("Rss:"):
+            total += int(head[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps (Linux)")
+def test_a_full_read_of_mapped_postings_holds_one_slice_of_them_in_rss_at_a_time(tmp_path, monkeypatch) -> None:
+    """Issue 49: a loaded index's checks and its save read every mapped posting, and let their pages go only at the
+    end: both postings files whole in RSS (+59 MiB at 100k engrams, the peak of a serving process's index save).
+    They are now let go every ``RELEASE_EVERY`` postings."""
+    import plur.index.postings as postings_mod
+
+    rng = random.Random(7)
+    docs = {f"d{i}": " ".join(f"w{rng.randrange(4000)}" for _ in range(60)) for i in range(6000)}
+    idx = BM25Index()
+    idx.add(list(docs), list(docs.values()))
+    idx.save(tmp_path / "lex")
+    mapped = tmp_path / "lex" / "postings_doc.npy"
+    size_kib = mapped.stat().st_size // 1024
+    assert size_kib > 1000
+    monkeypatch.setattr(postings_mod, "RELEASE_EVERY", 8192, raising=False)  # 32 KiB of int32 between releases
+    seen: list[int] = []
+    release = postings_mod.release_pages
+
+    def measured(arr):
+        seen.append(_mapped_rss_kib(mapped))
+        release(arr)
+
+    monkeypatch.setattr(postings_mod, "release_pages", measured)
+    loaded = BM25Index.load(tmp_path / "lex")                    # the load's range checks read every posting
+    assert loaded is not None and max(seen) < size_kib / 4, (seen, size_kib)
+    before = len(seen)
+    loaded.save(tmp_path / "lex2")                               # so does a save
+    assert max(seen[before:]) < size_kib / 4, (seen[before:], size_kib)
+    assert _mapped_rss_kib(mapped) < size_kib / 4
+    again = BM25Index.load(tmp_path / "lex2")
+    for q in ("w1 w2", "w3999", "w17 w18 w19"):
+        assert again.search(q, 10) == idx.search(q, 10), q

@@ -234,3 +234,18 @@ def test_an_autosave_a_refresh_finds_due_is_written_by_a_thread_of_its_own(tmp_p
     fresh.close()                                                  # waits for the save in flight
     assert (tmp_path / "index" / "manifest-store.json").exists()
     assert len(manifest.load_manifest(tmp_path / "index" / "manifest-store.json", tmp_path / "engrams")) == 40
+
+
+def test_a_fresh_process_shares_the_dense_manifest_values_with_the_engrams(plur_home: Path, embedder) -> None:
+    """Issue 49: the index manifest's dense map held its own copy of every engram's content hash (~72 bytes an
+    engram, read from manifest.json); an unchanged entry now holds the engram's own string."""
+    from plur.memory import Memory
+
+    with Memory(plur_home, embedder=embedder, fsync=False) as mem:
+        e = mem.learn("The spare key is under the blue pot.")
+        mem.recall("spare key", k=1)
+    with Memory(plur_home, embedder=embedder, fsync=False) as fresh:
+        assert fresh.recall("spare key", k=1)[0].engram.id == e.id
+        idx = fresh._indexes
+        assert not idx._pending_dense
+        assert idx.dense_hashes[e.id] is fresh.store.get(e.id).content_hash

@@ -12,12 +12,10 @@ engram; the facade filters engrams that are not current per recall. The BM25 doc
 conversation provenance is the turn plus its neighbouring turns (:mod:`plur.index.context`, setting
 ``context_window``); the manifest's ``lexical`` entry is then a signature over the turn and its neighbours,
 so a neighbour added, changed or removed re-indexes exactly the turns whose document contains it. The
-manifest's ``content_hash`` maps tell, on
-open, which engrams were added, changed (also by hand) or removed since the
-indexes were saved, so only those are re-indexed. A changed tokenizer or model
-identity discards that leg and rebuilds it with a progress bar; vectors of two
-models are never mixed. Dense indexing is lazy: new engrams are embedded on the
-next dense recall (texts already embedded come from the embedding cache).
+manifest's ``content_hash`` maps tell, on open, which engrams were added, changed (also by hand) or removed
+since the indexes were saved, so only those are re-indexed. A changed tokenizer or model identity discards
+that leg and rebuilds it with a progress bar; vectors of two models are never mixed. Dense indexing is lazy:
+new engrams are embedded on the next dense recall (texts already embedded come from the embedding cache).
 """
 
 from __future__ import annotations
@@ -181,8 +179,10 @@ class IndexSet:
                 self.dense_hashes.pop(eid, None)
             self.dirty = True
         for eid, h in want.items():
-            if self.dense_hashes.get(eid) != h:
+            if (have := self.dense_hashes.get(eid)) != h:
                 self._pending_dense[eid] = engrams[eid]
+            elif have is not h:  # the engram's own content_hash string, not the manifest's copy (issue 49)
+                self.dense_hashes[eid] = h
 
     def _new_dense(self) -> Any:
         from .dense import DenseIndex

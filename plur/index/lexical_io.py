@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..jsonio import loads
-from .postings import Postings, tf_array
+from .postings import Postings, blocks, pacer, tf_array
 from .tokenize import TOKENIZER_VERSION, Tokenizer
 from ..store.atomic import private_dirs
 from ..store.modes import open_private, private_dir
@@ -155,10 +155,16 @@ def _check_arrays(meta: dict[str, Any], ids: Any, vocab: Any, arrays: dict[str, 
         problems.append("offsets.npy is not increasing")
     if slots.shape != tfs.shape or len(slots) != meta["n_postings"]:
         problems.append("postings_doc.npy and postings_tf.npy disagree")
-    elif len(slots) and (slots.min() < 0 or slots.max() >= n or tfs.min() < 1):
+    elif len(slots) and not _in_range(slots, tfs, n):
         problems.append("postings out of range")
     if problems:
         raise ValueError("; ".join(problems))
+
+
+def _in_range(slots: np.ndarray, tfs: np.ndarray, n: int) -> bool:
+    """Every slot in ``[0, n)`` and every frequency at least 1, read a slice at a time (:func:`blocks`)."""
+    return (all(part.min() >= 0 and part.max() < n for part in blocks(slots))
+            and all(part.min() >= 1 for part in blocks(tfs)))
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -199,10 +205,13 @@ class BM25Files:
         postings = self._postings
         peek = postings.peek if isinstance(postings, Postings) else (
             lambda t: (np.frombuffer(postings[t][0], dtype=np.int32), tf_array(postings[t][1])))
+        release = postings.release_pages if isinstance(postings, Postings) else (lambda: None)
+        read = pacer(release)  # a full read of mapped postings: their pages let go as it goes
         vocab: list[str] = []
         sizes: list[int] = []
         for term in sorted(postings):
             slots = peek(term)[0]
+            read(len(slots))
             size = int(np.count_nonzero(alive[slots])) if self._n_dead else len(slots)
             if size:
                 vocab.append(term)
@@ -211,8 +220,10 @@ class BM25Files:
         np.cumsum(sizes, out=offsets[1:])
 
         def parts() -> Any:
+            read = pacer(release)
             for term in vocab:
                 slots, tfs = peek(term)
+                read(len(slots))
                 if self._n_dead:
                     keep = alive[slots]
                     slots, tfs = slots[keep], tfs[keep]
