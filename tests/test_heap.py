@@ -35,3 +35,74 @@ def test_freed_heap_pages_leave_the_process() -> None:
     after = _rss_mib()
     libc.free(keep)
     assert before - after > 150, (before, after)
+
+
+_ARENAS_CHILD = r"""
+import ctypes, sys, tempfile, threading
+from plur.index.heap import limit_arenas
+set_ = limit_arenas(2) if sys.argv[1] == "limit" else None
+libc = ctypes.CDLL(None)
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes = [ctypes.c_void_p]
+start, held = threading.Barrier(8), threading.Barrier(9)
+def work():
+    start.wait()  # all eight allocate at once, so each meets the others' arenas locked
+    blocks = [libc.malloc(4096) for _ in range(2000)]
+    held.wait(); held.wait()
+    for b in blocks:
+        libc.free(b)
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads:
+    t.start()
+held.wait()
+with tempfile.TemporaryFile("w+") as fh:
+    libc.fdopen.restype, libc.fdopen.argtypes = ctypes.c_void_p, [ctypes.c_int, ctypes.c_char_p]
+    libc.fflush.argtypes = [ctypes.c_void_p]
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    import os
+    stream = libc.fdopen(os.dup(fh.fileno()), b"w")
+    libc.malloc_info(0, stream)
+    libc.fflush(stream)
+    fh.seek(0)
+    print(set_, fh.read().count("<heap nr="))
+held.wait()
+for t in threads:
+    t.join()
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc arenas")
+def test_a_serving_process_keeps_its_threads_heap_in_two_arenas(tmp_path: Path) -> None:
+    """Issue 49: glibc gives a thread that meets a locked arena one of its own (up to 8 per core), and memory freed
+    in one arena serves only that arena: the service (HTTP, recall, capture threads) kept more RSS than the same
+    work in one thread. :func:`plur.index.heap.limit_arenas` caps them; the service calls it before any thread."""
+    import subprocess
+
+    import plur.service.runner as runner
+    from plur.index import heap
+
+    def arenas(mode: str) -> tuple[str, int]:
+        out = subprocess.run([sys.executable, "-c", _ARENAS_CHILD, mode], capture_output=True, text=True,
+                             check=True).stdout.split()
+        return out[0], int(out[1])
+
+    assert arenas("limit") == ("True", 2)
+    assert arenas("free")[1] > 2  # without the cap the eight threads spread over more arenas
+
+    called: list[int] = []
+
+    class Stop(Exception):
+        pass
+
+    def held(home: Path) -> None:
+        raise Stop  # the lock is the service's first step: nothing else runs before it in this test
+
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        monkeypatch.setattr(heap, "limit_arenas", lambda count=2: called.append(count) or True)
+        monkeypatch.setattr(runner.files, "hold_service_lock", held)
+        with pytest.raises(Stop):
+            runner.run(tmp_path / "home")
+    finally:
+        monkeypatch.undo()
+    assert called == [2]

@@ -69,7 +69,10 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
     """
     uvicorn = require("uvicorn", "web")
     require("starlette", "web")
+    from ..index.heap import limit_arenas
     from ..memory import Memory
+
+    limit_arenas()  # before any thread: a long-lived process's heap in 2 glibc arenas, not one per thread
     from ..prompt.worker import RecallWorker
 
     home_path = files.home_of(home)
