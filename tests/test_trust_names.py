@@ -19,7 +19,7 @@ BAD = b"x\xe9y.yaml"
 
 
 def _drop_bad_name(home: Path) -> None:
-    src = next((home / "engrams").glob("ENG-*.yaml")).read_bytes()
+    src = next((home / "engrams").rglob("ENG-*.yaml")).read_bytes()  # in its month folder (issue 49)
     fd = os.open(os.path.join(os.fsencode(home / "engrams"), BAD), os.O_WRONLY | os.O_CREAT, 0o600)
     os.write(fd, src)
     os.close(fd)
