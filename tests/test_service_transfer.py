@@ -34,7 +34,8 @@ def test_export_then_import_into_another_home(api, tmp_path: Path) -> None:
     r = client.post("/api/v1/export", json={"target": str(target)}, headers=AUTH)
     assert r.status_code == 200 and r.json() == {"exported": 2, "target": str(target)}
     rows = [json.loads(line) for line in target.read_text().splitlines()]
-    assert [row["statement"] for row in rows] == ["Deploys go out on Tuesdays.", "The user's dog is called Rex."]
+    # both notes were created in the same second (the store keeps seconds): their order is the ids', not the calls'
+    assert sorted(row["statement"] for row in rows) == ["Deploys go out on Tuesdays.", "The user's dog is called Rex."]
     r = client.post("/api/v1/export", json={"target": str(target)}, headers=AUTH)
     assert r.status_code == 400 and "--force" in r.json()["error"]["message"]            # a previous export stays
     assert client.post("/api/v1/export", json={"target": str(target), "force": True}, headers=AUTH).status_code == 200
