@@ -110,10 +110,21 @@ class ConversationContext:
         An engram without conversation provenance is dropped from the bookkeeping (it may
         have lost it in an edit), so its former neighbours are returned.
         """
-        affected = self.drop(engram.id)
         where = conversation_key(engram) if self.window else None
+        rec = self._rec.get(engram.id)
+        if rec is not None and where is not None and rec[1] == where[1] and rec[0] == where[0] and rec[2:] == (
+                engram.statement, engram.content_hash, own_suffix, key_suffix):
+            return set()  # recorded as is (a sync's add after its rebuild): no document changed
+        affected = self.drop(engram.id)
         if where is None:
             return affected
+        key, turn = self._record(engram, where, own_suffix, key_suffix)
+        affected.update(self._near(key, turn, exclude=engram.id))
+        affected.discard(engram.id)
+        return affected
+
+    def _record(self, engram: Any, where: tuple[Key, int], own_suffix: str, key_suffix: str) -> tuple[Key, int]:
+        """Enter an engram not recorded yet at ``where`` (its :func:`conversation_key`); returns ``(key, turn)``."""
         (scope, session), turn = where
         group = self._groups.get((scope, session))
         if group is None:
@@ -124,9 +135,7 @@ class ConversationContext:
         held = group.get(turn)
         group[turn] = engram.id if held is None else (*((held,) if isinstance(held, str) else held), engram.id)
         self._rec[engram.id] = (key, turn, engram.statement, engram.content_hash, own_suffix, key_suffix)
-        affected.update(self._near(key, turn, exclude=engram.id))
-        affected.discard(engram.id)
-        return affected
+        return key, turn
 
     def drop(self, engram_id: str) -> set[str]:
         """Forget ``engram_id``; returns its former neighbours (their documents changed)."""
@@ -157,8 +166,13 @@ class ConversationContext:
         if not self.window:
             return
         for e in engrams:
-            if conversation_key(e) is not None:  # the others are not recorded (put would drop them)
+            where = conversation_key(e)
+            if where is None:  # not recorded (put would drop it)
+                continue
+            if e.id in self._rec:  # a repeated id: put moves it
                 self.put(e, *(own(e) if own is not None else ()))
+            else:  # no neighbours to report: the whole map is new
+                self._record(e, where, *(own(e) if own is not None else ("", "")))
 
     def neighbours(self, engram_id: str) -> list[str]:
         """Ids of ``engram_id``'s neighbours in turn order (``[]`` without provenance)."""

@@ -31,6 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..jsonio import loads
 from ..config import Settings
 from ..store.engram import Engram
@@ -38,12 +40,15 @@ from .chunking import dense_key, embed_engrams, layout_identity
 from .heap import release_free_heap
 from .context import ConversationContext
 from .dates import date_words
+from .tokenize import TermCoder
 from ..store.atomic import private_dirs
 
 log = logging.getLogger("plur.index.indexes")
 FORMAT = 1
 #: Engrams whose BM25 documents are built and tokenized together in :meth:`IndexSet.add` (bounds its peak memory).
 ADD_BATCH = 1000
+#: Documents whose postings :meth:`~plur.index.lexical.BM25Index.add_coded` counts together.
+POSTINGS_BATCH = 4 * ADD_BATCH
 
 
 @lru_cache(maxsize=4096)
@@ -256,28 +261,15 @@ class IndexSet:
     def _document(self, e: Engram) -> str:
         return self.context.document(e.id) if e.id in self.context else self._own(e)[0]
 
-    def _batch_tokens(self, batch: Sequence[Engram]) -> list[list[str]]:
-        """The BM25 terms of each engram's document, each distinct piece (a turn's statement, a day's date words)
-        tokenized once per batch: a turn is in ``1 + 2 * context_window`` documents (own text twice, four
-        neighbours), so a bulk build tokenized every statement ~6 times before (issue 30)."""
-        memo: dict[str, list[str]] = {}
-        tokenize = self.tokenizer
-
-        def terms(piece: str) -> list[str]:
-            got = memo.get(piece)
-            if got is None:
-                got = memo[piece] = tokenize(piece)
-            return got
-
-        out: list[list[str]] = []
-        for e in batch:
-            parts = self.context.document_parts(e.id) if e.id in self.context else [e.statement, self._suffixes(e)[0]]
-            doc: list[str] = []
-            for piece in parts:
-                if piece:
-                    doc += terms(piece)
-            out.append(doc)
-        return out
+    def _batch_codes(self, batch: Sequence[Engram], coder: TermCoder) -> list[np.ndarray]:
+        """Each engram's BM25 document as term codes (``[terms] int32``, indices into ``coder.vocab``): each distinct
+        piece (a turn's statement, a day's date words) tokenized once per batch, as a turn is in
+        ``1 + 2 * context_window`` documents (issue 30), and each distinct word stemmed once (issue 49)."""
+        ctx, empty = self.context, np.zeros(0, dtype=np.int32)
+        coder.forget()
+        return [np.concatenate([coder(p) for p in parts if p]) if any(parts) else empty
+                for parts in (ctx.document_parts(e.id) if e.id in ctx else [e.statement, self._suffixes(e)[0]]
+                              for e in batch)]
 
     def _reindex_neighbours(self, ids: Iterable[str]) -> list[str]:
         """Re-index the BM25 documents of already indexed neighbours whose context changed."""
@@ -322,9 +314,16 @@ class IndexSet:
             from tqdm import tqdm
 
             starts = tqdm(starts, desc="BM25 index", unit="batch")
-        for start in starts:
+        coder = TermCoder(self.tokenizer)
+        ids: list[str] = []
+        docs: list[np.ndarray] = []
+        for start in starts:  # the postings of POSTINGS_BATCH documents counted at once (fewer, longer term runs)
             batch = active[start:start + ADD_BATCH]
-            self.lexical.add_tokens([e.id for e in batch], self._batch_tokens(batch))
+            ids += [e.id for e in batch]
+            docs += self._batch_codes(batch, coder)
+            if len(ids) >= POSTINGS_BATCH or start + ADD_BATCH >= len(active):
+                self.lexical.add_coded(ids, docs, coder.vocab)
+                ids, docs = [], []
         sigs = signatures or {}
         for e in active:
             sig = sigs.get(e.id)

@@ -28,8 +28,9 @@ import re
 import threading
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
-__all__ = ["STOP_WORDS", "TOKENIZER_VERSION", "Tokenizer"]
+__all__ = ["STOP_WORDS", "TOKENIZER_VERSION", "TermCoder", "Tokenizer"]
 
 #: Version of the tokenizer's output; saved with every index (see module docstring).
 TOKENIZER_VERSION: int = 1
@@ -134,7 +135,7 @@ class Tokenizer:
         return base + "+snowball-en" if self._stemming else base
 
     def __call__(self, text: str) -> list[str]:
-        """Tokenize ``text``.
+        """Tokenize ``text``: :meth:`words`, stemmed when :attr:`stemming`.
 
         Args:
             text: any Unicode string (a statement or a query).
@@ -143,6 +144,15 @@ class Tokenizer:
             Terms in text order, duplicates kept (BM25 counts them); ``[]`` for text
             with no letters or digits, e.g. ``"🙂!!"`` or ``"   "``.
         """
+        tokens = self.words(text)
+        return _stem_words(tokens) if self._stemming and tokens else tokens
+
+    def stem(self, word: str) -> str:
+        """The term one word of :meth:`words` becomes (itself without :attr:`stemming`; stemming is per word)."""
+        return _stem_words([word])[0] if self._stemming else word
+
+    def words(self, text: str) -> list[str]:
+        """The terms of ``text`` before stemming (steps 1-4 of the module docstring)."""
         text = unicodedata.normalize("NFKC", text).casefold().replace("_", " ")
         stop = STOP_WORDS
         if _SPACELESS_START.search(text) is None:
@@ -157,8 +167,6 @@ class Tokenizer:
                         tokens.extend([tok[i : i + 2] for i in range(len(tok) - 1)])
                 elif tok not in stop:
                     tokens.append(tok)
-        if self._stemming and tokens:
-            tokens = _stem_words(tokens)
         return tokens
 
     def __eq__(self, other: object) -> bool:
@@ -169,3 +177,46 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"Tokenizer(stemming={self._stemming})  # {self.identity}"
+
+
+class TermCoder:
+    """Texts as term codes for a bulk build: ``coder(text)`` -> ``[terms] int32``, indices into :attr:`vocab`, the
+    codes of ``tokenizer(text)``. Each distinct word is stemmed once for the whole build (not once per text it is
+    in), and a repeated text is coded once (issue 49).
+
+    Args:
+        tokenizer: the index's tokenizer.
+        memo: remember each text's codes until :meth:`forget` (the texts of a batch of documents repeat).
+    """
+
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.vocab: list[str] = []  # code -> term
+        self._term: dict[str, int] = {}  # term -> code
+        self._word: dict[str, int] = {}  # word before stemming -> its term's code
+        self._memo: dict[str, Any] = {}
+
+    def __call__(self, text: str) -> Any:
+        got = self._memo.get(text)
+        if got is None:
+            import numpy as np
+
+            word, codes = self._word, []
+            for w in self.tokenizer.words(text):
+                code = word.get(w)
+                if code is None:
+                    code = word[w] = self._code(self.tokenizer.stem(w))
+                codes.append(code)
+            got = self._memo[text] = np.array(codes, dtype=np.int32)
+        return got
+
+    def _code(self, term: str) -> int:
+        code = self._term.get(term)
+        if code is None:
+            code = self._term[term] = len(self.vocab)
+            self.vocab.append(term)
+        return code
+
+    def forget(self) -> None:
+        """Drop the remembered texts (the words and terms stay)."""
+        self._memo = {}
