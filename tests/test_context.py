@@ -210,7 +210,7 @@ def test_puts_and_drops_leave_the_documents_a_fresh_computation_gives(ops, windo
 
 
 def test_a_bulk_build_indexes_each_document_as_its_text_would(plur_home):
-    """The BM25 leg built from pieces tokenized once per batch (IndexSet._batch_tokens) holds the same postings
+    """The BM25 leg built from pieces tokenized once per batch (IndexSet._batch_codes) holds the same postings
     and lengths as one built from each engram's whole document text, plain engrams and shared turns included."""
     from plur.index.lexical import BM25Index
 
