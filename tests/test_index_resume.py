@@ -81,7 +81,8 @@ def test_a_reindex_keeps_the_stores_manifest_so_the_next_open_reads_no_engram_fi
     for f in (plur_home / "engrams").rglob("*.yaml"):  # not written in the last 2 s: the manifest vouches for them
         os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns - 3_600 * 10**9))
     (plur_home / "index" / "manifest-store.json").unlink(missing_ok=True)
-    assert Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL).store.count() == 40  # writes the manifest
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL) as reader:  # writes the manifest, on a thread
+        assert reader.store.count() == 40                                         # of its own: close waits for it
     store_files = {p.name for p in (plur_home / "index").iterdir()} & {"manifest-store.json", "store-journal"}
     assert "manifest-store.json" in store_files
     mem = Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL)
