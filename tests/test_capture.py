@@ -199,3 +199,23 @@ def test_close_learns_the_captures_still_waiting(gated: GatedCaptureMemory) -> N
     assert {e.statement for e in gated.list()} == {"The team meets on Thursdays.",
                                                   "My sister Lena moved to Vienna last spring.",
                                                   "Our build server runs Debian twelve."}
+
+
+def test_a_capture_does_not_sort_the_whole_store(plur_home: Path, monkeypatch) -> None:
+    """Issue 49: each captured turn carried the provenance map over its own write by counting the store with
+    ``len(store.all())``, which sorts every engram again after the add (231 of a capture's 255 ms at 100k
+    engrams, load ~1). A capture into a warm store now sorts nothing."""
+    mem = Memory(plur_home, model="none", fsync=False, capture="user")
+    mem.learn_many([{"statement": f"Lesson {i} of the pottery class was about glazes.",
+                     "source": {"kind": "conversation", "session": "s1", "turn": i, "role": "user"}}
+                    for i in range(30)])
+    mem.capture("I bought a new kiln for the studio.", session="s2", turn=0, role="user", scope="global")
+    sorts: list[int] = []
+    real = type(mem.store).all
+    monkeypatch.setattr(type(mem.store), "all", lambda self: (sorts.append(1), real(self))[1])
+    for turn in range(1, 4):
+        got = mem.capture(f"My kiln reached {1000 + turn} degrees today.", session="s2", turn=turn, role="user",
+                          scope="global")
+        assert got.stored
+    assert sorts == []
+    mem.close()

@@ -206,7 +206,7 @@ def _provenance_added(mem: Any, gen: int, batch: Sequence[Engram]) -> None:
     cached = getattr(mem, "_provenance_cache", None)
     if cached is None or cached[0] != gen:
         return
-    total = len(mem.store.all())
+    total = mem.store.count()                   # not len(all()): that sorts every engram again after each add
     if total != cached[2] + len(batch):
         mem._provenance_cache = None
         return
