@@ -14,7 +14,6 @@ statistics, the fusion's scaling, the floor), the deploy note fell under the flo
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -23,13 +22,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_clients import NODE_MODULES, _node_env
-from test_doors import _env as _env_off
+from test_clients_personal import _claude, _env  # the real claude -p as the docs register it, capture on
 
 from plur.service import daemon
 from service_env import start_service
 
-REPO = Path(__file__).resolve().parents[1]
 FACTS = ("We deploy the billing service from the branch release-candidate.",
          "The web package's dev server listens on port 5173.")
 ASKED = "Which port does the web dev server listen on, and which branch do we deploy from?"
@@ -37,22 +34,6 @@ ASKED = "Which port does the web dev server listen on, and which branch do we de
 MARK = "My cat Tofu sleeps on the radiator."
 BLOCK = re.compile(r"<plur-memory>.*?</plur-memory>", re.S)
 WAIT_S = 120.0
-
-
-def _env(home: Path) -> dict[str, str]:
-    env = _env_off(home)
-    env.pop("PLUR_CAPTURE", None)                   # capture at its default (user)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    return env
-
-
-def _claude(home: Path, scratch: Path, cwd: Path, url: str, prompt: str, *session: str) -> None:
-    env = {**_node_env(home), "HOME": str(scratch), "ANTHROPIC_BASE_URL": url,
-           "ANTHROPIC_API_KEY": "sk-local-test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    env.pop("PLUR_CAPTURE", None)
-    proc = subprocess.run([str(NODE_MODULES / ".bin" / "claude"), "-p", prompt, *session], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def _notes(home: Path) -> list[dict]:

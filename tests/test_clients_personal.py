@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_clients import NODE_MODULES, _node_env
+from test_clients_capture import _claude  # the real claude -p, HOME and model server per test
 from test_doors import _env as _env_off
 
 from plur.service import daemon
@@ -36,15 +36,6 @@ def _env(home: Path) -> dict[str, str]:
     env.pop("PLUR_CAPTURE", None)                   # capture at its default (user)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     return env
-
-
-def _claude(home: Path, scratch: Path, cwd: Path, url: str, prompt: str, *session: str) -> None:
-    env = {**_node_env(home), "HOME": str(scratch), "ANTHROPIC_BASE_URL": url,
-           "ANTHROPIC_API_KEY": "sk-local-test", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-    env.pop("PLUR_CAPTURE", None)
-    proc = subprocess.run([str(NODE_MODULES / ".bin" / "claude"), "-p", prompt, *session], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def _captured(home: Path, session: str) -> dict[str, str]:
