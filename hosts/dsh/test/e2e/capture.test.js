@@ -6,16 +6,15 @@
 //
 // `npm run e2e` in hosts/dsh.
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { PYTHON, startPlur, warm } from '../support/plur.js'
-import { CACHE, ensureInstalled, PKG, run } from './install.js'
+import { ensureInstalled, launchChromium, PKG, run, startDshWeb } from './install.js'
 import { startModel, systemOf, turnOf } from './model.js'
 
 // Made at run time, so no key-shaped string sits in the repository; shaped like an OpenAI project key.
@@ -79,20 +78,8 @@ test('session 1 in dsh web mentions four facts (one with an API key); session 2,
   const env = environment('one')
   await mkdir(join(env.HOME, 'kappa'), { recursive: true })
   assert.equal((await run(install.dsh, ['plugin', '--profile', 'web', 'add', './hosts/dsh'], { cwd: clone, env })).code, 0)
-  const server = spawn(install.dsh, ['web', '--no-open', '--host', '127.0.0.1', '--port', '0'], { cwd: clone, env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  server.stderr.on('data', (d) => { out += d })
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`dsh web printed no URL within 180 s:\n${out}`)), 180000)
-    server.stdout.on('data', (d) => {
-      out += d
-      const found = /dsh web: (http:\/\/\S+)/.exec(out)
-      if (found) { clearTimeout(timer); resolve(found[1]) }
-    })
-    server.once('exit', (code) => { clearTimeout(timer); reject(new Error(`dsh web exited ${code}:\n${out}`)) })
-  })
-  const { chromium } = createRequire(join(CACHE, 'tools', 'package.json'))('playwright-core')
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] })
+  const { server, url } = await startDshWeb(install.dsh, { cwd: clone, env })
+  const browser = await launchChromium(CHROMIUM)
   try {
     const page = await browser.newPage()
     page.setDefaultTimeout(120000)

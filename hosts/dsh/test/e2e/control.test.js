@@ -6,16 +6,15 @@
 //
 // `npm run e2e` in hosts/dsh (runs this file after dsh.test.js). $PLUR_E2E_OUT: requests-control.jsonl.
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { PlurClient } from '../../src/client.js'
 import { PYTHON, startPlur, warm } from '../support/plur.js'
-import { CACHE, ensureInstalled, PKG, run } from './install.js'
+import { ensureInstalled, launchChromium, PKG, run, startDshWeb } from './install.js'
 import { contentText, startModel, systemOf, turnOf } from './model.js'
 
 const Q = {
@@ -229,20 +228,8 @@ test('`dsh web` in a real browser: the plur card in Settings > Plugins shows the
   // a second folder named kappa is its own project (kappa-2) unless bound to the first one's
   execFileSync(PYTHON, ['-m', 'plur', '--home', service.home, 'project', 'bind', join(web.HOME, 'kappa'), '--to', 'project:kappa'], { env: { ...process.env, PLUR_AUTOSTART_SERVICE: '0' } })
   const settingsEvents = async () => (await readFile(probe, 'utf8').catch(() => '')).split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((e) => e.event === 'settings')
-  const { chromium } = createRequire(join(CACHE, 'tools', 'package.json'))('playwright-core')
-  const server = spawn(install.dsh, ['web', '--no-open', '--host', '127.0.0.1', '--port', '0'], { cwd: clone, env: web, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  server.stderr.on('data', (d) => { out += d })
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`dsh web printed no URL within 180 s:\n${out}`)), 180000)
-    server.stdout.on('data', (d) => {
-      out += d
-      const found = /dsh web: (http:\/\/\S+)/.exec(out)
-      if (found) { clearTimeout(timer); resolve(found[1]) }
-    })
-    server.once('exit', (code) => { clearTimeout(timer); reject(new Error(`dsh web exited ${code}:\n${out}`)) })
-  })
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] })
+  const { server, url } = await startDshWeb(install.dsh, { cwd: clone, env: web })
+  const browser = await launchChromium(CHROMIUM)
   try {
     const page = await browser.newPage()
     page.setDefaultTimeout(120000)

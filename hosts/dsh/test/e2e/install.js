@@ -15,6 +15,7 @@ import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -132,4 +133,36 @@ export async function ensureInstalled (log) {
   const { out: version } = await run(launcher, ['--version'], { env })
   if (version.trim() !== DSH_VERSION) throw new Error(`dsh --version printed ${version.trim()}, expected ${DSH_VERSION}`)
   return { env, dsh: launcher, node: nodeVersion.trim(), reused, ms }
+}
+
+/**
+ * Start `dsh web` on a free loopback port, as a user does, and wait for the address it prints.
+ * @param {string} dsh - the launcher ({@link ensureInstalled}'s `dsh`).
+ * @param {{cwd: string, env: NodeJS.ProcessEnv}} options - where it runs and its environment.
+ * @returns {Promise<{server: import('node:child_process').ChildProcess, url: string}>}
+ * @throws {Error} when it exits, or prints no address within 180 s (its output in the message).
+ */
+export async function startDshWeb (dsh, { cwd, env }) {
+  const server = spawn(dsh, ['web', '--no-open', '--host', '127.0.0.1', '--port', '0'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  server.stderr.on('data', (d) => { out += d })
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`dsh web printed no URL within 180 s:\n${out}`)), 180000)
+    server.stdout.on('data', (d) => {
+      out += d
+      const found = /dsh web: (http:\/\/\S+)/.exec(out)
+      if (found) { clearTimeout(timer); resolve(found[1]) }
+    })
+    server.once('exit', (code) => { clearTimeout(timer); reject(new Error(`dsh web exited ${code}:\n${out}`)) })
+  })
+  return { server, url }
+}
+
+/**
+ * A headless Chromium driven by the pinned playwright-core of {@link CACHE}'s tools.
+ * @param {string} executablePath - the Chromium binary (Debian's /usr/bin/chromium).
+ */
+export async function launchChromium (executablePath) {
+  const { chromium } = createRequire(join(CACHE, 'tools', 'package.json'))('playwright-core')
+  return chromium.launch({ executablePath, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] })
 }

@@ -13,15 +13,14 @@
 // (A personal fact said in repo A reaching repo B's first request, and the first headless run's message: see
 // first-run.test.js.) `npm run e2e` in hosts/dsh; this file alone: node --test test/e2e/truth.test.js
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { PYTHON, startPlur, warm } from '../support/plur.js'
-import { CACHE, ensureInstalled, PKG, run } from './install.js'
+import { ensureInstalled, launchChromium, PKG, run, startDshWeb } from './install.js'
 import { contentText, startModel, systemOf, turnOf } from './model.js'
 
 const DEPLOY = 'We deploy the billing service from the branch release-candidate.'
@@ -132,20 +131,8 @@ test('a compound question asked again keeps both answers in the first request\'s
 
 test('dsh web: the overview lists the port fact and the prompt that asks for it gets the note; the compound question twice in one session keeps both; then /plur capture off and a private sentence', { skip: browserMissing && `no chromium at ${CHROMIUM}` }, async () => {
   assert.equal((await run(install.dsh, ['plugin', '--profile', 'web', 'add', './hosts/dsh'], { cwd: clone, env })).code, 0)
-  const server = spawn(install.dsh, ['web', '--no-open', '--host', '127.0.0.1', '--port', '0'], { cwd: clone, env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  server.stderr.on('data', (d) => { out += d })
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`dsh web printed no URL within 180 s:\n${out}`)), 180000)
-    server.stdout.on('data', (d) => {
-      out += d
-      const found = /dsh web: (http:\/\/\S+)/.exec(out)
-      if (found) { clearTimeout(timer); resolve(found[1]) }
-    })
-    server.once('exit', (code) => { clearTimeout(timer); reject(new Error(`dsh web exited ${code}:\n${out}`)) })
-  })
-  const { chromium } = createRequire(join(CACHE, 'tools', 'package.json'))('playwright-core')
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'] })
+  const { server, url } = await startDshWeb(install.dsh, { cwd: clone, env })
+  const browser = await launchChromium(CHROMIUM)
   try {
     const page = await browser.newPage()
     page.setDefaultTimeout(120000)
