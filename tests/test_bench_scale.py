@@ -23,3 +23,28 @@ def test_distractors_are_reproducible_distinct_turns_of_three_kinds() -> None:
     assert set(sessions.values()) == {TURNS_PER_SESSION}
     assert [d["source"]["turn"] for d in first[:TURNS_PER_SESSION]] == list(range(TURNS_PER_SESSION))
     assert first[0]["created"] < first[-1]["created"]
+
+
+def test_derived_vectors_sit_near_real_ones_and_never_reach_the_real_cache(tmp_path) -> None:
+    import numpy as np
+
+    from bench.scale.derived import DerivedVectors, derived_cache
+    from plur.embed.cache import EmbeddingCache, text_key
+
+    real = tmp_path / "cache"
+    rng = np.random.default_rng(3)
+    src = rng.standard_normal((50, 8)).astype(np.float32)
+    src /= np.linalg.norm(src, axis=1, keepdims=True)
+    cache = EmbeddingCache(real / "embeddings.sqlite")
+    cache.put_many("m", [(text_key(f"t{i}"), v) for i, v in enumerate(src)])
+    cache.close()
+    copy = derived_cache(real, tmp_path / "work")
+    assert copy != real and (copy / "embeddings.sqlite").exists()
+    make = DerivedVectors(copy / "embeddings.sqlite", "m", 8)
+    out = make(["a new chunk", "another one", "a new chunk"])
+    assert out.shape == (3, 8) and np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(out[0], out[2]) and not np.array_equal(out[0], out[1])   # a function of the text alone
+    best = (out @ src.T).max(axis=1)
+    assert (best > 0.5).all()                                # beside a real vector, not anywhere on the sphere
+    EmbeddingCache(copy / "embeddings.sqlite").put_many("m", [(text_key("derived"), out[0])])
+    assert not EmbeddingCache(real / "embeddings.sqlite").get_many("m", [text_key("derived")])

@@ -48,8 +48,13 @@ def built_info(home: Path) -> dict[str, Any] | None:
         return None
 
 
-def ensure_home(work: Path, n: int, cache_dir: Path, *, log: Any = print) -> tuple[Path, dict[str, Any]]:
+def ensure_home(work: Path, n: int, cache_dir: Path, *, derived: bool = False,
+                log: Any = print) -> tuple[Path, dict[str, Any]]:
     """The kept store of ``n`` engrams under ``work`` (built now when missing or stale) and its build record.
+
+    Args:
+        derived: chunks the cache lacks get derived vectors (:mod:`bench.scale.derived`), not the model's;
+            ``cache_dir`` must then be a derived run's own copy (:func:`bench.scale.derived.derived_cache`).
 
     Returns:
         ``(home, info)``: ``info`` holds ``n``, ``version``, ``store_write_s``, ``first_index_s`` (learning
@@ -57,7 +62,8 @@ def ensure_home(work: Path, n: int, cache_dir: Path, *, log: Any = print) -> tup
     """
     home = work / f"home-{n}"
     info = built_info(home)
-    if info and info.get("n") == n and info.get("version") == VERSION:
+    if info and info.get("n") == n and info.get("version") == VERSION and info.get("vectors", "model") == (
+            "derived" if derived else "model"):
         return home, info
     if home.exists():
         shutil.rmtree(home)
@@ -85,12 +91,19 @@ def ensure_home(work: Path, n: int, cache_dir: Path, *, log: Any = print) -> tup
         write_s = time.perf_counter() - t0
         emb = mem.model_resolution().embedder
         before = emb.stats.misses if emb is not None else 0
+        maker = None
+        if derived and emb is not None:
+            from .derived import DerivedVectors
+
+            maker = DerivedVectors(cache_dir / "embeddings.sqlite", emb.identity, emb.dims)
+            emb.inner.embed_documents = maker  # this process only: what the model would have embedded
         t1 = time.perf_counter()
         mem.reindex(progress=True)
         index_s = time.perf_counter() - t1
         info = {"n": n, "version": VERSION, "engrams": mem.store.count(), "store_write_s": round(write_s, 1),
                 "first_index_s": round(index_s, 1),
                 "chunks_embedded": (emb.stats.misses - before) if emb is not None else 0,
+                "vectors": "derived" if derived else "model", "chunks_derived": maker.made if maker else 0,
                 "built": time.strftime("%Y-%m-%d %H:%M:%S")}
     (home / BUILT).write_text(json.dumps(info, indent=2), encoding="utf-8")
     log(f"  built: {info}")
