@@ -219,3 +219,35 @@ def test_a_capture_does_not_sort_the_whole_store(plur_home: Path, monkeypatch) -
         assert got.stored
     assert sorts == []
     mem.close()
+
+
+def test_a_capture_carries_the_provenance_map_without_copying_it(plur_home: Path, monkeypatch) -> None:
+    """Issue 49: each captured turn copied its scope's whole provenance map (every stored turn's key) to add its own
+    key, and ingest copied it again into the map it reads: O(n) a turn, ~5 ms at 100k engrams and ~50 at a million.
+    The map built once is now shared by every later capture (new keys go to a small map in front of it, merged
+    into a new one every ``OVERLAY_MAX`` keys), and a turn captured again is still found as stored."""
+    from plur.memory import ingest
+
+    monkeypatch.setattr(ingest, "OVERLAY_MAX", 3)                 # merges too, within the test
+    mem = Memory(plur_home, model="none", fsync=False, capture="user")
+    mem.learn_many([{"statement": f"Lesson {i} of the pottery class was about glazes.",
+                     "source": {"kind": "conversation", "format": "capture", "session": "s1", "turn": i,
+                                "role": "user"}} for i in range(30)])
+    assert mem.capture("I bought a new kiln for the studio.", session="s2", turn=0, role="user", scope="global").stored
+    base = ingest._provenance(mem, "global").maps[-1]                  # built at the first capture
+    assert len(base) == 30
+    for turn in range(1, 3):
+        assert mem.capture(f"My kiln reached {1000 + turn} degrees today.", session="s2", turn=turn, role="user",
+                           scope="global").stored
+        now = ingest._provenance(mem, "global")
+        assert now.maps[-1] is base and len(now) == len(base) + turn + 1  # shared, not copied
+    for turn in range(3, 6):                                           # past OVERLAY_MAX: merged into a new map
+        assert mem.capture(f"My kiln reached {1000 + turn} degrees today.", session="s2", turn=turn, role="user",
+                           scope="global").stored
+    for turn in range(0, 6):                                           # every turn still known as stored
+        again = mem.capture("I bought a new kiln for the studio." if turn == 0 else
+                            f"My kiln reached {1000 + turn} degrees today.", session="s2", turn=turn, role="user",
+                            scope="global")
+        assert not again.stored and again.skipped == "known"
+    assert mem.store.count() == 36
+    mem.close()

@@ -4,6 +4,7 @@ per new turn, deduplicated by provenance, in batches that let recalls interleave
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,8 @@ def ingest(mem: Any, messages: Any, *, session: str | None = None, date: Any = N
                        forget=s.forget_requests if forget is None else forget)
     with mem._lock:
         mem._scan()
-        have: dict[Any, Engram] = {}   # provenance key -> its engram (the active one when superseded)
-        for one in reversed(rule.scopes):
-            have.update(_provenance(mem, one))
+        # provenance key -> its engram (the active one when superseded); the first scope's wins; a view, not a copy
+        have = ChainMap(*(_provenance(mem, one) for one in rule.scopes))
     file = (source or {}).get("file") or (messages.name if isinstance(messages, Path) else None)
     kept = conv.keep_file_session(kept, have.values(), data, fmt, session, file)
     # a derived session that disagrees with a turn another file (or no file) stored is another conversation
@@ -173,14 +173,20 @@ def _wrong_format(data: Any, fmt: str, where: str) -> None:
     raise ValidationError(f"{where} read as {fmt} holds no turns; {hint}")
 
 
-def _provenance(mem: Any, scope: str) -> dict[Any, Engram]:
+#: New provenance keys carried over our own writes in a small map in front of the scope's (a ChainMap), merged into a
+#: new map once this many: a capture copies the small one, not a map of every turn in the scope (O(n) a turn).
+OVERLAY_MAX = 4096
+
+
+def _provenance(mem: Any, scope: str) -> Mapping[Any, Engram]:
     """Provenance key -> its engram in ``scope`` (the active one when superseded); the caller holds ``mem._lock``.
 
     Built for every scope in one pass over the store, kept per store generation (``mem._generation``, bumped by
     every change Memory writes or a scan sees) and carried forward over this module's own writes
     (:func:`_provenance_added`): capture ingests one turn per call, and reading every engram's provenance each time
     made a turn cost ~100 ms at 5k engrams (O(n) per turn); a turn routed to ``global`` reads both scopes. Never
-    mutated once built (a concurrent ingest may be reading it outside the lock).
+    mutated once built (a concurrent ingest may be reading it outside the lock); a write makes a new
+    ``ChainMap(added, base)`` that shares ``base`` (:data:`OVERLAY_MAX`).
     """
     from ..formats import chats as conv
 
@@ -212,16 +218,18 @@ def _provenance_added(mem: Any, gen: int, batch: Sequence[Engram]) -> None:
         return
     scopes = dict(cached[1])
     for scope in {e.scope for e in batch}:
-        have = dict(scopes.get(scope, {}))       # copied: the old dict may be read outside the lock
+        old = scopes.get(scope, {})
+        base = old.maps[1] if isinstance(old, ChainMap) else old
+        added = dict(old.maps[0]) if isinstance(old, ChainMap) else {}  # copied: the old may be read outside the lock
         for e in batch:
-            if e.scope == scope and (k := conv.source_key(e.source)) is not None and (k not in have
+            if e.scope == scope and (k := conv.source_key(e.source)) is not None and (k not in old
                                                                                        or e.status == "active"):
-                have[k] = e
-        scopes[scope] = have
+                added[k] = e
+        scopes[scope] = ChainMap(added, base) if len(added) <= OVERLAY_MAX else {**base, **added}
     mem._provenance_cache = (mem._generation, scopes, total)
 
 
-def _captured(have: dict[Any, Engram], t: Any) -> bool:
+def _captured(have: Mapping[Any, Engram], t: Any) -> bool:
     """Whether a host's plugin captured turn ``t`` live (its parser's ``CAPTURED_AS`` format, same session and number)."""
     from ..formats.chats import captured_as
 
