@@ -24,8 +24,8 @@ def list_(mem: Any, *, scope: str | None = None, type: str | None = None, tag: s
         _check_scope(scope)
     mem._scan()
     if mem._newest_cache is None or mem._newest_cache[0] != mem._generation:
-        every = mem.store.all()
-        every.sort(key=lambda e: (e.created, e.id), reverse=True)
+        every = mem.store.all()  # oldest first, kept in order across writes (plur.store.order)
+        every.reverse()
         mem._newest_cache = (mem._generation, every)
     if scope is None and type is None and tag is None and status is None and not text and not required:
         return list(mem._newest_cache[1])  # a copy of references: the page a large store's service lists most

@@ -2,10 +2,9 @@
 Files are named by their path under the folder, a month folder's or not (:mod:`plur.store.layout`).
 
 :class:`FolderMirror` keeps one :class:`~plur.store.manifest.FileEntry` per file and the engrams
-parsed from them, re-reads only files whose ``(mtime_ns, size, inode)`` changed (or that are
-"racy", see :data:`~plur.store.manifest.RACY_WINDOW_NS`), moves files that fail to load to
-``<home>/quarantine/``, and catches up with other writers through the writer journal. It never
-writes an engram file; :class:`plur.store.store.EngramStore` adds the write API on top.
+parsed from them, re-reads only files whose ``(mtime_ns, size, inode)`` changed (or that are "racy", see
+:data:`~plur.store.manifest.RACY_WINDOW_NS`), moves files that fail to load to ``<home>/quarantine/``, and catches
+up with other writers through the writer journal. It never writes an engram file (see ``store.EngramStore``).
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ from .manifest import save_manifest as save_manifest_file
 from .engram_file import parse_file, size_message
 from .folder_scan import Prescan, StatKey, folder_token, scan_folder, scan_folder_while, stat_pass
 from .listing import FolderListing
+from .order import Order
 from .layout import id_of, is_flat, twin
 from .quarantine import move_aside, unmoved_record
 from .changes import Changes, _check_home, _merge_op  # noqa: F401 - Changes re-exported
@@ -36,11 +36,11 @@ from .changes import Changes, _check_home, _merge_op  # noqa: F401 - Changes re-
 DEFAULT_MAX_STATEMENT_BYTES = 1 << 20
 #: Save the manifest on refresh once this many files had to be read (not served by the manifest)...
 AUTOSAVE_READS = 32
-#: ...but at most once per this many seconds (a 10k-row manifest takes ~0.3 s to write; under a stream of
-#: writers every refresh reads new files, and saving each time made recalls wait on it). Close saves too.
+#: ...but at most once per this many seconds (a 10k-row manifest takes ~0.3 s to write; saving at every
+#: refresh under a stream of writers made recalls wait on it). Close saves too.
 AUTOSAVE_INTERVAL_S = 30.0
-#: A name read from the writer journal is re-checked at every quick refresh for this long, seconds: a
-#: writer appends the name *before* it writes the file, so a lock-free reader may see the name first.
+#: A journal name is re-checked at every quick refresh for this long, seconds: a writer appends the name
+#: *before* it writes the file, so a lock-free reader may see the name first.
 RECENT_S = 5.0
 #: While the journal names new writes, the quick refresh lists the folder (for files copied in by hand)
 #: at most this often, seconds: a listing is O(files) (10 ms at 10k names on a busy machine).
@@ -70,7 +70,7 @@ class FolderMirror:
         self._entries: dict[str, FileEntry] = {}
         self._by_id: dict[str, Engram] = {}
         self._by_key = ActiveTexts()  # active ids by (scope, content_hash)
-        self._sorted: list[Engram] | None = None
+        self._order = Order()  # every engram oldest first, once sorted (plur.store.order)
         self._pending: dict[str, str] = {}  # id -> "added" | "updated" | "removed"
         self._unmoved: dict[str, dict[str, Any]] = {}  # bad files we could not move aside
         self._loaded = False  # manifest read (entries may still be unmaterialised)
@@ -90,16 +90,16 @@ class FolderMirror:
 
     # -- internals: cache -----------------------------------------------------------------
     def _index_add(self, e: Engram) -> None:
+        self._order.add(e, self._by_id.get(e.id))
         self._by_id[e.id] = e
         self._by_key.add(e)
-        self._sorted = None
 
     def _index_remove(self, engram_id: str) -> None:
         old = self._by_id.pop(engram_id, None)
         if old is None:
             return
         self._by_key.discard(old)
-        self._sorted = None
+        self._order.remove(old)
 
     def _duplicate_of(self, scope: str, chash: str) -> Engram | None:
         """The oldest active engram with this content hash in this scope."""

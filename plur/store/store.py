@@ -158,9 +158,7 @@ class EngramStore(FolderMirror):
         with self._mutex:
             if not self._scanned:
                 self._full_refresh(locked=False)
-            if self._sorted is None:
-                self._sorted = sorted(self._by_id.values(), key=lambda e: (e.created, e.id))
-            return list(self._sorted)
+            return list(self._order.sorted(self._by_id.values()))
 
     def by_id(self) -> dict[str, Engram]:
         """Every loaded engram by id (a copy; unordered: :meth:`all` sorts, this does not, for 10k-engram
