@@ -64,3 +64,25 @@ def test_the_kept_order_is_always_the_sorted_order(ops) -> None:
     finally:
         order.MAX_EDITS = limit
     assert kept.sorted(live.values()) == sorted(live.values(), key=order.key)
+
+
+def test_batches_of_writes_save_the_manifest_behind_and_seldom(tmp_path: Path, monkeypatch) -> None:
+    """Issue 49: every ``add_many`` of 32 or more new engrams wrote the whole manifest (one row per engram) before
+    returning: 71% of a million-engram bulk learn, and a cost growing with the store at each batch (O(n^2) in all).
+    Batches now save at most once per ``AUTOSAVE_INTERVAL_S``, on a thread of their own; close saves the rest,
+    and a new process reads every engram either way."""
+    from plur.store import manifest, mirror
+
+    saves: list[int] = []
+    real = manifest.save_manifest
+    spy = lambda *a, **k: (saves.append(len(a[2])), real(*a, **k))[1]  # noqa: E731
+    monkeypatch.setattr(manifest, "save_manifest", spy)
+    monkeypatch.setattr(mirror, "save_manifest_file", spy)
+    store = EngramStore(tmp_path, fsync=False)
+    for batch in range(6):
+        store.add_many([_engram(100 * batch + i, 100 * batch + i) for i in range(40)])
+    manifest.wait_saved(store)
+    assert len(saves) <= 1                                  # the first (none on disk yet), not one a batch
+    store.close()
+    assert saves[-1] == 240                                 # close writes what the batches left
+    assert EngramStore(tmp_path, fsync=False).count() == 240

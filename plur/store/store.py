@@ -260,8 +260,8 @@ class EngramStore(FolderMirror):
             finally:
                 for folder in folders if self.fsync else ():
                     fsync_dir(folder)
-        if sum(1 for _, c in out if c) >= AUTOSAVE_READS:
-            self.save_manifest()
+        with self._mutex:  # saved behind, at most every AUTOSAVE_INTERVAL_S: a save each batch is O(n) a batch
+            self._autosave(sum(1 for _, c in out if c))
         return out
 
     def put(self, engram: Engram, *, expected: str | None = None) -> Engram:
