@@ -26,6 +26,8 @@ from .distractors import VERSION, distractors
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 LOCOMO = SHARED_DATA / "locomo" / "locomo10.json"
 BUILT = "scale-built.json"
+#: Written when a build starts: a build stopped half-way (a million notes take ~20 minutes to write) resumes.
+BUILDING = "scale-building.json"
 
 
 def locomo_items(path: Path = LOCOMO) -> list[dict[str, Any]]:
@@ -40,10 +42,10 @@ def locomo_items(path: Path = LOCOMO) -> list[dict[str, Any]]:
     return out
 
 
-def built_info(home: Path) -> dict[str, Any] | None:
-    """What ``scale-built.json`` says about a kept store, or None."""
+def built_info(home: Path, name: str = BUILT) -> dict[str, Any] | None:
+    """What ``scale-built.json`` (or ``name``) says about a kept store, or None."""
     try:
-        return json.loads((home / BUILT).read_text(encoding="utf-8"))
+        return json.loads((home / name).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
@@ -65,14 +67,19 @@ def ensure_home(work: Path, n: int, cache_dir: Path, *, derived: bool = False,
     if info and info.get("n") == n and info.get("version") == VERSION and info.get("vectors", "model") == (
             "derived" if derived else "model"):
         return home, info
-    if home.exists():
+    want = {"n": n, "version": VERSION, "vectors": "derived" if derived else "model"}
+    if home.exists() and built_info(home, BUILDING) != want:
         shutil.rmtree(home)
     from plur.memory import Memory
 
     base = locomo_items()
     if n < len(base):
         raise SystemExit(f"--sizes {n}: a store must hold at least the {len(base):,} LoCoMo turns")
-    log(f"building the {n:,}-engram store in {home} (once; kept for later runs)")
+    resumed = home.exists()
+    log(f"{'resuming' if resumed else 'building'} the {n:,}-engram store in {home} (once; kept for later runs"
+        f"{': the notes written before are merged as duplicates, not written again' if resumed else ''})")
+    home.mkdir(parents=True, exist_ok=True)
+    (home / BUILDING).write_text(json.dumps(want), encoding="utf-8")
     t0 = time.perf_counter()
     with Memory(home, model=MODEL, fsync=False, cache_dir=str(cache_dir)) as mem:
         def items() -> Iterator[dict[str, Any]]:
@@ -105,6 +112,9 @@ def ensure_home(work: Path, n: int, cache_dir: Path, *, derived: bool = False,
                 "chunks_embedded": (emb.stats.misses - before) if emb is not None else 0,
                 "vectors": "derived" if derived else "model", "chunks_derived": maker.made if maker else 0,
                 "built": time.strftime("%Y-%m-%d %H:%M:%S")}
+    if resumed:
+        info["resumed"] = True  # the write and index times cover this run only
     (home / BUILT).write_text(json.dumps(info, indent=2), encoding="utf-8")
+    (home / BUILDING).unlink(missing_ok=True)
     log(f"  built: {info}")
     return home, info
