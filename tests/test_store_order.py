@@ -86,3 +86,29 @@ def test_batches_of_writes_save_the_manifest_behind_and_seldom(tmp_path: Path, m
     store.close()
     assert saves[-1] == 240                                 # close writes what the batches left
     assert EngramStore(tmp_path, fsync=False).count() == 240
+
+
+def test_a_slow_manifest_save_makes_the_next_autosave_wait_longer(tmp_path: Path, monkeypatch) -> None:
+    """A save that took ``t`` seconds is not repeated within ``10 t`` (a million-row manifest took ~15 s of the GIL
+    every 30 s: half of a bulk learn's time); a fast one still every ``AUTOSAVE_INTERVAL_S``."""
+    import time
+
+    from plur.store import manifest, mirror
+
+    saves: list[int] = []
+    real = manifest.save_manifest
+    monkeypatch.setattr(manifest, "save_manifest", lambda *a, **k: (saves.append(1), real(*a, **k))[1])
+    store = EngramStore(tmp_path, fsync=False)
+    store.add_many([_engram(i, i) for i in range(40)])       # the first save (none on disk yet)
+    manifest.wait_saved(store)
+    assert len(saves) == 1
+    store._save_cost_s = 60.0                                 # as if that save had taken a minute
+    store._saved_at = time.monotonic() - 2 * mirror.AUTOSAVE_INTERVAL_S
+    store.add_many([_engram(100 + i, 100 + i) for i in range(40)])
+    manifest.wait_saved(store)
+    assert len(saves) == 1                                    # due after 600 s, not 30
+    store._save_cost_s = 0.01
+    store.add_many([_engram(200 + i, 200 + i) for i in range(40)])
+    manifest.wait_saved(store)
+    assert len(saves) == 2
+    store.close()

@@ -220,8 +220,10 @@ def save_behind(mirror: Any) -> None:
     mirror._dirty = False
 
     def write() -> None:
+        t0 = time.perf_counter()
         if not save_manifest(mirror.manifest_path, mirror.root, snapshot):
             mirror._dirty = True
+        mirror._save_cost_s = time.perf_counter() - t0  # the next autosave waits ten times this (mirror._autosave)
 
     import threading
 

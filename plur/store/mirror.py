@@ -36,8 +36,8 @@ from .changes import Changes, _check_home, _merge_op  # noqa: F401 - Changes re-
 DEFAULT_MAX_STATEMENT_BYTES = 1 << 20
 #: Save the manifest on refresh once this many files had to be read (not served by the manifest)...
 AUTOSAVE_READS = 32
-#: ...but at most once per this many seconds (a 10k-row manifest takes ~0.3 s to write; saving at every
-#: refresh under a stream of writers made recalls wait on it). Close saves too.
+#: ...but at most once per this many seconds, or ten times the last save's (a 10k-row manifest takes ~0.3 s
+#: to write, a million rows ~15 s of the GIL: at most a tenth of the time goes to saving). Close saves too.
 AUTOSAVE_INTERVAL_S = 30.0
 #: A journal name is re-checked at every quick refresh for this long, seconds: a writer appends the name
 #: *before* it writes the file, so a lock-free reader may see the name first.
@@ -76,7 +76,7 @@ class FolderMirror:
         self._loaded = False  # manifest read (entries may still be unmaterialised)
         self._scanned = False  # the folder was scanned at least once
         self._dirty = False  # in-memory state differs from the saved manifest
-        self._saved_at = 0.0  # time.monotonic() of the last manifest save (0: never)
+        self._saved_at, self._save_cost_s = 0.0, 0.0  # time.monotonic() of the last save (0: never), its seconds
         self._recent: dict[str, float] = {}  # journal names -> time.monotonic() first seen (quick refresh)
         self._listed_at = float("-inf")  # time.monotonic() of the quick refresh's last folder listing
         self._listing = FolderListing()  # the folders (engrams/, months) it listed, by mtime
@@ -192,7 +192,7 @@ class FolderMirror:
 
     def _autosave(self, reads: int) -> None:
         never = self._saved_at == 0.0
-        due = never or time.monotonic() - self._saved_at >= AUTOSAVE_INTERVAL_S
+        due = never or time.monotonic() - self._saved_at >= max(AUTOSAVE_INTERVAL_S, 10 * self._save_cost_s)
         if (reads >= AUTOSAVE_READS and due) or (self._dirty and never and not self.manifest_path.exists()
                                                   and self._entries):
             save_behind(self)  # written by a thread of its own: a recall does not wait for it (issue 49)
