@@ -149,3 +149,47 @@ def test_opening_a_bundle_never_runs_a_batch_padded_to_the_models_limit(exported
     assert any(len(b) > 1 for b in batches)                                  # a padded batch is still checked
     assert all(max(b) < limit for b in batches if len(b) > 1), batches      # but never one padded to the limit
     assert any(b == [limit] for b in batches)                               # the longest probe runs alone
+
+
+def test_a_reindex_whose_chunks_are_all_cached_never_opens_the_bundle(exported, tmp_path: Path, monkeypatch) -> None:
+    """Issue 49: every vector in the embedding cache, a rebuild of the indexes made the model's ONNX session anyway
+    (~165 MiB of the build's peak RSS at 100k engrams, ~1.4 s of CPU). It is made at the first text the cache lacks
+    (or the first query), with the identity it had, so vectors of two models are never mixed."""
+    import shutil
+
+    from plur.embed import embedder as embedder_module, onnx_bundle
+    from plur.memory import Memory
+
+    _, cache = exported
+    shutil.copytree(cache / "onnx", tmp_path / "c" / "onnx")
+    texts = ["the boiler is serviced every October", "Calvin: " + "the gym and the market on Sunday " * 30,
+             "my sister lives in Lisbon"]
+    mem = Memory(tmp_path / "h", model=PACKAGED_MODEL, cache_dir=str(tmp_path / "c"))
+    for t in texts:
+        mem.learn(t)
+    mem.reindex(progress=False)  # every chunk (the long text cut in several) and its cut now in the cache
+    identity = mem.model_resolution().embedder.identity
+    mem.close()
+
+    opened: list[str] = []
+    real_init = onnx_bundle.OnnxBundle.__init__
+
+    def spy(self, folder, threads=None):
+        opened.append(str(folder))
+        real_init(self, folder, threads)
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(onnx_bundle.OnnxBundle, "__init__", spy)
+    monkeypatch.setattr(embedder_module, "_load_sentence_transformer", no_model)
+    mem = Memory(tmp_path / "h", model=PACKAGED_MODEL, cache_dir=str(tmp_path / "c"))
+    emb = mem.model_resolution().embedder
+    assert mem.reindex(progress=False)["engrams"] == 3
+    assert emb.stats.misses == 0 and emb.identity == identity and opened == []
+    hits = mem.recall("where does my sister live", 2)  # the first query opens the bundle
+    assert len(opened) == 1 and emb.query_runtime == "onnx" and "Lisbon" in hits[0].engram.statement
+    mem.learn("a new note about the Lisbon trip")  # a text the cache lacks: embedded by the open bundle
+    mem.catch_up(progress=False)
+    assert emb.stats.misses == 1 and len(opened) == 1
+    mem.close()

@@ -43,8 +43,13 @@ def export_in_child(spec_or_path: Any, folder: Path | None, onnx_dir: Path, batc
 
     Returns:
         True when the child wrote a verified bundle; False when it did not (the reason, with the child's
-        last output lines, is logged at INFO), when this is already a child, or on a timeout.
+        last output lines, is logged at INFO), when this is already a child, on a timeout, or without
+        onnxruntime (no bundle can serve: the caller loads the model itself).
     """
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return False
     if os.environ.get(_IN_CHILD):
         return False
     args = pickle.dumps({"spec_or_path": spec_or_path, "folder": folder, "onnx_dir": Path(onnx_dir),

@@ -11,20 +11,19 @@ functions, so ``import plur.embed.embedder`` stays light (numpy only).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import logging
 import os
-import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import ModelError, ValidationError, require
+from ..errors import ModelError, ValidationError
 from . import model_thread
-from .st_load import _load_sentence_transformer, _model_dims, _model_pooling
+from .st_load import (_accelerator_visible, _folder_fingerprint, _load_sentence_transformer, _model_dims, _model_pooling,
+                      _spec_from_folder, pick_device)
 from .models_lock import ModelSpec, vector_identity
 
 log = logging.getLogger("plur.embed")
@@ -71,72 +70,6 @@ class Embedder(Protocol):
 
     def embed_document_chunks(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """One vector per chunk: (``[m, dims] float32``, ``[m] int64`` index into ``texts``)."""
-
-
-def pick_device(device: str = "auto") -> str:
-    """Resolve ``"auto"`` to ``"cuda"``, then ``"mps"``, then ``"cpu"``; check an explicit choice.
-
-    Raises:
-        ModelError: ``"cuda"``/``"mps"`` asked for but not available (fix: device=auto or cpu).
-    """
-    torch = require("torch", "embed")
-    cuda = torch.cuda.is_available()
-    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
-    if device == "auto":
-        return "cuda" if cuda else "mps" if mps else "cpu"
-    if (device == "cuda" and not cuda) or (device == "mps" and not mps):
-        raise ModelError(f"device {device!r} is not available on this machine; set device to 'auto' or 'cpu'")
-    if device not in ("cuda", "mps", "cpu") and not device.startswith("cuda:"):
-        raise ModelError(f"device {device!r} is not one of auto, cuda, mps, cpu")
-    return device
-
-
-def _accelerator_visible() -> bool:
-    """Whether this machine may have a GPU torch would pick (device ``auto``), judged without importing torch:
-    macOS (MPS), or an NVIDIA, ROCm or WSL GPU device node."""
-    return sys.platform == "darwin" or any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
-
-
-def _folder_fingerprint(folder: Path) -> str:
-    """8 hex of sha256 over (relative path, size, mtime_ns) of a folder's files: cheap, changes on edit."""
-    digest = hashlib.sha256()
-    for p in sorted(folder.rglob("*")):
-        if p.is_file():
-            st = p.stat()
-            digest.update(f"{p.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:8]
-
-
-def _spec_from_folder(folder: Path) -> ModelSpec:
-    """Describe an unpinned local model folder by reading its sentence-transformers config files."""
-    def read(rel: str) -> dict[str, Any]:
-        try:
-            return json.loads((folder / rel).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-
-    pooling_cfg = read("1_Pooling/config.json")
-    pooling = "cls" if pooling_cfg.get("pooling_mode_cls_token") else "mean"
-    modules = read("modules.json")
-    normalize = any("Normalize" in str(m.get("type", "")) for m in modules) if isinstance(modules, list) else False
-    prompts = read("config_sentence_transformers.json").get("prompts") or {}
-    return ModelSpec(
-        name=folder.name, revision="0" * 40, dims=int(pooling_cfg.get("word_embedding_dimension", 0) or 0),
-        pooling=pooling, normalize=normalize,
-        max_seq_length=int(read("sentence_bert_config.json").get("max_seq_length", 512) or 512),
-        query_instruction=str(prompts.get("query", "") or ""),
-    )
-
-
-def _bundle_exported(spec_or_path: Any, folder: Path | None, onnx_dir: Path, batch_size: int) -> bool:
-    """Export the ONNX bundle in a child process when onnxruntime is here (:mod:`plur.embed.bundle_child`)."""
-    try:
-        import onnxruntime  # noqa: F401 - without it no bundle can serve: load the model here as before
-    except ImportError:
-        return False
-    from .bundle_child import export_in_child
-
-    return export_in_child(spec_or_path, folder, onnx_dir, batch_size)
 
 
 class SentenceTransformerEmbedder:
@@ -189,44 +122,86 @@ class SentenceTransformerEmbedder:
         self._fast_tried = False
         #: the query path in use: ``eager``, ``torchscript`` or ``onnx`` (see :meth:`prepare_fast_queries`)
         self.query_runtime = "eager"
-        #: the ONNX Runtime bundle serving documents and queries (:mod:`plur.embed.onnx_bundle`), or None
-        self.bundle: Any = None
+        self._bundle: Any = None
         self.precision, self.precision_note = "float32", ""
         cpu = device == "cpu" or (device == "auto" and not _accelerator_visible())
+        self._open_lock = threading.RLock()
+        self._deferred: tuple[Any, ...] | None = None
+        meta = None
+        if onnx_dir is not None and cpu and spec.dims and precision == "float32":
+            from .onnx_bundle import ready_bundle_meta
+
+            meta = ready_bundle_meta(Path(onnx_dir), self._identity)
+        if meta is not None:  # a bundle serves: opened at the first text to embed or tokenize (see bundle)
+            self._deferred = (spec_or_path, folder, Path(onnx_dir), device)
+            self.device, self._special = "cpu", int(meta["special_tokens"])
+            self._fast, self.query_runtime = self._bundle_one, "onnx"
+        else:
+            self._serve(spec_or_path, folder, onnx_dir, device, precision, cpu)
+
+    @property
+    def bundle(self) -> Any:
+        """The ONNX Runtime bundle serving documents and queries (:mod:`plur.embed.onnx_bundle`), or None.
+
+        A float32 bundle already exported for this identity is opened (its session made, its probes checked) on
+        first need, not when the embedder is made: a build of the indexes whose every chunk is in the embedding
+        cache never needs it (issue 49: ~165 MiB and ~1.4 s of CPU at every ``plur reindex``). Until then
+        :attr:`identity`, :attr:`dims` and the chunk window are known from the spec and the bundle's meta.json;
+        should the bundle then fail its check, the model is exported again or loaded here as when made, with the
+        same identity (a float32 vector is the same space whichever runtime gives it).
+        """
+        if self._deferred is not None:
+            with self._open_lock:
+                if self._deferred is not None:
+                    spec_or_path, folder, onnx_dir, device = self._deferred
+                    self._serve(spec_or_path, folder, onnx_dir, device, "float32", True)
+                    self._deferred = None
+        return self._bundle
+
+    def _serve(self, spec_or_path: Any, folder: Path | None, onnx_dir: Path | None, device: str, precision: str,
+               cpu: bool) -> None:
+        """Open the bundle (exporting it in a child process if need be) or load the model; pick the query path."""
+        spec = self.spec
         if onnx_dir is not None and cpu and spec.dims:
+            from .bundle_child import export_in_child
             from .onnx_bundle import OnnxBundle, int8_identity
 
             if precision == "int8":  # a verified int8 graph serves alone: the float32 bundle is not opened
-                self.bundle = OnnxBundle.open(Path(onnx_dir), int8_identity(self._identity))
-                if self.bundle is not None:
+                self._bundle = OnnxBundle.open(Path(onnx_dir), int8_identity(self._identity))
+                if self._bundle is not None:
                     self._identity, self.precision = int8_identity(self._identity), "int8"
-            self.bundle = self.bundle or OnnxBundle.open(Path(onnx_dir), self._identity)
-            if self.bundle is None and _bundle_exported(spec_or_path, folder, Path(onnx_dir), batch_size):
-                self.bundle = OnnxBundle.open(Path(onnx_dir), self._identity)  # torch stayed in the child
-        self.device = "cpu" if self.bundle is not None else pick_device(device)
-        if self.bundle is None:
+            self._bundle = self._bundle or OnnxBundle.open(Path(onnx_dir), self._identity)
+            if self._bundle is None and export_in_child(spec_or_path, folder, Path(onnx_dir), self.batch_size):
+                self._bundle = OnnxBundle.open(Path(onnx_dir), self._identity)  # torch stayed in the child
+        self.device = "cpu" if self._bundle is not None else pick_device(device)
+        if self._bundle is None:
             self._load()
             if onnx_dir is not None and self.device == "cpu":
                 self._make_bundle(Path(onnx_dir))
         if precision == "int8" and self.precision != "int8":
             self._serve_int8(Path(onnx_dir) if onnx_dir is not None else None)
-        if self.bundle is not None:
+        if self._bundle is not None:
             self._fast, self.query_runtime = self._bundle_one, "onnx"
-            self._special = self.bundle.special
+            self._special = self._bundle.special
         else:
+            if self._fast == self._bundle_one:  # a deferred bundle that failed its check: the model's own path
+                self._fast, self.query_runtime = None, "eager"
             self._special = int(getattr(self._tokenizer, "num_special_tokens_to_add", lambda pair=False: 2)(False))
 
     @property
     def _model(self) -> Any:
         """The ``SentenceTransformer`` (loaded now if the ONNX bundle served until here)."""
         if self._st is None:
-            self._load()
+            _ = self.bundle  # a deferred bundle settles first (one that fails its check loads the model itself)
+            with self._open_lock:
+                if self._st is None:
+                    self._load()
         return self._st
 
     def _load(self) -> None:
         """Load the model and check it against the spec (dims, pooling); sets ``spec`` and ``identity``."""
         spec, source = self.spec, self._source
-        if self.bundle is not None:
+        if self._bundle is not None:
             self.device = pick_device("cpu")
         else:
             self.device = pick_device(getattr(self, "device", None) or "auto")
@@ -260,20 +235,21 @@ class SentenceTransformerEmbedder:
         layout = model_thread.run(query_layout, self._st, "", "ONNX")
         if layout is not None and model_thread.run(export_bundle, self._st, self._embed_eager, self._identity,
                                                    onnx_dir, layout[1]) is not None:
-            self.bundle = OnnxBundle.open(onnx_dir, self._identity)
+            self._bundle = OnnxBundle.open(onnx_dir, self._identity)
 
     def _serve_int8(self, onnx_dir: Path | None) -> None:
         """Serve from the int8 bundle (derived from the float32 one once) or say in :attr:`precision_note` why not."""
         from .onnx_bundle import int8_identity, int8_or_why
 
-        bundle, why = int8_or_why(onnx_dir, self._identity, self.bundle, self.device)
+        bundle, why = int8_or_why(onnx_dir, self._identity, self._bundle, self.device)
         if bundle is None:
             self.precision_note = f"{why}; float32 vectors serve"
             return
-        self.bundle, self._identity, self.precision = bundle, int8_identity(self._identity), "int8"
+        self._bundle, self._identity, self.precision = bundle, int8_identity(self._identity), "int8"
 
     def _bundle_one(self, text: str) -> np.ndarray:
-        return self.bundle.embed([text])[0]
+        bundle = self.bundle  # opened now if deferred
+        return bundle.embed([text])[0] if bundle is not None else self._embed_eager(text)
 
     # -- protocol -------------------------------------------------------------------------------
     @property
@@ -302,8 +278,9 @@ class SentenceTransformerEmbedder:
         texts = list(texts)
         if not texts:
             return np.empty((0, self.dims), dtype=np.float32)
-        if self.bundle is not None:
-            return model_thread.run(self.bundle.embed, texts, self.batch_size)
+        bundle = self.bundle
+        if bundle is not None:
+            return model_thread.run(bundle.embed, texts, self.batch_size)
         out = model_thread.run(self._model.encode, texts, batch_size=self.batch_size, convert_to_numpy=True,
                                normalize_embeddings=True, show_progress_bar=False)
         return np.ascontiguousarray(out, dtype=np.float32)
@@ -350,6 +327,7 @@ class SentenceTransformerEmbedder:
         if self.query_runtime == "onnx" and self._fast == self._bundle_one and not self._fast_tried:
             if runtime in ("auto", "onnx") or self.precision == "int8":  # torch would give float32 vectors
                 return True
+            _ = self.bundle  # a deferred bundle settles first
             self._fast, self.query_runtime = None, "eager"  # torchscript or eager asked for: the torch model
         if self._fast is None and not self._fast_tried and runtime != "eager":
             self._fast_tried = True
@@ -409,8 +387,9 @@ class SentenceTransformerEmbedder:
         long_idx = [i for i, t in enumerate(texts) if len(t) > window // 2]
         spans: dict[int, list[tuple[int, int]]] = {}
         if long_idx:
-            if self.bundle is not None:
-                all_offsets = self.bundle.offsets([texts[i] for i in long_idx])
+            bundle = self.bundle
+            if bundle is not None:
+                all_offsets = bundle.offsets([texts[i] for i in long_idx])
             else:
                 all_offsets = self._tokenizer([texts[i] for i in long_idx], add_special_tokens=False,
                                               return_offsets_mapping=True, truncation=False,

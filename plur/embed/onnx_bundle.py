@@ -54,13 +54,36 @@ BATCH_ATTENTION = 2 ** 20
 MIN_INT8_COSINE = 0.95
 
 __all__ = ["BATCH_ATTENTION", "BATCH_TOKENS", "FORMAT", "MIN_INT8_COSINE", "OnnxBundle", "bundle_folder",
-           "derive_int8_bundle", "export_bundle", "int8_identity", "int8_or_why", "open_int8_bundle"]
+           "derive_int8_bundle", "export_bundle", "int8_identity", "int8_or_why", "open_int8_bundle",
+           "ready_bundle_meta"]
 
 
 def bundle_folder(cache_dir: Path, identity: str) -> Path:
     """``<cache_dir>/onnx/<sha256(identity, FORMAT)[:16]>/``: where the bundle of a model identity lives."""
     key = hashlib.sha256(json.dumps({"format": FORMAT, "identity": identity}).encode()).hexdigest()[:16]
     return Path(cache_dir) / "onnx" / key
+
+
+def ready_bundle_meta(cache_dir: Path, identity: str) -> dict[str, Any] | None:
+    """The meta.json of ``identity``'s bundle when its files are all there and onnxruntime and tokenizers are
+    installed, else None; read without opening it (no session, no probe check: :meth:`OnnxBundle.open` does both).
+
+    :class:`~plur.embed.embedder.SentenceTransformerEmbedder` defers opening such a bundle to its first text.
+    """
+    import importlib.util
+
+    folder = bundle_folder(cache_dir, identity)
+    try:
+        meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("identity") != identity
+            or not isinstance(meta.get("special_tokens"), int)
+            or not all((folder / name).is_file() for name in ("model.onnx", "tokenizer.json"))):
+        return None
+    if any(importlib.util.find_spec(name) is None for name in ("onnxruntime", "tokenizers")):
+        return None
+    return meta
 
 
 class OnnxBundle:

@@ -1,15 +1,45 @@
-"""Loading a ``SentenceTransformer`` for :class:`plur.embed.embedder.SentenceTransformerEmbedder`, and reading its
-width and pooling back (to check them against ``models.lock``). sentence-transformers and transformers are
+"""Loading a ``SentenceTransformer`` for :class:`plur.embed.embedder.SentenceTransformerEmbedder`, reading its
+width and pooling back (to check them against ``models.lock``), and describing an unpinned model folder from its
+config files; which device it runs on (:func:`pick_device`). torch, sentence-transformers and transformers are
 imported inside the functions.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import ModelError, require
 from .model_files import hf_offline
 from .models_lock import ModelSpec
+
+
+def pick_device(device: str = "auto") -> str:
+    """Resolve ``"auto"`` to ``"cuda"``, then ``"mps"``, then ``"cpu"``; check an explicit choice.
+
+    Raises:
+        ModelError: ``"cuda"``/``"mps"`` asked for but not available (fix: device=auto or cpu).
+    """
+    torch = require("torch", "embed")
+    cuda = torch.cuda.is_available()
+    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+    if device == "auto":
+        return "cuda" if cuda else "mps" if mps else "cpu"
+    if (device == "cuda" and not cuda) or (device == "mps" and not mps):
+        raise ModelError(f"device {device!r} is not available on this machine; set device to 'auto' or 'cpu'")
+    if device not in ("cuda", "mps", "cpu") and not device.startswith("cuda:"):
+        raise ModelError(f"device {device!r} is not one of auto, cuda, mps, cpu")
+    return device
+
+
+def _accelerator_visible() -> bool:
+    """Whether this machine may have a GPU torch would pick (device ``auto``), judged without importing torch:
+    macOS (MPS), or an NVIDIA, ROCm or WSL GPU device node."""
+    return sys.platform == "darwin" or any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
 
 
 def _load_sentence_transformer(source: str, device: str, spec: ModelSpec, *, local: bool) -> Any:
@@ -53,4 +83,36 @@ def _model_pooling(model: Any) -> str | None:
     return None
 
 
-__all__ = ["_load_sentence_transformer", "_model_dims", "_model_pooling"]
+def _folder_fingerprint(folder: Path) -> str:
+    """8 hex of sha256 over (relative path, size, mtime_ns) of a folder's files: cheap, changes on edit."""
+    digest = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            digest.update(f"{p.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:8]
+
+
+def _spec_from_folder(folder: Path) -> ModelSpec:
+    """Describe an unpinned local model folder by reading its sentence-transformers config files."""
+    def read(rel: str) -> dict[str, Any]:
+        try:
+            return json.loads((folder / rel).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    pooling_cfg = read("1_Pooling/config.json")
+    pooling = "cls" if pooling_cfg.get("pooling_mode_cls_token") else "mean"
+    modules = read("modules.json")
+    normalize = any("Normalize" in str(m.get("type", "")) for m in modules) if isinstance(modules, list) else False
+    prompts = read("config_sentence_transformers.json").get("prompts") or {}
+    return ModelSpec(
+        name=folder.name, revision="0" * 40, dims=int(pooling_cfg.get("word_embedding_dimension", 0) or 0),
+        pooling=pooling, normalize=normalize,
+        max_seq_length=int(read("sentence_bert_config.json").get("max_seq_length", 512) or 512),
+        query_instruction=str(prompts.get("query", "") or ""),
+    )
+
+
+__all__ = ["_accelerator_visible", "_folder_fingerprint", "_load_sentence_transformer", "_model_dims", "_model_pooling",
+           "_spec_from_folder", "pick_device"]

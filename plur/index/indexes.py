@@ -124,6 +124,8 @@ class IndexSet:
         self._deferred_manifest: dict[str, Any] | None = (manifest or {}) if defer_dense and embedder is None else None
         if embedder is not None:
             self._open_dense(manifest)
+        #: the lexical leg's build on another thread while the dense leg fills (:mod:`plur.index.rebuild`), or None
+        self.lexical_build: Any = None
         self.dirty = False
 
     @property
@@ -212,8 +214,12 @@ class IndexSet:
         return data if isinstance(data, dict) and data.get("format") == FORMAT else None
 
     # -- keeping in step ------------------------------------------------------------------
-    def sync(self, engrams: Mapping[str, Engram], *, progress: bool = False) -> int:
+    def sync(self, engrams: Mapping[str, Engram], *, progress: bool = False, dense: bool = True) -> int:
         """Bring both legs in line with ``engrams`` (id -> engram, all statuses, all indexed).
+
+        Args:
+            dense: also drop and queue the dense leg's vectors; ``False`` touches the lexical leg only (a rebuild
+                fills the dense leg on another thread meanwhile, :mod:`plur.index.rebuild`).
 
         Returns:
             Number of engrams (re)indexed or removed in the lexical leg.
@@ -224,13 +230,13 @@ class IndexSet:
         stale = [eid for eid in self.lexical_hashes if eid not in engrams]
         changed = [eid for eid, h in want_lex.items() if self.lexical_hashes.get(eid) != h]
         if stale:
-            self.remove(stale)
+            self.remove(stale, dense=dense)
         if changed:  # oldest first, as the store lists them (the BM25 document order is then reproducible)
             self.add(sorted((engrams[eid] for eid in changed), key=lambda e: (e.created, e.id)), progress=progress,
-                     signatures=want_lex)
+                     signatures=want_lex, dense=dense)
         done = len(stale) + len(changed)
         del want_lex, changed
-        if self.dense is not None:
+        if self.dense is not None and dense:
             self._sync_dense(engrams, {eid: dense_key(e, self.settings) for eid, e in engrams.items()})
         return done
 
@@ -282,7 +288,7 @@ class IndexSet:
         return todo
 
     def add(self, engrams: Iterable[Engram], *, progress: bool = False,
-            signatures: Mapping[str, str] | None = None) -> list[str]:
+            signatures: Mapping[str, str] | None = None, dense: bool = True) -> list[str]:
         """Index (or re-index) engrams (any status: validity is filtered at recall time).
 
         Neighbouring turns whose BM25 document includes an added or changed turn are
@@ -295,6 +301,7 @@ class IndexSet:
             progress: show a tqdm bar (when more than 1,000).
             signatures: id -> :meth:`_signature` already computed with the context as it will be after
                 this add (``sync`` passes its own, so the manifest shares those strings); missing ids are computed.
+            dense: queue the engrams for the dense leg (``False``: the lexical leg only, see :meth:`sync`).
 
         Returns:
             Ids (re)indexed in the lexical leg: the given engrams, then the neighbours.
@@ -302,7 +309,7 @@ class IndexSet:
         active = list(engrams)
         touched: list[str] = []
         if self.skip is not None and any(self.skip(e) for e in active):  # never indexed; gone if it was
-            touched = self.remove([e.id for e in active if self.skip(e)])
+            touched = self.remove([e.id for e in active if self.skip(e)], dense=dense)
             active = [e for e in active if not self.skip(e)]
         if not active:
             return touched
@@ -328,7 +335,7 @@ class IndexSet:
         for e in active:
             sig = sigs.get(e.id)
             self.lexical_hashes[e.id] = sig if sig is not None else self._signature(e)
-            if self.dense is not None and self.dense_hashes.get(e.id) != dense_key(e, self.settings):
+            if dense and self.dense is not None and self.dense_hashes.get(e.id) != dense_key(e, self.settings):
                 self._pending_dense[e.id] = e
         self.dirty = True
         mine = {e.id for e in active}
@@ -337,8 +344,8 @@ class IndexSet:
             release_free_heap()  # the batches' documents and token lists (issue 30)
         return done
 
-    def remove(self, ids: Iterable[str]) -> list[str]:
-        """Drop ids from both legs (unknown ids are ignored).
+    def remove(self, ids: Iterable[str], *, dense: bool = True) -> list[str]:
+        """Drop ids from both legs (unknown ids are ignored; ``dense=False``: from the lexical leg only).
 
         Returns:
             The neighbouring turns re-indexed because their BM25 document lost a removed turn.
@@ -352,7 +359,7 @@ class IndexSet:
             self.lexical.remove(lex)
         for i in lex:
             self.lexical_hashes.pop(i, None)
-        if self.dense is not None:
+        if self.dense is not None and dense:
             den = [i for i in ids if i in self.dense_hashes]
             if den:
                 self.dense.remove(den)
@@ -385,7 +392,10 @@ class IndexSet:
 
     # -- persistence ----------------------------------------------------------------------
     def save(self) -> None:
-        """Write both legs and the manifest (atomically per file; manifest last)."""
+        """Write both legs and the manifest (atomically per file; manifest last); a lexical leg being built on another
+        thread (:attr:`lexical_build`) is waited for first."""
+        if self.lexical_build is not None:
+            self.lexical_build.result()
         if not self.dirty:
             return
         private_dirs(self.folder)

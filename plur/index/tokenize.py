@@ -58,6 +58,10 @@ _SPACELESS = (
 )
 _SPACELESS_RUN = re.compile(f"[{_SPACELESS}]+")
 _SPACELESS_START = re.compile(f"[{_SPACELESS}]")
+#: The token pattern on casefolded ASCII text with ``_`` replaced (what ``\\w`` and the marks match there): the big
+#: character class of :func:`_word_pattern` costs 27 us a 150-character statement against 9 (issue 49: 2.7 of the
+#: ~11 s of CPU of a 100k-engram BM25 build; 98.6% of the statements of the scale bench's store are ASCII).
+_ASCII_WORD = re.compile("[a-z0-9]+")
 
 
 def mark_ranges() -> list[tuple[int, int]]:
@@ -155,7 +159,9 @@ class Tokenizer:
         """The terms of ``text`` before stemming (steps 1-4 of the module docstring)."""
         text = unicodedata.normalize("NFKC", text).casefold().replace("_", " ")
         stop = STOP_WORDS
-        if _SPACELESS_START.search(text) is None:
+        if text.isascii():  # the same tokens, ~3x faster: casefolded ASCII has no upper case, marks or bigram scripts
+            tokens = [t for t in _ASCII_WORD.findall(text) if t not in stop]
+        elif _SPACELESS_START.search(text) is None:
             tokens = [t for t in self._word.findall(text) if t not in stop]
         else:
             tokens = []
@@ -201,12 +207,14 @@ class TermCoder:
         if got is None:
             import numpy as np
 
-            word, codes = self._word, []
-            for w in self.tokenizer.words(text):
-                code = word.get(w)
-                if code is None:
-                    code = word[w] = self._code(self.tokenizer.stem(w))
-                codes.append(code)
+            word, words = self._word, self.tokenizer.words(text)
+            codes = list(map(word.get, words))
+            if None in codes:  # a word met for the first time in this build: stemmed once
+                for i, w in enumerate(words):
+                    if codes[i] is None:
+                        codes[i] = word.get(w)
+                        if codes[i] is None:
+                            codes[i] = word[w] = self._code(self.tokenizer.stem(w))
             got = self._memo[text] = np.array(codes, dtype=np.int32)
         return got
 

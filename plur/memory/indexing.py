@@ -115,6 +115,7 @@ def drop_index_files(folder: Path) -> None:
 def reindex(mem: Any, *, progress: bool = True) -> dict[str, int]:
     """Rebuild both indexes from the store: :meth:`plur.memory.Memory.reindex`, which documents it."""
     from ..index.indexes import IndexSet, _atomic_write_json
+    from ..index.rebuild import rebuild
 
     mem.catchup.stop()
     with mem._lock:
@@ -127,9 +128,10 @@ def reindex(mem: Any, *, progress: bool = True) -> dict[str, int]:
             _atomic_write_json(marker, {"model": getattr(res.embedder, "identity", None)})
         mem._scan(force=True)
         idx = IndexSet(folder, mem.settings, res.embedder, skip=never_indexed(mem))
-        n = idx.sync(mem._by_id(), progress=progress)
         mem._indexes = idx
-        embedded = mem.catchup.now(idx, progress=progress, checkpoint_s=REINDEX_CHECKPOINT_S)
+        n, embedded = rebuild(idx, mem._by_id(), lambda: mem.catchup.now(idx, progress=progress,
+                                                                          checkpoint_s=REINDEX_CHECKPOINT_S),
+                              progress=progress)
         idx.dirty = True
         idx.save()
         marker.unlink(missing_ok=True)
