@@ -1,7 +1,7 @@
 """plur against txtai and MemPalace, ingest and recall, interleaved on the same LoCoMo conversations.
 
     python -m bench peers [--conversations 1-10] [--rounds 1] [--peers txtai,mempalace] [--txtai hybrid|dense]
-                          [--no-capture] [--no-recall] [--queries 10] [--lock FILE] [--out FILE]
+                          [--no-capture] [--no-recall] [--queries 10] [--lock FILE] [--wait-load 1.5] [--out FILE]
 
 (``python -m bench ingest-vs-txtai`` is the same command.) The peers are optional:
 ``pip install 'plur[compare]'`` installs txtai 9.14 and MemPalace 3.11 beside plur; without one, this
@@ -18,7 +18,8 @@ imports, open from disk, load the model, answer the conversation's first questio
 and warm (the next questions in that process, median). Each job is a fresh process
 (:mod:`bench.peers.child`); the arms' order rotates from set to set. ``--lock FILE`` holds an
 exclusive ``flock`` on FILE around each set (a machine shared with other timed work); the 1-minute load
-is printed before and after each set. Reported (:mod:`bench.peers.summary`): per-set ratios plur /
+is printed before and after each set, and ``--wait-load 1.5`` waits (at most ``--wait-max-s``) for
+a quieter machine before each set. Reported (:mod:`bench.peers.summary`): per-set ratios plur /
 peer (wall and CPU seconds of ingest, cold and warm recall) with p10/p50/p90 and pooled, each side's
 medians, turns/s, runtime and the share of questions whose hits hold an evidence turn (a check that
 each side searched what it ingested, not a quality figure).
@@ -68,6 +69,14 @@ def run_child(python: str, job: dict[str, Any], env: dict[str, str] | None = Non
     return json.loads(lines[-1][len(MARK):]), spawned_at
 
 
+def wait_quiet(below: float | None, max_s: float, poll_s: float = 5.0) -> float:
+    """Wait until the 1-minute load is under ``below`` (None: no wait) or ``max_s`` passed; the seconds waited."""
+    t0 = time.monotonic()
+    while below is not None and os.getloadavg()[0] >= below and time.monotonic() - t0 < max_s:
+        time.sleep(poll_s)
+    return time.monotonic() - t0
+
+
 @contextlib.contextmanager
 def held(lock: Path | None) -> Iterator[float]:
     """Hold an exclusive flock on ``lock`` (if given); yields the seconds waited for it."""
@@ -89,6 +98,7 @@ def run_set(args: argparse.Namespace, conversation: int, order: list[str], model
     roots = {side: Path(tempfile.mkdtemp(prefix=f"plur-peers-{side}-")) for side in order}
     base = {"data": str(args.data), "conversation": conversation, "txtai": args.txtai, "model_dir": str(model_dir)}
     try:
+        row["quiet_wait_s"] = wait_quiet(args.wait_load, args.wait_max_s)
         with held(args.lock) as waited:
             row["lock_wait_s"] = waited
             row["load"] = [os.getloadavg()[0]]
@@ -120,7 +130,8 @@ def _line(row: dict[str, Any], arms: list[str]) -> str:
             rec = row[side]["recall"]
             one += f" cold {rec['cold_s']:.2f} s warm {1000 * (rec['warm_p50_s'] or 0):.0f} ms"
         parts.append(one)
-    return (f"round {row['round']} conv {row['conversation']} (load {row['load'][0]:.2f} -> {row['load'][1]:.2f}): "
+    return (f"round {row['round']} conv {row['conversation']} (load {row['load'][0]:.2f} -> {row['load'][1]:.2f}, "
+            f"waited {row['quiet_wait_s']:.0f} s for quiet and {row['lock_wait_s']:.0f} s for the lock): "
             + "; ".join(parts))
 
 
@@ -153,6 +164,8 @@ def parser() -> argparse.ArgumentParser:
                     help="questions per conversation: the first cold, the rest warm (default 10)")
     ap.add_argument("--k", type=int, default=10, help="hits per question (default 10)")
     ap.add_argument("--lock", type=Path, help="hold an exclusive flock on this file around each set")
+    ap.add_argument("--wait-load", type=float, help="before each set, wait until the 1-minute load is under this")
+    ap.add_argument("--wait-max-s", type=float, default=600.0, help="longest wait for --wait-load (default 600)")
     ap.add_argument("--cache-dir", type=Path, default=CACHE, help=f"MemPalace's model export (default {CACHE})")
     ap.add_argument("--python", default=sys.executable,
                     help="interpreter of the jobs (default this one); it needs plur and plur[compare]'s peers")
