@@ -8,10 +8,10 @@ if argv[:1] == ["demo"]:
     from .demo import main as demo_main
 
     sys.exit(demo_main(argv[1:]))
-if argv[:1] == ["ingest-vs-txtai"]:
-    from .peers.ingest_vs_txtai import main as ingest_main
+if argv[:1] in (["peers"], ["ingest-vs-txtai"]):  # ingest-vs-txtai: the command's name before MemPalace and recall
+    from .peers.compare import main as peers_main
 
-    sys.exit(ingest_main(argv[1:]))
+    sys.exit(peers_main(argv[1:]))
 if argv[:1] == ["scale"]:
     from .scale.run import main as scale_main
 

@@ -2,7 +2,7 @@
 
 A file's bytes must not depend on which emitter wrote it: ``put`` skips a write whose YAML equals the
 file, and a hand-kept git history of the engram folder must not see rewrites. The fast path
-(:mod:`plur.store.engram_yaml`) is for speed only (bench: ``python -m bench ingest-vs-txtai``).
+(:mod:`plur.store.engram_yaml`) is for speed only (bench: ``python -m bench peers``).
 """
 
 from __future__ import annotations

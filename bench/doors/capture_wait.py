@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from ..manifest import base_manifest, dataset_info
-from ..peers.ingest_vs_txtai import LOCOMO, MODEL, pct
+from ..peers.conversation import LOCOMO, MODEL
+from ..peers.summary import pct
 
 DONE_TIMEOUT_S = 120.0
 

@@ -1,1 +1,1 @@
-"""plur against other tools on the same data (txtai's ingest)."""
+"""plur against other tools on the same data: txtai and MemPalace, ingest and recall (:mod:`bench.peers.compare`)."""
