@@ -203,3 +203,54 @@ def test_a_listing_reads_only_the_month_folders_that_changed(tmp_path: Path, mon
     listed.clear()
     writer.path_for(made[4].id).unlink()                      # deleted by hand in May
     assert reader.refresh(full=False).removed == {made[4].id} and sorted(set(listed)) == ["2025-03", "2025-05"]
+
+
+def _small_journal(monkeypatch: pytest.MonkeyPatch, max_bytes: int) -> None:
+    """Rotate the writer journal beyond ``max_bytes`` (wherever WriterJournal.append reads its limit)."""
+    monkeypatch.setitem(mirror.WriterJournal.append.__globals__, "JOURNAL_MAX_BYTES", max_bytes)
+
+
+def test_a_journal_rotation_is_carried_over_without_a_full_scan(pair, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 49: a writer that starts a new journal epoch hands the old one on (store-journal.prev and the new
+    epoch's ``after`` line), so readers and other writers that had seen the old epoch keep to the quick path;
+    before, each did a full scan (a stat of every file) at its next look, one of them inside a recall."""
+    writer, reader = pair
+    other = EngramStore(tmp_path, fsync=False)
+    other.add(Engram.create("the other writer's first fact"))
+    reader.refresh(full=False)
+    _small_journal(monkeypatch, 1024)
+    full = _count_full_scans(monkeypatch)
+    journal = tmp_path / "index" / "store-journal"
+    epoch = journal.read_bytes().split(b"\n", 1)[0]
+    gone = writer.all()[0]
+    added = [writer.add(Engram.create(f"fact number {i} before and after the rotation"))[0] for i in range(40)]
+    writer.delete(gone.id)
+    assert journal.read_bytes().split(b"\n", 1)[0] != epoch          # rotated, once
+    assert (tmp_path / "index" / "store-journal.prev").is_file()
+    changes = reader.refresh(full=False)
+    assert {e.id for e in added} <= changes.added and gone.id in changes.removed
+    other.add(Engram.create("the other writer again"))               # its sync carries over too
+    assert {e.id for e in added} <= {e.id for e in other.all()} and gone.id not in {e.id for e in other.all()}
+    assert full[0] == 0
+    other.close()
+
+
+def test_a_reader_two_rotations_behind_scans(pair, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    writer, reader = pair
+    reader.refresh(full=False)
+    _small_journal(monkeypatch, 512)
+    full = _count_full_scans(monkeypatch)
+    added = [writer.add(Engram.create(f"fact number {i} over two rotations"))[0] for i in range(40)]
+    assert {e.id for e in added} <= reader.refresh(full=False).added and full[0] == 1
+
+
+def test_a_missing_copy_of_the_old_epoch_means_a_full_scan(pair, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    writer, reader = pair
+    reader.refresh(full=False)
+    _small_journal(monkeypatch, 1024)
+    added = [writer.add(Engram.create(f"fact number {i} and a lost copy"))[0] for i in range(30)]
+    (tmp_path / "index" / "store-journal.prev").unlink(missing_ok=True)
+    full = _count_full_scans(monkeypatch)
+    assert {e.id for e in added} <= reader.refresh(full=False).added and full[0] == 1

@@ -23,8 +23,8 @@ from .active_texts import ActiveTexts
 from .atomic import clean_stale_temps
 from .engram import Engram
 from .lock import StoreLock
-from .manifest import FileEntry, JournalTail, WriterJournal, file_sha, load_manifest, save_behind, wait_saved
-from .manifest import save_manifest as save_manifest_file
+from .journal import JournalTail, WriterJournal
+from .manifest import FileEntry, file_sha, load_manifest, save_behind, save_manifest as save_manifest_file, wait_saved
 from .engram_file import parse_file, size_message
 from .folder_scan import Prescan, StatKey, folder_token, scan_folder, scan_folder_while, stat_pass
 from .listing import FolderListing
