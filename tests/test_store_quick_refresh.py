@@ -292,3 +292,14 @@ def test_among_a_stream_of_writes_the_listing_is_not_taken_on_the_callers_thread
     later = reader.refresh(full=False)
     assert by_hand.id in changes.added | later.added and deleted.id in changes.removed | later.removed
     assert {e.id for e in reader.all()} == {e.id for e in EngramStore(tmp_path).all()}
+    threads.clear()   # a write whose name an earlier refresh read (plur appends it first) lands: still a stream
+    late = Engram.create("named first, written after the refresh")
+    with open(tmp_path / "index" / "store-journal", "ab") as f:
+        f.write(f"{late.id[4:11]}/{late.id}.yaml\n".encode())
+    reader.refresh(full=False)
+    if hasattr(reader, "_behind"):
+        reader._behind.wait()
+    threads.clear()
+    (tmp_path / "engrams" / late.id[4:11] / f"{late.id}.yaml").write_text(late.to_yaml(), encoding="utf-8")
+    assert late.id in reader.refresh(full=False).added
+    assert threading.current_thread() not in threads

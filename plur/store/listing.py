@@ -109,11 +109,24 @@ class ListingBehind:
     (a stat each: a name written or removed since the listing is told apart).
     """
 
+    #: Seconds after the journal last named a write during which the caller counts as among a stream of writes.
+    #: Not "named at this call": a refresh often meets a write whose name an earlier one read (plur appends the
+    #: name first), and listed on its thread at every such call (~1 refresh in 10 under 4 writers, load 5-7).
+    stream_s = 5.0
+
     def __init__(self) -> None:
         self._listing = FolderListing()  # its own: the caller's thread lists with another while no stream runs
+        self._named_at = float("-inf")
         self._thread: threading.Thread | None = None
         self._found: list[str] = []
         self._error: StoreError | None = None
+
+    def streaming(self, named: bool, now: float) -> bool:
+        """Whether the caller is among a stream of writes (``named``: the journal named some at this call, at
+        ``now``, ``time.monotonic()``): then it leaves its listing to :meth:`start`, else lists on its own thread."""
+        if named:
+            self._named_at = now
+        return now - self._named_at < self.stream_s
 
     def start(self, root: Path, known: Mapping[str, object], unmoved: Mapping[str, object],
               like: FolderListing | None = None) -> None:

@@ -266,7 +266,7 @@ class FolderMirror:
             self._recent.setdefault(name, now)
         self._recent = {n: t for n, t in self._recent.items() if now - t < RECENT_S}
         check = self._behind.take()  # names a listing on a thread of its own found new or gone since
-        if not named:  # no stream of writes: list now
+        if not self._behind.streaming(bool(named), now):  # no stream of writes: list now
             check += self._listing.list(self.root).changed(self._entries, self._unmoved)
             self._listed_at = now
         elif now - self._listed_at >= LIST_EVERY_S:  # a stream: not on the caller's path (issue 49)
