@@ -108,7 +108,8 @@ class WriterJournal:
         try:
             with open(self.path, "rb") as f:
                 data = f.read(size + 1)
-            if len(data) != size or not data.endswith(b"\n") or not data.startswith(f"{JOURNAL_MAGIC} {epoch}\n".encode()):
+            head = f"{JOURNAL_MAGIC} {epoch}\n".encode("ascii")
+            if len(data) != size or not data.endswith(b"\n") or not data.startswith(head):
                 return b""
             atomic_write(self.prev_path, data, sync=False)
         except (OSError, StoreError):

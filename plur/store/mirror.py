@@ -138,7 +138,6 @@ class FolderMirror:
         self._index_remove(engram_id)
         if old.engram is not None or old.data is not None:
             self._note(engram_id, "removed")
-        self._dirty = True
 
     def _not_found_message(self, engram_id: str) -> str:
         for q in self._unmoved.values():
@@ -241,19 +240,19 @@ class FolderMirror:
     def _quick_refresh(self) -> bool:
         """Catch up without a stat of every file: the writer journal's tail plus a listing of names.
 
-        Reads the files other plur writers named in the journal since we last looked; stats those
-        named in the last :data:`RECENT_S` seconds, whose write may have been in flight (plur writes
-        by rename, so a landed write always changes the inode: a stat tells); reads files whose name
-        is new (copied in by hand) and forgets names that are gone. The listing reads only folders whose
-        mtime moved (:mod:`plur.store.listing`); while plur writers keep naming files in the journal it runs
-        at most every :data:`LIST_EVERY_S` seconds on a thread of its own, its names re-checked at the next
-        call after it ends (a hand-copied file shows up that much later), else at every call, on the caller's
-        thread. In-place edits that keep the name and go around plur are left to the next full scan
-        (the caller runs one every ``refresh_interval_s``). Takes no lock.
+        Reads the files other plur writers named in the journal since we last looked; stats those named in
+        the last :data:`RECENT_S` seconds, whose write may have been in flight (plur writes by rename, so a
+        landed write always changes the inode: a stat tells), until a check finds the write lock free
+        (:meth:`~plur.store.lock.StoreLock.free_now`: all of them landed); reads files whose name is new
+        (copied in by hand) and forgets names that are gone. The listing reads only folders whose mtime moved
+        (:mod:`plur.store.listing`); while plur writers keep naming files in the journal it runs at most every
+        :data:`LIST_EVERY_S` seconds on a thread of its own, its names re-checked at the next call after it
+        ends (a hand-copied file shows up that much later), else at every call, on the caller's thread.
+        In-place edits that keep the name and go around plur are left to the next full scan (the caller
+        runs one every ``refresh_interval_s``). Takes no lock (tries it, never waits).
 
         Returns:
-            False when the journal cannot be trusted (missing, rotated, torn, never scanned): the
-            caller must do a full scan.
+            False when the journal cannot be trusted (missing, torn, two rotations behind, never scanned).
         """
         if not self._scanned:
             return False
@@ -272,11 +271,13 @@ class FolderMirror:
         elif now - self._listed_at >= LIST_EVERY_S:  # a stream: not on the caller's path (issue 49)
             self._behind.start(self.root, self._entries, self._unmoved, like=self._listing)
             self._listed_at = now
+        settled = self._lock.free_now()  # after the tail was read: then each write it names has landed
         reads = len(named) + len(check)
         for name in [*sorted(named), *check]:  # check: a stat tells new from gone, or written since the listing
             self._check_one(name)
         for name in sorted(self._recent.keys() - named):
             self._check_one(name, stat_only=True)
+        self._recent = {} if settled else self._recent  # landed and checked since: no more re-checks (issue 49)
         self._writes.advance(tail)
         self._autosave(reads)
         return True
