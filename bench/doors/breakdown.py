@@ -21,8 +21,8 @@ STAGES = ("lock_wait", "refresh", "catchup", "embed_lock_wait", "query_embed_wai
 #: new files; its quick path, a full scan when the journal cannot be trusted, an autosave of the store manifest) and
 #: the indexes taking the changed engrams (BM25 terms, context, the dense queue)
 #: ``listing``/``journal``: the quick refresh's folder listing (with its new/gone passes) and journal read;
-#: ``model_queue``/``model_run``: the query's wait on the model thread before it ran (a catch-up batch in
-#: flight) and its run there (an LRU hit included)
+#: ``model_queue``/``model_run``: the query's wait on the model (or query) thread before it ran (a catch-up batch
+#: in flight) and its run there (an LRU hit included)
 PARTS = ("store_refresh", "quick_refresh", "full_scan", "manifest_save", "index_add", "listing", "journal",
          "model_queue", "model_run")
 
@@ -146,6 +146,8 @@ def instrument(mem: Any) -> Breakdown:
             setattr(mem.store, name, bd.timed(part, getattr(mem.store, name)))
     mem.catchup.before_search = bd.timed("catchup", mem.catchup.before_search)
     model_thread.submit = _timed_submit(model_thread.submit, bd)  # type: ignore[assignment]
+    if hasattr(model_thread, "submit_query"):  # an ONNX query runs on the query thread, beside the model thread
+        model_thread.submit_query = _timed_submit(model_thread.submit_query, bd)  # type: ignore[assignment]
     store = mem.store
     if hasattr(store, "_listing"):
         from plur.store.listing import Listed

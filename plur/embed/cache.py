@@ -316,14 +316,17 @@ class CachedEmbedder:
         return out
 
     def cached_query(self, text: str) -> np.ndarray | None:
-        """:meth:`embed_query`'s ``[dims] float32`` vector when memoised (a copy), else None; never calls the model
-        (a recall takes a known query on its own thread, not queued behind a catch-up batch on the model thread)."""
+        """:meth:`embed_query`'s vector when memoised (a copy), else None; never calls the model (issue 49)."""
         with self._qlock:
             hit = self._queries.get(text)
             if hit is not None:
                 self._queries.move_to_end(text)
                 self.stats.query_hits += 1
         return hit.copy() if hit is not None else None
+
+    @property
+    def queries_beside_model(self) -> bool:  # the inner embedder's: model_thread.submit_query may embed queries
+        return bool(getattr(self.inner, "queries_beside_model", False))
 
     def embed_query(self, text: str) -> np.ndarray:
         """Like :meth:`plur.embed.embedder.Embedder.embed_query`, memoised in memory: ``[dims] float32``."""

@@ -11,8 +11,6 @@ functions, so ``import plur.embed.embedder`` stays light (numpy only).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import logging
 import os
 import sys
@@ -24,7 +22,7 @@ import numpy as np
 
 from ..errors import ModelError, ValidationError, require
 from . import model_thread
-from .st_load import _load_sentence_transformer, _model_dims, _model_pooling
+from .st_load import _folder_fingerprint, _load_sentence_transformer, _model_dims, _model_pooling, _spec_from_folder
 from .models_lock import ModelSpec, vector_identity
 
 log = logging.getLogger("plur.embed")
@@ -95,37 +93,6 @@ def _accelerator_visible() -> bool:
     """Whether this machine may have a GPU torch would pick (device ``auto``), judged without importing torch:
     macOS (MPS), or an NVIDIA, ROCm or WSL GPU device node."""
     return sys.platform == "darwin" or any(os.path.exists(p) for p in ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg"))
-
-
-def _folder_fingerprint(folder: Path) -> str:
-    """8 hex of sha256 over (relative path, size, mtime_ns) of a folder's files: cheap, changes on edit."""
-    digest = hashlib.sha256()
-    for p in sorted(folder.rglob("*")):
-        if p.is_file():
-            st = p.stat()
-            digest.update(f"{p.relative_to(folder).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return digest.hexdigest()[:8]
-
-
-def _spec_from_folder(folder: Path) -> ModelSpec:
-    """Describe an unpinned local model folder by reading its sentence-transformers config files."""
-    def read(rel: str) -> dict[str, Any]:
-        try:
-            return json.loads((folder / rel).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-
-    pooling_cfg = read("1_Pooling/config.json")
-    pooling = "cls" if pooling_cfg.get("pooling_mode_cls_token") else "mean"
-    modules = read("modules.json")
-    normalize = any("Normalize" in str(m.get("type", "")) for m in modules) if isinstance(modules, list) else False
-    prompts = read("config_sentence_transformers.json").get("prompts") or {}
-    return ModelSpec(
-        name=folder.name, revision="0" * 40, dims=int(pooling_cfg.get("word_embedding_dimension", 0) or 0),
-        pooling=pooling, normalize=normalize,
-        max_seq_length=int(read("sentence_bert_config.json").get("max_seq_length", 512) or 512),
-        query_instruction=str(prompts.get("query", "") or ""),
-    )
 
 
 def _bundle_exported(spec_or_path: Any, folder: Path | None, onnx_dir: Path, batch_size: int) -> bool:
@@ -275,6 +242,12 @@ class SentenceTransformerEmbedder:
     def _bundle_one(self, text: str) -> np.ndarray:
         return self.bundle.embed([text])[0]
 
+    @property
+    def queries_beside_model(self) -> bool:
+        """True when queries are embedded by the ONNX bundle, which needs no model thread: a caller may embed
+        them on a thread of its own (:func:`plur.embed.model_thread.submit_query`)."""
+        return self.bundle is not None and self._fast == self._bundle_one
+
     # -- protocol -------------------------------------------------------------------------------
     @property
     def name(self) -> str:
@@ -318,6 +291,8 @@ class SentenceTransformerEmbedder:
         ``preprocess``, or a model with a default prompt of its own, gets ``encode``.
         """
         text = self.spec.query_instruction + text
+        if self.queries_beside_model:
+            return self.bundle.embed_query(text)  # on the caller's thread (the query thread: model_thread.submit_query)
         if self._fast is not None:
             return model_thread.run(self._fast, text)
         model = self._model

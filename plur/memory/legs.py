@@ -54,8 +54,9 @@ def legs(mem: Any, query: str, k: int, scope: str | None, types: Sequence[str] |
 
         peek = getattr(idx.embedder, "cached_query", None)
         known = peek(query) if peek is not None else None
-        if known is None:
-            qvec = model_thread.submit(idx.embedder.embed_query, query)
+        if known is None:  # an ONNX query needs no model thread: on the query thread, not behind a batch
+            beside = getattr(idx.embedder, "queries_beside_model", False)
+            qvec = (model_thread.submit_query if beside else model_thread.submit)(idx.embedder.embed_query, query)
     bm25: list[tuple[str, float]] = []
     fills: Fills = ({}, {})
     if need_bm25:
