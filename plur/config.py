@@ -149,7 +149,8 @@ SETTINGS: tuple[Setting, ...] = (
             "How long RecallWorker.warm waits for a recall, in seconds; a slower recall is still published (counted in the worker's timeouts).", range=(0.001, 3600)),
     Setting("refresh_interval_s", 1.0, float,
             "A long-lived Memory stats every engram file this often, in seconds, to catch hand edits (stretched to 50x the scan cost on big stores; 0 = every call); "
-            "other plur processes' writes and files added or removed by hand are seen at the next recall regardless (writer journal + name listing).", range=(0, 86400)),
+            "other plur processes' writes are seen at the next recall regardless (writer journal), files added or removed by hand too "
+            "(name listing; while other processes keep writing, within about a second: the listing runs on a thread of its own).", range=(0, 86400)),
     Setting("record_stats", True, bool, "Record recall and injection events in <home>/stats.db."),
     Setting("capture", "user", str,
             "What memory keeps from conversations by itself, at every host (the Claude Code hook, the DSH plugin, "

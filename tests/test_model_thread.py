@@ -44,3 +44,16 @@ def test_a_forked_child_gets_its_own_thread() -> None:
     os.close(w)
     _, status = os.waitpid(pid, 0)
     assert os.read(r, 2) == b"ok" and status == 0
+
+
+def test_queries_run_on_a_thread_of_their_own_beside_a_busy_model_thread() -> None:
+    """Issue 49: a recall's ONNX query does not wait for the document batch on the model thread."""
+    gate = threading.Event()
+    busy = model_thread.submit(gate.wait, 120)   # a long catch-up batch holds the model thread
+    try:
+        name = model_thread.submit_query(lambda: threading.current_thread().name).result(timeout=120)
+        assert name.startswith(model_thread.QUERY_THREAD_NAME) and not busy.done()
+    finally:
+        gate.set()
+    assert busy.result(timeout=120)
+    assert model_thread.drain(120)

@@ -193,3 +193,49 @@ def test_a_reindex_whose_chunks_are_all_cached_never_opens_the_bundle(exported, 
     mem.catch_up(progress=False)
     assert emb.stats.misses == 1 and len(opened) == 1
     mem.close()
+
+
+def test_a_bundle_query_is_embedded_beside_a_busy_model_thread(exported) -> None:
+    """Issue 49: the bundle's query needs no model thread (ONNX Runtime runs from any thread; the query has a
+    tokenizer of its own), so it is embedded on the query thread while a document batch holds the model thread,
+    to the same vector."""
+    import threading
+
+    from plur.embed import model_thread
+
+    emb, _ = exported
+    want = emb.bundle.embed(["when is the concert"])[0]
+    assert emb.queries_beside_model
+    gate = threading.Event()
+    busy = model_thread.submit(gate.wait, 120)
+    try:
+        got = model_thread.submit_query(emb.embed_query, "when is the concert").result(timeout=120)
+        assert not busy.done()
+    finally:
+        gate.set()
+    assert np.array_equal(got, want)
+
+
+def test_a_recall_of_a_new_query_does_not_wait_for_the_model_thread(exported, tmp_path: Path) -> None:
+    import threading
+
+    from plur.embed import model_thread
+    from plur.memory import Memory
+
+    _, cache = exported
+    with Memory(tmp_path / "home", model=PACKAGED_MODEL, cache_dir=str(cache)) as mem:
+        dog = mem.learn("The dog is Rex.")
+        assert mem.recall("dog", k=1, mode="dense")[0].engram.id == dog.id   # indexes open, caught up
+        gate, answered, got = threading.Event(), threading.Event(), []
+        model_thread.submit(gate.wait, 120)   # a catch-up batch holds the model thread
+
+        def recall() -> None:
+            got.extend(mem.recall("what is the name of my dog", k=1, mode="dense"))
+            answered.set()
+
+        threading.Thread(target=recall, daemon=True).start()
+        try:
+            assert answered.wait(120), "the recall's new query waited for the model thread"
+            assert got[0].engram.id == dog.id
+        finally:
+            gate.set()

@@ -131,3 +131,32 @@ def test_a_recall_among_a_stream_of_writes_does_not_wait_for_their_embedding(plu
         t.join(120)
         assert mem.catchup.wait(timeout_s=300) and queued(mem._indexes) == 0
         assert mem.recall("island animal quokka", k=1, mode="dense")[0].engram.id == marker.id
+
+
+def test_a_query_asked_before_does_not_queue_on_the_model_thread(plur_home: Path, embedder) -> None:
+    """Issue 49 (recall p99 under 4 writers): a query whose vector the embedder already holds is taken on the
+    recall's own thread, not queued on the model thread behind a catch-up batch in flight there."""
+    import threading
+
+    from plur.embed import model_thread
+
+    with Memory(plur_home, embedder=embedder, model=PACKAGED_MODEL) as mem:
+        dog = mem.learn("The dog is Rex.")
+        assert mem.recall("dog called Rex", k=1, mode="dense")[0].engram.id == dog.id   # the query is embedded
+        gate, busy, answered = threading.Event(), threading.Event(), threading.Event()
+        model_thread.submit(lambda: (busy.set(), gate.wait(300)))   # a long batch holds the model thread
+        got: list = []
+
+        def recall() -> None:
+            got.extend(mem.recall("dog called Rex", k=1, mode="dense"))
+            answered.set()
+
+        t = threading.Thread(target=recall, daemon=True)
+        try:
+            assert busy.wait(120)
+            t.start()
+            assert answered.wait(120), "the recall queued its known query behind the model thread's work"
+            assert got[0].engram.id == dog.id
+        finally:
+            gate.set()
+        t.join(120)

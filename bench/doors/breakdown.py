@@ -20,7 +20,11 @@ STAGES = ("lock_wait", "refresh", "catchup", "embed_lock_wait", "query_embed_wai
 #: parts of ``refresh`` (not added to the stages' sum): the store's own refresh (journal, listing, reading the
 #: new files; its quick path, a full scan when the journal cannot be trusted, an autosave of the store manifest) and
 #: the indexes taking the changed engrams (BM25 terms, context, the dense queue)
-PARTS = ("store_refresh", "quick_refresh", "full_scan", "manifest_save", "index_add")
+#: ``listing``/``journal``: the quick refresh's folder listing (with its new/gone passes) and journal read;
+#: ``model_queue``/``model_run``: the query's wait on the model (or query) thread before it ran (a catch-up batch
+#: in flight) and its run there (an LRU hit included)
+PARTS = ("store_refresh", "quick_refresh", "full_scan", "manifest_save", "index_add", "listing", "journal",
+         "model_queue", "model_run")
 
 
 class _Lock:
@@ -49,8 +53,8 @@ class _Lock:
 
 
 class _Future:
-    def __init__(self, fut: Any, bd: Breakdown) -> None:
-        self.fut, self.bd = fut, bd
+    def __init__(self, fut: Any, bd: Breakdown, times: list[float] | None = None) -> None:
+        self.fut, self.bd, self.times = fut, bd, times
 
     def result(self, *a: Any) -> Any:
         t = time.perf_counter()
@@ -58,6 +62,26 @@ class _Future:
             return self.fut.result(*a)
         finally:
             self.bd.add("query_embed_wait", time.perf_counter() - t)
+            if self.times is not None and len(self.times) == 3:
+                self.bd.add("model_queue", self.times[1] - self.times[0])
+                self.bd.add("model_run", self.times[2] - self.times[1])
+
+
+def _timed_submit(submit: Callable[..., Any], bd: Breakdown) -> Callable[..., Any]:
+    """``model_thread.submit`` noting when the call was queued, started and ended (for the recall thread)."""
+    def wrapped(fn: Callable[..., Any], *a: Any, **k: Any) -> Any:
+        if threading.current_thread() is not bd.thread:
+            return submit(fn, *a, **k)
+        times = [time.perf_counter()]
+
+        def run(*a: Any, **k: Any) -> Any:
+            times.append(time.perf_counter())
+            try:
+                return fn(*a, **k)
+            finally:
+                times.append(time.perf_counter())
+        return _Future(submit(run, *a, **k), bd, times)
+    return wrapped
 
 
 class Breakdown:
@@ -117,12 +141,22 @@ def instrument(mem: Any) -> Breakdown:
     mem._scan = bd.timed("refresh", mem._scan)
     mem.store.refresh = bd.timed("store_refresh", mem.store.refresh)
     for part, name in (("quick_refresh", "_quick_refresh"), ("full_scan", "_scan_and_catch_up"),
-                       ("manifest_save", "save_manifest")):
+                       ("manifest_save", "_autosave")):
         if hasattr(mem.store, name):
             setattr(mem.store, name, bd.timed(part, getattr(mem.store, name)))
     mem.catchup.before_search = bd.timed("catchup", mem.catchup.before_search)
-    submit = model_thread.submit
-    model_thread.submit = lambda *a, **k: _Future(submit(*a, **k), bd)  # type: ignore[assignment]
+    model_thread.submit = _timed_submit(model_thread.submit, bd)  # type: ignore[assignment]
+    if hasattr(model_thread, "submit_query"):  # an ONNX query runs on the query thread, beside the model thread
+        model_thread.submit_query = _timed_submit(model_thread.submit_query, bd)  # type: ignore[assignment]
+    store = mem.store
+    if hasattr(store, "_listing"):
+        from plur.store.listing import Listed
+
+        store._listing.list = bd.timed("listing", store._listing.list)
+        Listed.new = bd.timed("listing", Listed.new)  # type: ignore[method-assign]
+        Listed.gone = bd.timed("listing", Listed.gone)  # type: ignore[method-assign]
+    if hasattr(store, "_writes"):
+        store._writes.read_tail = bd.timed("journal", store._writes.read_tail)
     idx = mem._index(True)
     idx.lexical.search_scored = bd.timed("bm25", idx.lexical.search_scored)
     idx.add = bd.timed("index_add", idx.add)

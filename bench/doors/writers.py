@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--real-base", action="store_true",
                     help="embed the base store with the model (slow on CPU); default: random unit vectors "
                          "put in the embedding cache for the base texts (latency does not depend on them)")
+    ap.add_argument("--rows", default=None, help="with --breakdown: write every recall's stages (JSON) to this file")
     args = ap.parse_args(argv)
 
     from plur.index.catchup import queued
@@ -159,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{learned:>8} {row['dense_backlog_max']:>8}")
     if bd is not None:
         row["breakdown"] = summarise(stages)
+        if args.rows:
+            Path(args.rows).write_text(json.dumps(stages) + "\n", encoding="utf-8")
         for name in ("all_mean_ms", "slowest_mean_ms"):
             parts = row["breakdown"][name]
             print(f"{name:<16}" + "  ".join(f"{k} {v}" for k, v in parts.items() if v >= 0.05))

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 #: A child of ``plur.embed``, so handlers and levels set there still apply to the cache's warnings.
 log = logging.getLogger("plur.embed.cache")
+#: The vectors table: float32 blobs keyed by (model identity, :func:`text_key`).
+_VECTORS = ("CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, text_sha256 BLOB NOT NULL, dims INTEGER NOT "
+            "NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256)) WITHOUT ROWID")
 
 
 def text_key(text: str) -> bytes:
@@ -94,22 +97,13 @@ class EmbeddingCache:
         from ..store.sqlite_files import connect
 
         conn, self.writable = connect(self.path, timeout_s=30.0)  # read-only home: read-only cache
-        if not self.writable:
-            with suppress(sqlite3.Error):  # an in-memory stand-in needs the table
-                conn.execute("CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, text_sha256 BLOB NOT NULL, "
-                             "dims INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256)) "
-                             "WITHOUT ROWID")
-                conn.execute(SPANS_SCHEMA)
-            return conn
-        try:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS vectors (identity TEXT NOT NULL, text_sha256 BLOB NOT NULL, "
-                "dims INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (identity, text_sha256)) WITHOUT ROWID"
-            )
+        try:  # a read-only file has the tables; an in-memory stand-in gets them
+            conn.execute(_VECTORS)
             conn.execute(SPANS_SCHEMA)  # where texts were cut into chunks (plur.embed.chunk_spans)
-        except sqlite3.DatabaseError:
-            conn.close()
-            raise
+        except sqlite3.Error:
+            if self.writable:
+                conn.close()
+                raise
         return conn
 
     def get_many(self, identity: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
@@ -321,14 +315,23 @@ class CachedEmbedder:
             out[i] = found[k]
         return out
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """Like :meth:`plur.embed.embedder.Embedder.embed_query`, memoised in memory: ``[dims] float32``."""
+    def cached_query(self, text: str) -> np.ndarray | None:
+        """:meth:`embed_query`'s vector when memoised (a copy), else None; never calls the model (issue 49)."""
         with self._qlock:
             hit = self._queries.get(text)
             if hit is not None:
                 self._queries.move_to_end(text)
                 self.stats.query_hits += 1
-                return hit.copy()
+        return hit.copy() if hit is not None else None
+
+    @property
+    def queries_beside_model(self) -> bool:  # the inner embedder's: model_thread.submit_query may embed queries
+        return bool(getattr(self.inner, "queries_beside_model", False))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Like :meth:`plur.embed.embedder.Embedder.embed_query`, memoised in memory: ``[dims] float32``."""
+        if (hit := self.cached_query(text)) is not None:
+            return hit
         vec = np.asarray(self.inner.embed_query(text), dtype=np.float32)
         with self._qlock:
             self.stats.query_misses += 1

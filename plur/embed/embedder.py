@@ -251,6 +251,12 @@ class SentenceTransformerEmbedder:
         bundle = self.bundle  # opened now if deferred
         return bundle.embed([text])[0] if bundle is not None else self._embed_eager(text)
 
+    @property
+    def queries_beside_model(self) -> bool:
+        """True when queries are embedded by the ONNX bundle, which needs no model thread: a caller may embed
+        them on a thread of its own (:func:`plur.embed.model_thread.submit_query`)."""
+        return self.bundle is not None and self._fast == self._bundle_one
+
     # -- protocol -------------------------------------------------------------------------------
     @property
     def name(self) -> str:
@@ -295,6 +301,8 @@ class SentenceTransformerEmbedder:
         ``preprocess``, or a model with a default prompt of its own, gets ``encode``.
         """
         text = self.spec.query_instruction + text
+        if self.queries_beside_model:
+            return self.bundle.embed_query(text)  # on the caller's thread (the query thread: model_thread.submit_query)
         if self._fast is not None:
             return model_thread.run(self._fast, text)
         model = self._model

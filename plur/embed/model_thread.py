@@ -14,6 +14,12 @@ caller (the service's API recall went from 22 ms to the figure in ``bench/result
 
 A call made on the model thread itself runs inline (no deadlock on re-entry). A forked child gets
 a thread of its own (the parent's does not exist there).
+
+A second thread, the query thread (:func:`submit_query`), embeds a recall's query when the embedder serves
+queries from ONNX Runtime (``queries_beside_model``): on the model thread the query waited for the document
+batch in flight there (the dense catch-up of other processes' writes, 4 engrams, ~40 ms of CPU at load 5),
+which made every recall of a new query among writers one of the slowest (issue 49). ONNX Runtime keeps its
+thread pool in the session, not per calling thread, so the reason above does not apply to it.
 """
 
 from __future__ import annotations
@@ -27,11 +33,46 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 THREAD_NAME = "plur-model"
+#: The thread of :func:`submit_query`.
+QUERY_THREAD_NAME = "plur-query"
 
-_lock = threading.Lock()
-_queue: "queue.SimpleQueue[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None] | None" = None
-_pid = 0
-_thread: threading.Thread | None = None
+
+class _Lane:
+    """One worker thread and its queue (started on first use; a daemon; a forked child starts its own)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lock = threading.Lock()
+        self.queue: "queue.SimpleQueue[Any] | None" = None
+        self.pid = 0
+        self.thread: threading.Thread | None = None
+
+    def get(self) -> "queue.SimpleQueue[Any]":
+        with self.lock:
+            if self.queue is None or self.pid != os.getpid():
+                self.queue = queue.SimpleQueue()
+                self.thread = threading.Thread(target=_serve, args=(self.queue,), name=self.name, daemon=True)
+                self.thread.start()
+                self.pid = os.getpid()
+            return self.queue
+
+    def here(self) -> bool:
+        return threading.current_thread() is self.thread and self.pid == os.getpid()
+
+    def submit(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> "Future[T]":
+        fut: Future[T] = Future()
+        if self.here():  # on the lane itself: inline (no deadlock on re-entry)
+            try:
+                fut.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+                fut.set_exception(exc)
+            return fut
+        self.get().put((fut, fn, args, kwargs))
+        return fut
+
+
+_model = _Lane(THREAD_NAME)
+_query = _Lane(QUERY_THREAD_NAME)
 
 
 def _serve(q: "queue.SimpleQueue[Any]") -> None:
@@ -48,34 +89,20 @@ def _serve(q: "queue.SimpleQueue[Any]") -> None:
             fut.set_exception(exc)
 
 
-def _get() -> "queue.SimpleQueue[Any]":
-    """The model thread's queue (started on first use; a daemon, so it never holds up interpreter exit)."""
-    global _queue, _pid, _thread
-    with _lock:
-        if _queue is None or _pid != os.getpid():
-            _queue = queue.SimpleQueue()
-            _thread = threading.Thread(target=_serve, args=(_queue,), name=THREAD_NAME, daemon=True)
-            _thread.start()
-            _pid = os.getpid()
-        return _queue
-
-
 def submit(fn: Callable[..., T], *args: object, **kwargs: object) -> "Future[T]":
     """Start ``fn(*args, **kwargs)`` on the model thread; a :class:`~concurrent.futures.Future` of its result.
 
     Lets a caller do other work (the BM25 leg) while the query is embedded. On the model thread
     itself it runs inline and returns a finished future.
     """
-    if threading.current_thread() is _thread and _pid == os.getpid():
-        done: Future[T] = Future()
-        try:
-            done.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
-            done.set_exception(exc)
-        return done
-    fut: Future[T] = Future()
-    _get().put((fut, fn, args, kwargs))
-    return fut
+    return _model.submit(fn, args, kwargs)
+
+
+def submit_query(fn: Callable[..., T], *args: object, **kwargs: object) -> "Future[T]":
+    """Start ``fn`` on the query thread, beside the model thread: for an embedder whose queries need no model
+    thread (``queries_beside_model``: ONNX Runtime's session runs from any thread and has its own pool, and the
+    query has a tokenizer of its own), so a recall's query is not queued behind a document batch (issue 49)."""
+    return _query.submit(fn, args, kwargs)
 
 
 def run(fn: Callable[..., T], *args: object, **kwargs: object) -> T:
@@ -84,20 +111,22 @@ def run(fn: Callable[..., T], *args: object, **kwargs: object) -> T:
 
 
 def drain(timeout_s: float | None = None) -> bool:
-    """Wait until the work queued on the model thread so far has run (``True``), at most ``timeout_s``.
+    """Wait until the work queued on the model and query threads so far has run (``True``), at most ``timeout_s``
+    each.
 
     Interpreter exit calls it (:mod:`plur.prompt.exit`): a forward pass still running in native code
-    when finalization starts aborts the process. ``True`` at once when no model thread runs here.
+    when finalization starts aborts the process. ``True`` at once when neither thread runs here.
     """
-    with _lock:
-        q = _queue if _pid == os.getpid() and _thread is not None and _thread.is_alive() else None
-    if q is None or threading.current_thread() is _thread:
-        return True
-    fut: Future[None] = Future()
-    q.put((fut, lambda: None, (), {}))
-    try:
-        fut.result(timeout_s)
-    except Exception:  # noqa: BLE001 - a timeout: exit goes on
-        return False
-    return True
-
+    ok = True
+    for lane in (_model, _query):
+        with lane.lock:
+            q = lane.queue if lane.pid == os.getpid() and lane.thread is not None and lane.thread.is_alive() else None
+        if q is None or lane.here():
+            continue
+        fut: Future[None] = Future()
+        q.put((fut, lambda: None, (), {}))
+        try:
+            fut.result(timeout_s)
+        except Exception:  # noqa: BLE001 - a timeout: exit goes on
+            ok = False
+    return ok

@@ -115,6 +115,7 @@ class OnnxBundle:
         self.tokenizer.no_truncation()
         self._model_tok = Tokenizer.from_str(self.tokenizer.to_str())
         self._model_tok.enable_truncation(max_length=self.max_seq_length)
+        self._query_tok = Tokenizer.from_str(self._model_tok.to_str())  # embed_query's own, on the query thread
         self.session, self._run_options = open_session(self.folder / "model.onnx", threads or os.cpu_count() or 1)
 
     @classmethod
@@ -167,6 +168,12 @@ class OnnxBundle:
     def encode(self, texts: Sequence[str]) -> list[Any]:
         """The model's tokenisation of ``texts`` (special tokens added, truncated at ``max_seq_length``)."""
         return self._model_tok.encode_batch([self._prepare(t) for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One text, as :meth:`embed` gives it (``[dims] float32``), with a tokenizer of its own: safe on another
+        thread while :meth:`embed` runs (ONNX Runtime's ``run`` is thread-safe; a tokenizer is not relied on)."""
+        enc = self._query_tok.encode(self._prepare(text))
+        return self._run([enc], len(enc.ids))[0]
 
     def embed(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
         """Embed ``texts`` batched by length: ``[len(texts), dims] float32``, rows L2-normalised, in input order."""

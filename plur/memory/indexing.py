@@ -91,7 +91,8 @@ REINDEX_CHECKPOINT_S = 300.0
 
 
 #: What the indexes keep under ``<home>/index/`` (a reindex removes these, and the temp folders of their saves);
-#: the store's own files there (``manifest-store.json``, ``store-journal``, ``pg-feed.json``) are left alone.
+#: the store's own files there (``manifest-store.json``, ``store-journal``, ``store-journal.prev``,
+#: ``pg-feed.json``) are left alone.
 INDEX_FILES = ("lexical", "dense", "manifest.json")
 
 

@@ -46,20 +46,25 @@ def legs(mem: Any, query: str, k: int, scope: str | None, types: Sequence[str] |
         use_dense = bool(len(idx.dense))
     # the query is embedded on the model thread while this thread runs the BM25 leg; no lock is taken for it:
     # a background catch-up batch runs whole on the model thread too (plur.index.catchup), so the query waits
-    # at most for the one small batch in flight (it waited for the model lock around the batch, issue 49)
-    qvec = None
+    # at most for the one small batch in flight (it waited for the model lock around the batch, issue 49).
+    # A query embedded before is taken from the embedder's memo here, not queued behind that batch.
+    qvec, known = None, None
     if use_dense:
         from ..embed import model_thread
 
-        qvec = model_thread.submit(idx.embedder.embed_query, query)
+        peek = getattr(idx.embedder, "cached_query", None)
+        known = peek(query) if peek is not None else None
+        if known is None:  # an ONNX query needs no model thread: on the query thread, not behind a batch
+            beside = getattr(idx.embedder, "queries_beside_model", False)
+            qvec = (model_thread.submit_query if beside else model_thread.submit)(idx.embedder.embed_query, query)
     bm25: list[tuple[str, float]] = []
     fills: Fills = ({}, {})
     if need_bm25:
         ranking, bm25_of = idx.lexical.search_scored(query, fetch, allowed)
         bm25 = keep(ranking)
     bm25_full = idx.lexical.match_score(query) if need_bm25 else 0.0
-    if qvec is not None:
-        vector = qvec.result()
+    if qvec is not None or known is not None:
+        vector = known if known is not None else qvec.result()
         dense = keep(idx.dense.search(vector, fetch, allowed))
         if bm25 and mem.settings.fusion == "weighted":  # rrf fuses ranks, not scores
             in_bm25 = {i for i, _ in bm25}

@@ -12,11 +12,7 @@ re-checked by content hash, because filesystem timestamps are coarse (the "racy
 git" problem, see git's Documentation/technical/racy-git.txt). Any problem with
 the file (missing, torn, other format, other root) means "no manifest".
 
-Journal, ``<home>/index/store-journal``: a header line ``plur-store-journal <epoch>``
-then one file name per line (its path under the engram folder, :mod:`plur.store.layout`), appended under the write lock by every writer
-before it touches that file. A writer that saw the journal up to byte ``n`` of
-epoch ``e`` re-checks only the names after ``n``; a missing, rotated (new epoch)
-or torn journal means a full scan instead.
+The writer journal, ``<home>/index/store-journal``, lives in :mod:`plur.store.journal` (re-exported here).
 """
 
 from __future__ import annotations
@@ -25,20 +21,16 @@ import contextlib
 import hashlib
 import json
 import os
-import secrets
 import struct
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..jsonio import INT_RANGE, loads
-from .atomic import atomic_write, private_dirs
-from .modes import open_private
+from .atomic import private_dirs
 from .engram import Engram
-from .layout import is_engram_name
-from ..errors import StoreError
+from .journal import JOURNAL_MAGIC, JOURNAL_MAX_BYTES, JournalTail, WriterJournal  # noqa: F401 - re-exported
 
 #: Entries whose mtime is this close (ns) to when they were read are re-checked by content.
 #: 2 s covers coarse timestamps (FAT 2 s, HFS+ 1 s, ext4/xfs one jiffy).
@@ -51,9 +43,6 @@ MANIFEST_VERSION = 3
 MANIFEST_READS = (2, 3)
 #: Longest header line :func:`load_manifest` reads (a version-2 or 3 header is ~150 bytes plus the root's path).
 _HEAD_MAX_BYTES = 64 * 1024
-JOURNAL_MAGIC = "plur-store-journal"
-#: The journal is started afresh (new epoch) beyond this size, in bytes (~9,000 writes).
-JOURNAL_MAX_BYTES = 256 * 1024
 
 
 def file_sha(data: bytes) -> str:
@@ -299,125 +288,3 @@ def save_manifest(path: Path, root: Path, entries: dict[str, FileEntry]) -> bool
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
     return True
-
-
-@dataclass(frozen=True)
-class JournalTail:
-    """What :meth:`WriterJournal.read_tail` found.
-
-    Attributes:
-        epoch: the journal's epoch, None when missing or headerless.
-        end: its size in bytes (-1 when unreadable); set only when ``names`` is None.
-        names: engram file names appended since the caller last looked, or None
-            when the caller must do a full scan instead.
-        nbytes: bytes of the tail that ``names`` came from.
-    """
-
-    epoch: str | None
-    end: int = -1
-    names: list[str] | None = None
-    nbytes: int = 0
-
-
-class WriterJournal:
-    """The append-only list of file names writers touch; see the module docstring.
-
-    Use only under the store's write lock.
-
-    Attributes:
-        path: the journal file.
-        pos: ``(epoch, byte offset)`` seen so far, or None when unknown (next sync scans).
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.pos: tuple[str, int] | None = None
-
-    def append(self, name: str) -> None:
-        """Before touching ``name``: append it (rotating to a new epoch when large or stale).
-
-        Never raises: on failure ``pos`` becomes None, so this process does a full
-        scan at its next write, and others fall back to one too.
-        """
-        try:
-            size = self.path.stat().st_size
-        except OSError:
-            size = -1
-        # stale: others appended since our last sync (e.g. a quarantine during a lock-free refresh)
-        stale = self.pos is None or size != self.pos[1]
-        try:
-            if stale or size < 0 or size > JOURNAL_MAX_BYTES or not self.pos[0]:
-                # new epoch: every other process does one full scan at its next write
-                epoch = secrets.token_hex(8)
-                header = f"{JOURNAL_MAGIC} {epoch}\n".encode("ascii")
-                atomic_write(self.path, header, sync=False)
-                self.pos = (epoch, len(header))
-            with open_private(self.path, "ab") as f:
-                f.write(name.encode("ascii") + b"\n")
-                self.pos = (self.pos[0], f.tell())
-        except (OSError, StoreError, UnicodeEncodeError):  # a name no engram has (not ASCII): others rescan
-            self.pos = None  # others fall back to a full scan; the write itself goes on
-        if stale:
-            self.pos = None  # we skipped others' names: our next write does a full scan
-
-    def read_tail(self, scanned: bool) -> JournalTail:
-        """The engram file names appended since :attr:`pos`, when they can be trusted.
-
-        Args:
-            scanned: the caller's cache was filled by a full scan at least once.
-
-        Returns:
-            A :class:`JournalTail`; ``names`` is None (full scan needed) when the
-            caller never scanned, the journal is missing, headerless, of another
-            epoch, or its tail is torn (no final newline).
-        """
-        try:
-            with open(self.path, "rb") as f:
-                header = f.readline()
-                parts = header.decode("ascii", "replace").split()
-                epoch = parts[1] if len(parts) == 2 and parts[0] == JOURNAL_MAGIC else None
-                if scanned and epoch is not None and self.pos is not None and self.pos[0] == epoch:
-                    f.seek(self.pos[1])
-                    tail = f.read()
-                    if tail.endswith(b"\n") or not tail:
-                        names = [n for n in set(tail.decode("ascii", "replace").split()) if is_engram_name(n)]
-                        return JournalTail(epoch, names=names, nbytes=len(tail))
-                end = f.seek(0, os.SEEK_END)
-        except OSError:
-            return JournalTail(None, -1)
-        return JournalTail(epoch, end)
-
-    def last_names(self, end: int, nbytes: int = 2048) -> list[str]:
-        """Engram file names in the ``nbytes`` before byte ``end`` (the latest appends; ``[]`` on any problem).
-
-        A lock-free full scan uses them: the write of the newest name may have been in flight while
-        it scanned (a writer appends the name first), so those files are re-checked for a while.
-        """
-        if end <= 0:
-            return []
-        try:
-            with open(self.path, "rb") as f:
-                start = max(0, end - nbytes)
-                f.seek(start)
-                chunk = f.read(end - start)
-        except OSError:
-            return []
-        lines = chunk.decode("ascii", "replace").split("\n")
-        if start > 0:
-            lines = lines[1:]  # the first line may be cut
-        return [n for n in lines if is_engram_name(n)]
-
-    def advance(self, tail: JournalTail) -> None:
-        """After re-checking ``tail.names``: mark them seen."""
-        if self.pos is None:
-            # An append() during the re-check (a quarantine) found the journal stale: stay unknown,
-            # so the next write does a full scan instead of trusting a position we no longer know.
-            return
-        self.pos = (tail.epoch or "", self.pos[1] + tail.nbytes)
-
-    def caught_up(self, tail: JournalTail) -> None:
-        """After a full scan: everything up to ``tail.end`` is seen.
-
-        A missing (-1) or headerless journal ("" epoch) is started afresh by the next append.
-        """
-        self.pos = (tail.epoch, tail.end) if tail.epoch is not None else ("", tail.end if tail.end else -1)
