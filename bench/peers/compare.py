@@ -189,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         meta, _ = run_child(args.python, {"job": "prepare", "cache_dir": str(args.cache_dir)})
         model_dir = Path(meta["path"])
     arms = ["plur", *args.peers, *(["capture"] if args.capture else [])]
+    manifest = {**base_manifest(), "data": dataset_info(args.data), "peer_versions": probe["versions"],
+                "txtai_kind": args.txtai, "model": MODEL, "queries": args.queries, "k": args.k, "model_export": meta}
     sets: list[dict[str, Any]] = []
     for rnd in range(args.rounds):
         for c in args.conversations:
@@ -197,14 +199,10 @@ def main(argv: list[str] | None = None) -> int:
             row["round"] = rnd
             sets.append(row)
             print(_line(row, arms), file=sys.stderr, flush=True)
-    summary = summarise(sets, arms)
-    print(markdown(summary, f"plur vs {' and '.join(args.peers)} (txtai {args.txtai})"))
-    if args.out:
-        manifest = {**base_manifest(), "data": dataset_info(args.data), "peer_versions": probe["versions"],
-                    "txtai_kind": args.txtai, "model": MODEL, "queries": args.queries, "k": args.k,
-                    "model_export": meta}
-        args.out.write_text(json.dumps({"manifest": manifest, "summary": summary, "sets": sets}, indent=2) + "\n",
-                            encoding="utf-8")
+            if args.out:  # after every set, so a run cut short keeps what it measured
+                args.out.write_text(json.dumps({"manifest": manifest, "summary": summarise(sets, arms), "sets": sets},
+                                               indent=2) + "\n", encoding="utf-8")
+    print(markdown(summarise(sets, arms), f"plur vs {' and '.join(args.peers)} (txtai {args.txtai})"))
     return 0
 
 
