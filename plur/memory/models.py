@@ -65,10 +65,19 @@ def model_resolution(mem: Any) -> Any:
         return mem._resolution
 
 
+def warm_model(mem: Any) -> Any:
+    """Load ``mem``'s model and open a deferred ONNX bundle (issue 49: opened at first need, so a warm-up that
+    embeds nothing, an empty store's, left the session to the first query); returns the embedder or None."""
+    resolve = getattr(mem, "model_resolution", None)
+    embedder = getattr(resolve(), "embedder", None) if resolve is not None else None
+    getattr(getattr(embedder, "inner", None), "bundle", None)
+    return embedder
+
+
 def prepare_serving(mem: Any) -> bool:
     """Get a long-lived process ready to answer fast: :meth:`plur.memory.Memory.prepare_serving`, which documents it."""
     mem.recall("warm up", 1, record=False)  # opens the indexes and loads the model
-    embedder = mem.model_resolution().embedder
+    embedder = warm_model(mem)
     if mem.settings.query_runtime == "eager" or embedder is None:
         return False
     prepare = getattr(embedder, "prepare_fast_queries", None)

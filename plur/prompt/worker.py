@@ -328,11 +328,11 @@ class RecallWorker:
         self._cache = new
 
     def _warm_up(self) -> None:
-        """Open the memory's indexes (and load its model) with one unrecorded recall, so a cold start
-        is not charged to the first agent's deadline."""
+        """Open the indexes and load the model with one unrecorded recall: a cold start is not charged to a turn."""
         t0 = time.monotonic()
         try:
-            getattr(self.memory, "model_resolution", lambda: None)()  # the model loads outside the recall lock
+            from ..memory.models import warm_model  # the model (and a deferred ONNX bundle) loads outside the lock
+            warm_model(self.memory)
             if self._closed:  # closed meanwhile (interpreter exit): no more native work on this thread
                 return
             self.memory.recall("warm up", 1, record=False)
