@@ -195,9 +195,10 @@ def test_one_byte_term_frequencies_widen_past_255_and_score_as_the_reference(tmp
 
     index, live = _replay(sequence, tmp_path_factory.mktemp("heavy"))
     for term in list(index._postings):
-        slots, tfs = index._postings[term]
-        assert len(slots) == len(tfs) and tfs.typecode in "Bi"
-        assert tfs.typecode == "i" or max(tfs, default=0) <= SMALL_TF_MAX
+        slots, tfs = index._postings.peek(term)
+        assert len(slots) == len(tfs) and tfs.dtype in (np.uint8, np.int32)
+    for _, tfs in index._postings._delta.values():
+        assert tfs.typecode in "Bi" and (tfs.typecode == "i" or max(tfs, default=0) <= SMALL_TF_MAX)
     _assert_scores(index, live, ["apple", "banana cherry", "apple apple cherry"])
 
 
@@ -436,38 +437,6 @@ def test_concurrent_search_and_add_stay_consistent(corpus) -> None:
     assert_matches_reference(index, live, queries[:20])
 
 
-def test_a_loaded_index_makes_each_terms_postings_on_first_use_and_answers_as_the_original(tmp_path) -> None:
-    from plur.index.postings import Postings
-
-    docs = {f"d{i}": f"the {w} sat on the mat number {i}" for i, w in enumerate(["cat", "dog", "cow", "hen"] * 5)}
-    idx = BM25Index()
-    idx.add(list(docs), list(docs.values()))
-    idx.save(tmp_path / "lex")
-    loaded = BM25Index.load(tmp_path / "lex")
-    assert isinstance(loaded._postings, Postings) and not loaded._postings._loaded   # nothing made yet
-    assert loaded.search("dog mat", 5) == idx.search("dog mat", 5)
-    assert not loaded._postings._loaded          # a search reads the CSR slices in place, making no arrays (issue 49)
-    base = loaded._postings._slots
-    while not isinstance(base, np.memmap) and isinstance(base.base, np.ndarray):
-        base = base.base
-    assert isinstance(base, np.memmap)           # memory-mapped from the saved file, not read onto the heap
-    assert sorted(loaded._postings) == sorted(idx._postings) and len(loaded._postings) == len(idx._postings)
-    loaded.add(["new"], ["a dog and a zebra"])                                    # writes reach loaded and new terms
-    loaded.remove(["d1"])
-    idx.add(["new"], ["a dog and a zebra"])
-    idx.remove(["d1"])
-    for q in ("dog", "zebra", "cat mat", "number 7"):
-        assert loaded.search(q, 10) == idx.search(q, 10), q
-    made = set(loaded._postings._loaded)
-    loaded.save(tmp_path / "lex2")                          # postings stream to disk from the CSR slices...
-    assert set(loaded._postings._loaded) == made            # ...without making the untouched terms' arrays
-    again = BM25Index.load(tmp_path / "lex2")
-    assert again.search("zebra dog", 10) == idx.search("zebra dog", 10)
-    idx.save(tmp_path / "lex3")                             # the same files from a never-saved index
-    for name in ("postings_doc.npy", "postings_tf.npy", "offsets.npy", "vocab.json", "ids.json"):
-        assert (tmp_path / "lex2" / name).read_bytes() == (tmp_path / "lex3" / name).read_bytes(), name
-
-
 def test_cached_term_impacts_follow_every_change_of_lengths_and_parameters() -> None:
     docs = {f"d{i}": " ".join(["kite"] * (1 + i % 3) + ["hill", f"w{i}"] * (1 + i % 4)) for i in range(40)}
     idx = BM25Index()
@@ -486,50 +455,3 @@ def test_cached_term_impacts_follow_every_change_of_lengths_and_parameters() -> 
         idx.search("kite hill", 10)  # fills the cache for these terms
         assert idx.search("kite hill", 50) == fresh().search("kite hill", 50)
     assert idx._impacts  # the cache was used
-
-
-def _mapped_rss_kib(path: Path) -> int:
-    """Resident KiB of this process's mappings of ``path`` (Linux ``/proc/self/smaps``)."""
-    total, inside = 0, False
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        head = line.split()
-        if head and "-" in head[0] and len(head) >= 5 and ":" in head[3]:  # a mapping's first line
-            inside = len(head) >= 6 and head[5] == str(path)
-        elif inside and line.startswith("Rss:"):
-            total += int(head[1])
-    return total
-
-
-@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps (Linux)")
-def test_a_full_read_of_mapped_postings_holds_one_slice_of_them_in_rss_at_a_time(tmp_path, monkeypatch) -> None:
-    """Issue 49: a loaded index's checks and its save read every mapped posting, and let their pages go only at the
-    end: both postings files whole in RSS (+59 MiB at 100k engrams, the peak of a serving process's index save).
-    They are now let go every ``RELEASE_EVERY`` postings."""
-    import plur.index.postings as postings_mod
-
-    rng = random.Random(7)
-    docs = {f"d{i}": " ".join(f"w{rng.randrange(4000)}" for _ in range(60)) for i in range(6000)}
-    idx = BM25Index()
-    idx.add(list(docs), list(docs.values()))
-    idx.save(tmp_path / "lex")
-    mapped = tmp_path / "lex" / "postings_doc.npy"
-    size_kib = mapped.stat().st_size // 1024
-    assert size_kib > 1000
-    monkeypatch.setattr(postings_mod, "RELEASE_EVERY", 8192, raising=False)  # 32 KiB of int32 between releases
-    seen: list[int] = []
-    release = postings_mod.release_pages
-
-    def measured(arr):
-        seen.append(_mapped_rss_kib(mapped))
-        release(arr)
-
-    monkeypatch.setattr(postings_mod, "release_pages", measured)
-    loaded = BM25Index.load(tmp_path / "lex")                    # the load's range checks read every posting
-    assert loaded is not None and max(seen) < size_kib / 4, (seen, size_kib)
-    before = len(seen)
-    loaded.save(tmp_path / "lex2")                               # so does a save
-    assert max(seen[before:]) < size_kib / 4, (seen[before:], size_kib)
-    assert _mapped_rss_kib(mapped) < size_kib / 4
-    again = BM25Index.load(tmp_path / "lex2")
-    for q in ("w1 w2", "w3999", "w17 w18 w19"):
-        assert again.search(q, 10) == idx.search(q, 10), q

@@ -17,12 +17,14 @@ word found in exactly one of them would score 0). Apart from the idf, scores equ
 rank-bm25 0.2.2's ``BM25Okapi.get_scores``; ``tests/test_lexical.py`` checks this to
 1e-6 on LongMemEval turns.
 
-Design: postings per term are growable ``array`` pairs (doc slots ``'i'``, term
-frequencies ``'B'`` until one exceeds 255, then ``'i'``: :mod:`plur.index.postings`), so adding
-one document costs O(its length) and a posting takes 5 bytes, not 8 (issue 30). Removal leaves a tombstone;
+Design: the postings are a read-only CSR base (a loaded index reads a term's slice from the saved files when a
+query needs it, so none stays resident) beside a growable delta of the postings added since (per term an ``array``
+pair: doc slots ``'i'``, term frequencies ``'B'`` until one exceeds 255, then ``'i'``: :mod:`plur.index.postings`),
+so adding one document costs O(its length) and never copies a base term. Removal leaves a tombstone;
 ``N``, ``n(t)`` and ``avgdl`` count live documents only, and all of them enter the
 score at query time, so an add never invalidates stored scores. Tombstones are
-compacted away once they exceed 25% of the slots (and before a save).
+compacted away once they exceed 25% of the slots, and dropped by a save, which writes base and delta merged and
+then reads its files as the new base.
 
 The index stores no text: callers keep the documents and re-add to update one. Save, load and the
 CSR export of the postings live in :mod:`plur.index.lexical_io` (:class:`~plur.index.lexical_io.BM25Files`).
@@ -32,15 +34,14 @@ from __future__ import annotations
 
 import math
 import threading
-from array import array
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, MutableMapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterable, Sequence, Set
 
 import numpy as np
 
 from ..errors import ValidationError
 from .lexical_io import FORMAT_VERSION, BM25Files
-from .postings import SMALL_TF_MAX, peek
+from .postings import Postings
 from .tokenize import Tokenizer
 
 __all__ = ["BM25Index", "FORMAT_VERSION"]
@@ -49,7 +50,6 @@ _COMPACT_RATIO = 0.25  # compact when tombstones exceed this share of slots
 #: Most cached term impacts (float64 values, 16 MiB): a query's common terms are then two array ops, not five.
 _IMPACT_CACHE_VALUES = 2 * 1024 * 1024
 
-assert array("i").itemsize == 4, "postings assume a 4-byte C int"
 
 
 class BM25Index(BM25Files):
@@ -79,9 +79,9 @@ class BM25Index(BM25Files):
     def _clear(self) -> None:
         self._ids: list[str | None] = []  # slot -> id (None once removed)
         self._slot: dict[str, int] = {}  # live id -> slot
-        self._dl = np.zeros(64, dtype=np.float64)  # slot -> length in tokens
+        self._dl = np.zeros(64, dtype=np.int32)  # slot -> length in tokens
         self._alive = np.zeros(64, dtype=bool)
-        self._postings: MutableMapping[str, tuple[array, array]] = {}  # term -> (slots 'i', tfs 'B' or 'i')
+        self._postings = Postings()  # term -> (slots, tfs): a CSR base and a delta
         self._total_len = 0  # tokens over live docs
         self._n_dead = 0
         self._norm: np.ndarray | None = None  # cached k1 * (1 - b + b * dl / avgdl)
@@ -196,31 +196,17 @@ class BM25Index(BM25Files):
         postings = self._postings
         bounds = [0, *(np.flatnonzero(codes[1:] != codes[:-1]) + 1).tolist(), len(codes)]
         for lo, hi, code in zip(bounds, bounds[1:], codes[bounds[:-1]].tolist()):
-            term, run = vocab[code], tfs[lo:hi]
-            wide = int(run.max()) > SMALL_TF_MAX
-            entry = postings.get(term)
-            if entry is None:
-                entry = postings[term] = (array("i"), array("i" if wide else "B"))
-            elif wide and entry[1].typecode == "B":  # widen this term's tfs, once
-                entry = postings[term] = (entry[0], array("i", entry[1]))
-            entry[0].frombytes(slots[lo:hi].tobytes())
-            entry[1].frombytes(run.astype(np.int32 if entry[1].typecode == "i" else np.uint8).tobytes())
+            postings.append_run(vocab[code], slots[lo:hi], tfs[lo:hi])
 
     def _append(self, doc_id: str, terms: Sequence[str], length: int | None = None) -> None:
         """Give ``doc_id`` the next slot and post its ``terms``; ``length`` instead: the caller posts them."""
         slot = len(self._ids)
         if slot == len(self._dl):
-            self._dl = np.concatenate([self._dl, np.zeros(slot, dtype=np.float64)])
+            self._dl = np.concatenate([self._dl, np.zeros(slot, dtype=np.int32)])
             self._alive = np.concatenate([self._alive, np.zeros(slot, dtype=bool)])
-        postings = self._postings
+        post = self._postings.append
         for term, tf in Counter(terms).items() if length is None else ():
-            entry = postings.get(term)
-            if entry is None:
-                entry = postings[term] = (array("i"), array("B" if tf <= SMALL_TF_MAX else "i"))
-            elif tf > SMALL_TF_MAX and entry[1].typecode == "B":  # widen this term's tfs, once
-                entry = postings[term] = (entry[0], array("i", entry[1]))
-            entry[0].append(slot)
-            entry[1].append(tf)
+            post(term, slot, tf)
         n = len(terms) if length is None else length
         self._ids.append(doc_id)
         self._slot[doc_id] = slot
@@ -344,11 +330,11 @@ class BM25Index(BM25Files):
             alive = self._alive[:len(self._ids)]
             total = 0.0
             for term, qtf in query_tf.items():
-                got = peek(self._postings, term)
-                if got is None:
-                    continue
-                slots = got[0]
-                df = int(np.count_nonzero(alive[slots])) if self._n_dead else len(slots)
+                if self._n_dead:
+                    got = self._postings.peek(term)
+                    df = 0 if got is None else int(np.count_nonzero(alive[got[0]]))
+                else:
+                    df = self._postings.size(term)
                 if df:
                     total += qtf * math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
             return total
@@ -368,7 +354,9 @@ class BM25Index(BM25Files):
         scores = np.zeros(n_slots, dtype=np.float64)
         hit = False
         for term, qtf in query_tf.items():
-            got = peek(self._postings, term)  # a read-only view: a memory-mapped term is never copied by a search
+            impact = self._impacts.get(term)
+            cached = impact is not None and len(impact) == self._postings.size(term)
+            got = self._postings.peek(term, tfs=not cached)  # read for this query: no base posting stays resident
             if got is None:
                 continue
             slots, tfs = got
@@ -379,8 +367,7 @@ class BM25Index(BM25Files):
             else:
                 df = len(slots)
             idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
-            impact = self._impacts.get(term)
-            if impact is None or len(impact) != len(slots):
+            if not cached:
                 tf = tfs.astype(np.float64)
                 impact = tf * k1p1 / (tf + norm[slots])
                 if self._impact_size + len(impact) <= _IMPACT_CACHE_VALUES:

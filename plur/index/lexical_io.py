@@ -2,12 +2,13 @@
 
 Files: ``meta.json`` (format, tokenizer identity and version, k1, b, counts; written last, so it marks
 a complete folder), ``ids.json`` (doc ids), ``vocab.json`` (terms), ``doc_len.npy`` ``[n] int32``,
-``offsets.npy`` ``[terms + 1] int64``, ``postings_doc.npy`` and ``postings_tf.npy`` ``[postings] int32``
+``offsets.npy`` ``[terms + 1] int64``, ``postings_doc.npy`` ``[postings] int32`` and ``postings_tf.npy``
+``[postings] uint8`` (int32 when some frequency exceeds 255; always int32 in format 1, which is still read)
 (CSR: term j's postings are ``[offsets[j]:offsets[j + 1]]``). The layout follows bm25s's index folder.
-A loaded index memory-maps the two postings files and reads a term's postings there until the term is
-written to (issue 49: they were read onto the heap whole, 59 MB at 100k engrams, ~0.6 GB at a million,
-where a query reads the few terms it has); the pages a full read touches (the load's checks, a save) are
-let go at once, so only what queries read stays in the process's RSS.
+A loaded index reads a term's postings from the two postings files, with a positional read, when a query
+needs them (:class:`~plur.index.postings.FileArray`; issue 49: read onto the heap whole they were 59 MB at
+100k engrams, ~0.6 GB at a million; memory-mapped, the pages queries had read stayed in the process's RSS).
+A save writes what the index holds (read base, delta and all) and then reads the files it wrote as its base.
 
 :class:`BM25Files` gives :class:`~plur.index.lexical.BM25Index` its save, load and CSR export.
 """
@@ -26,13 +27,15 @@ from typing import Any
 import numpy as np
 
 from ..jsonio import loads
-from .postings import Postings, blocks, pacer, tf_array
+from .postings import SMALL_TF_MAX, FileArray, Postings, blocks
 from .tokenize import TOKENIZER_VERSION, Tokenizer
 from ..store.atomic import private_dirs
 from ..store.modes import open_private, private_dir
 
-#: Version of the on-disk layout written by :meth:`plur.index.lexical.BM25Index.save`.
-FORMAT_VERSION: int = 1
+#: Version of the on-disk layout written by :meth:`plur.index.lexical.BM25Index.save` (2: one-byte frequencies).
+FORMAT_VERSION: int = 2
+#: Versions this plur reads (1: int32 frequencies).
+READS_VERSIONS = (1, 2)
 FORMAT_NAME = "plur-bm25"
 
 #: the BM25 index's logger (a load that falls back to a rebuild says why at WARNING)
@@ -48,9 +51,9 @@ def write_folder(folder: Path, meta: dict[str, Any], ids: list[str], vocab: list
         meta: the ``meta.json`` content.
         ids: doc ids (``ids.json``); vocab: terms (``vocab.json``).
         arrays: ``doc_len`` ``[n] int32``, ``offsets`` ``[terms + 1] int64``, and unless ``streamed``,
-            ``postings_doc`` and ``postings_tf`` ``[postings] int32``.
-        streamed: ``(p, parts)``: the postings written part by part instead, ``parts()`` yielding
-            ``(slots, tfs)`` int32 arrays that add up to ``p`` postings each.
+            ``postings_doc`` ``[postings] int32`` and ``postings_tf`` ``[postings] uint8|int32``.
+        streamed: ``(p, tf_dtype, parts)``: the postings written part by part instead, ``parts()`` yielding
+            ``(slots, tfs)`` arrays that add up to ``p`` postings each, the tfs written as ``tf_dtype``.
     """
     private_dirs(folder.parent)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.tmp-", dir=folder.parent))  # mkdtemp: 0700
@@ -79,16 +82,18 @@ def write_folder(folder: Path, meta: dict[str, Any], ids: list[str], vocab: list
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _write_streamed(tmp: Path, n: int, parts: Any) -> None:
-    """``postings_doc.npy`` and ``postings_tf.npy`` (``[n] int32`` each) from ``parts()``, one term at a time."""
-    header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.int32)), "fortran_order": False, "shape": (n,)}
+def _write_streamed(tmp: Path, n: int, tf_dtype: Any, parts: Any) -> None:
+    """``postings_doc.npy`` (``[n] int32``) and ``postings_tf.npy`` (``[n] tf_dtype``) from ``parts()``, a term at a time."""
+    def header(dtype: Any) -> dict[str, Any]:
+        return {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (n,)}
+
     with open_private(tmp / "postings_doc.npy", "wb") as docs, open_private(tmp / "postings_tf.npy", "wb") as tfs:
-        np.lib.format.write_array_header_1_0(docs, header)
-        np.lib.format.write_array_header_1_0(tfs, header)
+        np.lib.format.write_array_header_1_0(docs, header(np.int32))
+        np.lib.format.write_array_header_1_0(tfs, header(tf_dtype))
         written = 0
         for slots, freqs in parts():
             docs.write(np.ascontiguousarray(slots, dtype=np.int32).tobytes())
-            tfs.write(np.ascontiguousarray(freqs, dtype=np.int32).tobytes())
+            tfs.write(np.ascontiguousarray(freqs, dtype=tf_dtype).tobytes())
             written += len(slots)
         if written != n:
             raise ValueError(f"streamed {written} postings, expected {n}")
@@ -97,8 +102,9 @@ def _write_streamed(tmp: Path, n: int, parts: Any) -> None:
             os.fsync(fh.fileno())
 
 
-def read_arrays(folder: Path, meta: dict[str, Any]) -> tuple[list[str], list[str], dict[str, np.ndarray]]:
-    """Read ``ids.json``, ``vocab.json`` and the four arrays, checked against each other and ``meta``.
+def read_arrays(folder: Path, meta: dict[str, Any]) -> tuple[list[str], list[str], dict[str, Any]]:
+    """Read ``ids.json``, ``vocab.json`` and the four arrays (the postings as :class:`FileArray`, read when
+    used), checked against each other and ``meta``.
 
     Raises:
         OSError, ValueError, TypeError: missing, unreadable or inconsistent files.
@@ -107,11 +113,16 @@ def read_arrays(folder: Path, meta: dict[str, Any]) -> tuple[list[str], list[str
     if isinstance(ids, list):  # one string per id in the process: the store's engrams and both legs share it
         ids = [sys.intern(i) if type(i) is str else i for i in ids]
     vocab = loads((folder / "vocab.json").read_bytes())
-    mapped = "r" if meta.get("n_postings") else None  # numpy maps no empty array
-    arrays = {name: np.load(folder / f"{name}.npy", allow_pickle=False,
-                            mmap_mode=mapped if name.startswith("postings") else None)
-              for name in ("doc_len", "offsets", "postings_doc", "postings_tf")}
-    _check_arrays(meta, ids, vocab, arrays)
+    arrays: dict[str, Any] = {name: np.load(folder / f"{name}.npy", allow_pickle=False)
+                              for name in ("doc_len", "offsets")}
+    for name in ("postings_doc", "postings_tf"):
+        arrays[name] = FileArray(folder / f"{name}.npy")
+    try:
+        _check_arrays(meta, ids, vocab, arrays)
+    except BaseException:
+        arrays["postings_doc"].close()
+        arrays["postings_tf"].close()
+        raise
     return ids, vocab, arrays
 
 
@@ -129,15 +140,15 @@ def read_meta(folder: Path, tokenizer: Tokenizer | None) -> tuple[dict[str, Any]
         float(meta["k1"]), float(meta["b"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return None, f"unreadable {path} ({exc})"
-    if fmt != FORMAT_NAME or version != FORMAT_VERSION:
-        return None, f"index format {fmt!r} v{version}, this plur reads {FORMAT_NAME!r} v{FORMAT_VERSION}"
+    if fmt != FORMAT_NAME or version not in READS_VERSIONS:
+        return None, f"index format {fmt!r} v{version}, this plur reads {FORMAT_NAME!r} v{READS_VERSIONS}"
     expected = (tokenizer if tokenizer is not None else tokenizer_for(str(identity))).identity
     if identity != expected:
         return None, f"index built with tokenizer {identity!r}, queries use {expected!r}"
     return meta, None
 
 
-def _check_arrays(meta: dict[str, Any], ids: Any, vocab: Any, arrays: dict[str, np.ndarray]) -> None:
+def _check_arrays(meta: dict[str, Any], ids: Any, vocab: Any, arrays: dict[str, Any]) -> None:
     """Raise ValueError unless the loaded files agree with each other and with meta."""
     n, v = meta["n_docs"], meta["n_terms"]
     offsets, slots, tfs = arrays["offsets"], arrays["postings_doc"], arrays["postings_tf"]
@@ -153,7 +164,7 @@ def _check_arrays(meta: dict[str, Any], ids: Any, vocab: Any, arrays: dict[str, 
         problems.append("offsets.npy does not match the postings")
     elif v and np.any(np.diff(offsets) < 0):
         problems.append("offsets.npy is not increasing")
-    if slots.shape != tfs.shape or len(slots) != meta["n_postings"]:
+    if len(slots) != len(tfs) or len(slots) != meta["n_postings"]:
         problems.append("postings_doc.npy and postings_tf.npy disagree")
     elif len(slots) and not _in_range(slots, tfs, n):
         problems.append("postings out of range")
@@ -161,7 +172,7 @@ def _check_arrays(meta: dict[str, Any], ids: Any, vocab: Any, arrays: dict[str, 
         raise ValueError("; ".join(problems))
 
 
-def _in_range(slots: np.ndarray, tfs: np.ndarray, n: int) -> bool:
+def _in_range(slots: Any, tfs: Any, n: int) -> bool:
     """Every slot in ``[0, n)`` and every frequency at least 1, read a slice at a time (:func:`blocks`)."""
     return (all(part.min() >= 0 and part.max() < n for part in blocks(slots))
             and all(part.min() >= 1 for part in blocks(tfs)))
@@ -186,92 +197,93 @@ def _fsync_dir(path: Path) -> None:
 
 
 class BM25Files:
-    """Save and load of :class:`~plur.index.lexical.BM25Index` (mixin): the in-memory postings in CSR form
-    and back, and the folder written by :func:`write_folder`."""
+    """Save and load of :class:`~plur.index.lexical.BM25Index` (mixin): the postings in CSR form and back, and
+    the folder written by :func:`write_folder`."""
 
-    def _csr_plan(self) -> tuple[list[str], np.ndarray, list[str], np.ndarray, Any]:
+    def _csr_plan(self) -> tuple[list[str], np.ndarray, list[str], np.ndarray, Any, Any]:
         """Live documents in compressed-sparse-row form, tombstones dropped, the postings not yet copied.
 
         Returns:
-            ``(ids, doc_len [n] int32, vocab, offsets [v + 1] int64, parts)``: the postings of ``vocab[j]``
-            are ``[offsets[j]:offsets[j + 1]]``; ``parts()`` yields ``(slots [p] int32, tfs [p] int32)`` per
-            term of ``vocab`` in order (one term's copy at a time), under the caller's lock.
+            ``(ids, doc_len [n] int32, vocab, offsets [v + 1] int64, tf_dtype, parts)``: the postings of
+            ``vocab[j]`` are ``[offsets[j]:offsets[j + 1]]``; ``tf_dtype`` is uint8 when every frequency is at
+            most 255, else int32; ``parts()`` yields ``(slots [p] int32, tfs [p] uint8|int32)`` per term of
+            ``vocab`` in order (one term's read at a time), under the caller's lock.
         """
         n_slots = len(self._ids)
         alive = self._alive[:n_slots]
         live = np.flatnonzero(alive)
         remap = np.full(n_slots, -1, dtype=np.int32)
         remap[live] = np.arange(len(live), dtype=np.int32)
-        postings = self._postings
-        peek = postings.peek if isinstance(postings, Postings) else (
-            lambda t: (np.frombuffer(postings[t][0], dtype=np.int32), tf_array(postings[t][1])))
-        release = postings.release_pages if isinstance(postings, Postings) else (lambda: None)
-        read = pacer(release)  # a full read of mapped postings: their pages let go as it goes
+        postings: Postings = self._postings
         vocab: list[str] = []
         sizes: list[int] = []
+        narrow = True
         for term in sorted(postings):
-            slots = peek(term)[0]
-            read(len(slots))
-            size = int(np.count_nonzero(alive[slots])) if self._n_dead else len(slots)
+            if self._n_dead or not postings.narrow(term):  # read the term: its live postings, its largest tf
+                slots, tfs = postings.peek(term)  # type: ignore[misc]
+                keep = alive[slots] if self._n_dead else None
+                size = int(np.count_nonzero(keep)) if keep is not None else len(slots)
+                if size and narrow and tfs.dtype != np.uint8:
+                    narrow = int((tfs[keep] if keep is not None else tfs).max()) <= SMALL_TF_MAX
+            else:
+                size = postings.size(term)
             if size:
                 vocab.append(term)
                 sizes.append(size)
         offsets = np.zeros(len(vocab) + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
+        tf_dtype = np.dtype(np.uint8 if narrow else np.int32)
 
         def parts() -> Any:
-            read = pacer(release)
             for term in vocab:
-                slots, tfs = peek(term)
-                read(len(slots))
+                slots, tfs = postings.peek(term)  # type: ignore[misc]
                 if self._n_dead:
                     keep = alive[slots]
                     slots, tfs = slots[keep], tfs[keep]
-                yield remap[slots], tfs.astype(np.int32)  # on disk always int32
+                yield remap[slots], tfs.astype(tf_dtype, copy=False)
 
         ids = [self._ids[s] for s in live.tolist()]
-        return ids, self._dl[live].astype(np.int32), vocab, offsets, parts
+        return ids, self._dl[live].astype(np.int32), vocab, offsets, tf_dtype, parts
 
     def _export(self) -> tuple[list[str], np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`_csr_plan` with the postings concatenated: ``(..., slots [p] int32, tfs [p] int32)``."""
-        ids, doc_len, vocab, offsets, parts = self._csr_plan()
-        empty = np.zeros(0, dtype=np.int32)
-        slot_parts, tf_parts = [], []
+        """:meth:`_csr_plan` with the postings concatenated: ``(..., slots [p] int32, tfs [p] uint8|int32)``."""
+        ids, doc_len, vocab, offsets, tf_dtype, parts = self._csr_plan()
+        slot_parts, tf_parts = [np.zeros(0, dtype=np.int32)], [np.zeros(0, dtype=tf_dtype)]
         for slots, tfs in parts():
             slot_parts.append(slots)
             tf_parts.append(tfs)
-        slots_all = np.concatenate(slot_parts) if slot_parts else empty
-        tfs_all = np.concatenate(tf_parts) if tf_parts else empty
-        return ids, doc_len, vocab, offsets, slots_all, tfs_all
+        return ids, doc_len, vocab, offsets, np.concatenate(slot_parts), np.concatenate(tf_parts)
 
     def _load_arrays(self, ids: list[str], doc_len: np.ndarray, vocab: list[str], offsets: np.ndarray,
-                     slots: np.ndarray, tfs: np.ndarray) -> None:
+                     slots: Any, tfs: Any) -> None:
+        """Make the index these CSR arrays describe (``slots``/``tfs``: arrays or :class:`FileArray`)."""
+        self._postings.close()
         self._clear()
         n = len(ids)
         cap = max(64, n)
         self._ids = list(ids)
         self._slot = {doc_id: i for i, doc_id in enumerate(ids)}
-        self._dl = np.zeros(cap, dtype=np.float64)
+        self._dl = np.zeros(cap, dtype=np.int32)
         self._dl[:n] = doc_len
         self._alive = np.zeros(cap, dtype=bool)
         self._alive[:n] = True
         self._total_len = int(doc_len.sum())
-        self._postings = Postings(vocab, offsets, slots, tfs)  # each term's arrays made on first use
+        self._postings = Postings(vocab, offsets, slots, tfs)
 
     def save(self, folder: str | Path) -> None:
-        """Write the index to ``folder`` (replaced whole; written beside it, then renamed).
+        """Write the index to ``folder`` (replaced whole; written beside it, then renamed), then read the
+        postings from there: the delta of postings added since the last load or save is merged into the base.
 
         Files: ``meta.json`` (format, tokenizer identity and version, k1, b, counts),
         ``ids.json`` (doc ids), ``vocab.json`` (terms), ``doc_len.npy`` ``[n] int32``,
-        ``offsets.npy`` ``[terms + 1] int64``, ``postings_doc.npy`` and
-        ``postings_tf.npy`` ``[postings] int32`` (CSR: term j's postings are
-        ``[offsets[j]:offsets[j + 1]]``). Tombstones are never written; if they
-        exceed 25% of the slots the index is compacted in memory first.
+        ``offsets.npy`` ``[terms + 1] int64``, ``postings_doc.npy`` ``[postings] int32`` and
+        ``postings_tf.npy`` ``[postings] uint8`` (int32 if some frequency exceeds 255) (CSR: term j's
+        postings are ``[offsets[j]:offsets[j + 1]]``). Tombstones are never written, and the index
+        renumbers its documents as the files do (a save compacts).
         """
         folder = Path(folder)
         with self._lock:  # held while the postings stream to disk: no full CSR copy on the heap (~112 MB at 100k)
-            self._maybe_compact()
-            ids, doc_len, vocab, offsets, parts = self._csr_plan()
+            ids, doc_len, vocab, offsets, tf_dtype, parts = self._csr_plan()
             meta = {
                 "format": FORMAT_NAME, "format_version": FORMAT_VERSION,
                 "tokenizer": self.tokenizer.identity, "tokenizer_version": TOKENIZER_VERSION,
@@ -279,9 +291,19 @@ class BM25Files:
                 "n_postings": int(offsets[-1]), "total_len": int(doc_len.sum()),
             }
             write_folder(folder, meta, ids, vocab, {"doc_len": doc_len, "offsets": offsets},
-                         streamed=(int(offsets[-1]), parts))
-            if isinstance(self._postings, Postings):
-                self._postings.release_pages()  # the save read every mapped term
+                         streamed=(int(offsets[-1]), tf_dtype, parts))
+            self._reopen(folder, ids, doc_len, vocab, offsets)
+
+    def _reopen(self, folder: Path, ids: list[str], doc_len: np.ndarray, vocab: list[str], offsets: np.ndarray) -> None:
+        """Take the postings just written to ``folder`` as the base (the documents renumbered only if some were
+        removed); the files stay readable when the caller renames the folder or a later save deletes it."""
+        slots, tfs = FileArray(folder / "postings_doc.npy"), FileArray(folder / "postings_tf.npy")
+        if self._n_dead:
+            self._load_arrays(ids, doc_len, vocab, offsets, slots, tfs)
+            return
+        self._postings.close()
+        self._postings = Postings(vocab, offsets, slots, tfs)
+        self._impacts, self._impact_norm, self._impact_size = {}, None, 0
 
     @classmethod
     def stale_reason(cls, folder: str | Path, tokenizer: Tokenizer | None = None) -> str | None:

@@ -1,32 +1,36 @@
-"""Term -> posting lists of a BM25 index, loaded from its CSR arrays on first use of each term.
+"""Term -> posting lists of a BM25 index: a read-only CSR base beside a small growable delta.
 
-A fresh process that opens a saved index (``plur recall --mode bm25``) answers one query, which
-touches a handful of terms; turning every term's CSR slice into growable ``array('i')`` pairs up
-front cost ~40 ms at 10k engrams. :class:`Postings` keeps the CSR arrays and makes a term's pair
-when it is first read or written, so a query pays only for its own terms. Iteration, ``len`` and
-``in`` cover loaded and not-yet-loaded terms alike.
+The base holds the postings of a loaded (or compacted) index in compressed-sparse-row form: term ``j`` owns
+``slots/tfs[offsets[j]:offsets[j + 1]]``. A loaded index reads a term's slice from the saved files with one
+positional read each (:class:`FileArray`) when a query needs it, so no posting stays in the process's memory
+between queries: the files sit in the kernel's page cache, out of the process's RSS (issue 49: memory-mapped, the
+pages 400 queries read stayed resident, +62 MiB at 100k engrams, ~0.6 GB at a million). Postings added since the
+base was made go to the delta, one growable ``array`` pair a term (doc slots ``'i'``; term frequencies ``'B'``
+while all are at most :data:`SMALL_TF_MAX`, else ``'i'``): a base term is never copied to take a new posting. A
+save writes base and delta merged, and the index then reads its new files as its base (an empty delta).
 
-A term's frequencies are an ``array('B')`` (uint8, 1 byte a posting) while all of them are at most
-:data:`SMALL_TF_MAX`, else ``array('i')``; :func:`tf_array` reads either as numpy. Most postings have
-tf 1-3, so this keeps a posting at 5 bytes instead of 8 (issue 30: 100k engrams, ~7M postings).
+A term's postings are its base slice then its delta run; delta slots are all above base slots (slots are given in
+order), so a term's slots are ascending, as a single array's would be.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from array import array
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Union
 
 import numpy as np
 
-__all__ = ["Postings", "RELEASE_EVERY", "SMALL_TF_MAX", "blocks", "pacer", "peek", "release_pages", "tf_array"]
+__all__ = ["FileArray", "Postings", "READ_EVERY", "SMALL_TF_MAX", "blocks", "tf_array"]
 
 Entry = tuple[array, array]  # (doc slots array('i'), term frequencies array('B') or array('i'))
-#: Largest term frequency an ``array('B')`` holds; a term whose postings have a larger one uses ``array('i')``.
+#: Largest term frequency an ``array('B')`` (and a uint8 postings file) holds; a larger one widens to int32.
 SMALL_TF_MAX = 255
-#: Postings a full read of memory-mapped CSR arrays (a load's checks, a save) reads between two releases of their
-#: pages (4 MiB of each int32 array): only that much of the files is in RSS at once, not all of them (issue 49: a
-#: save at 100k engrams, 7.4M postings, read both files whole, +59 MiB: the peak of a serving process).
-RELEASE_EVERY = 1 << 20
+#: Postings a full read of the base (a load's checks, a save) reads at once: 4 MiB of an int32 array in memory.
+READ_EVERY = 1 << 20
 
 
 def tf_array(tfs: array) -> np.ndarray:
@@ -34,139 +38,172 @@ def tf_array(tfs: array) -> np.ndarray:
     return np.frombuffer(tfs, dtype=np.uint8 if tfs.typecode == "B" else np.int32)
 
 
-class Postings(MutableMapping[str, Entry]):
-    """A ``dict[str, (array('i') slots, array('i') tfs)]`` whose entries may still sit in CSR arrays.
+class FileArray:
+    """A 1-d ``.npy`` file read a slice at a time with positional reads (nothing mapped, nothing kept).
 
     Args:
-        vocab: terms of the CSR arrays (``vocab[j]`` owns ``slots/tfs[offsets[j]:offsets[j + 1]]``).
-        offsets: ``[len(vocab) + 1]`` int64. slots, tfs: ``[postings]`` int32.
-        (All empty: an empty mapping.)
+        path: a version 1.0 or 2.0 ``.npy`` file of a 1-d array of integers, C order.
+
+    Raises:
+        OSError: unreadable. ValueError: not such an array.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._fh = open(path, "rb")  # noqa: SIM115 - kept open: reads go on after a save renames or deletes it
+        try:
+            fmt = np.lib.format
+            version = fmt.read_magic(self._fh)
+            if version not in ((1, 0), (2, 0)):
+                raise ValueError(f"{path} is a .npy file of version {version}, this plur reads 1.0 and 2.0")
+            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            shape, fortran, dtype = read_header(self._fh)
+            if len(shape) != 1 or fortran or dtype.kind not in "iu" or dtype.hasobject:
+                raise ValueError(f"{path} holds a {dtype} array of shape {shape}, not a 1-d integer array")
+            self._start = self._fh.tell()
+            self.dtype: np.dtype = dtype
+            self.size: int = int(shape[0])
+            if os.fstat(self._fh.fileno()).st_size < self._start + self.size * dtype.itemsize:
+                raise ValueError(f"{path} is shorter than its header says")
+        except BaseException:
+            self._fh.close()
+            raise
+        self._lock = threading.Lock()  # the seek-and-read fallback only
+
+    def __len__(self) -> int:
+        return self.size
+
+    def take(self, lo: int, hi: int) -> np.ndarray:
+        """``[hi - lo]`` of :attr:`dtype`: elements ``lo`` to ``hi`` (a new array, read from the file)."""
+        out = np.empty(hi - lo, dtype=self.dtype)
+        if hi <= lo:
+            return out
+        view, at = memoryview(out).cast("B"), self._start + lo * self.dtype.itemsize
+        fd = self._fh.fileno()
+        if hasattr(os, "preadv"):
+            got = os.preadv(fd, [view], at)
+        else:  # pragma: no cover - platforms without preadv
+            with self._lock:
+                self._fh.seek(at)
+                got = self._fh.readinto(view)
+        if got != len(view):
+            raise OSError(f"short read of {self._fh.name}: {got} of {len(view)} bytes at {at}")
+        return out
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+Source = Union[np.ndarray, FileArray]
+
+
+def _take(src: Source, lo: int, hi: int) -> np.ndarray:
+    return src[lo:hi] if isinstance(src, np.ndarray) else src.take(lo, hi)
+
+
+def blocks(src: Source) -> Iterator[np.ndarray]:
+    """``src`` in consecutive slices of :data:`READ_EVERY` (a full read holds one slice in memory at a time)."""
+    for lo in range(0, len(src), READ_EVERY):
+        yield _take(src, lo, min(lo + READ_EVERY, len(src)))
+
+
+class Postings:
+    """term -> ``(slots [p] int32, tfs [p] uint8|int32)``: a read-only CSR base and a growable delta.
+
+    Args:
+        vocab: the base's terms (``vocab[j]`` owns ``slots/tfs[offsets[j]:offsets[j + 1]]``).
+        offsets: ``[len(vocab) + 1]`` int64. slots, tfs: ``[postings]`` integer arrays, in memory or
+            :class:`FileArray` (read a term at a time). All left out: an empty base.
     """
 
     def __init__(self, vocab: Sequence[str] = (), offsets: np.ndarray | None = None,
-                 slots: np.ndarray | None = None, tfs: np.ndarray | None = None) -> None:
-        self._loaded: dict[str, Entry] = {}
+                 slots: Source | None = None, tfs: Source | None = None) -> None:
         self._where: dict[str, int] = {term: j for j, term in enumerate(vocab)}
-        self._bounds: list[int] = offsets.tolist() if offsets is not None else [0]
-        self._slots = np.ascontiguousarray(slots, dtype=np.int32) if slots is not None else None
-        self._tfs = np.ascontiguousarray(tfs, dtype=np.int32) if tfs is not None else None
-        self.release_pages()
+        self._offsets = (np.ascontiguousarray(offsets, dtype=np.int64) if offsets is not None
+                         else np.zeros(1, dtype=np.int64))
+        self._slots = slots
+        self._tfs = tfs
+        self._delta: dict[str, Entry] = {}
+        self._n_new = 0  # delta terms the base lacks
 
-    def _load(self, term: str) -> Entry | None:
-        j = self._where.pop(term, None)
+    # ------------------------------------------------------------------ reads
+    def peek(self, term: str, tfs: bool = True) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(slots [p] int32, tfs [p] uint8|int32)`` of ``term`` (read-only: views or fresh reads), or None
+        for a term no document has ever held; ``tfs=False``: the slots only (an empty tfs array, nothing read)."""
+        j = self._where.get(term)
+        entry = self._delta.get(term)
         if j is None:
-            return None
-        lo, hi = self._bounds[j], self._bounds[j + 1]
+            return None if entry is None else (np.frombuffer(entry[0], dtype=np.int32), tf_array(entry[1]))
+        lo, hi = int(self._offsets[j]), int(self._offsets[j + 1])
         assert self._slots is not None and self._tfs is not None
-        tfs = self._tfs[lo:hi]
-        small = hi == lo or int(tfs.max()) <= SMALL_TF_MAX
-        entry = (array("i", self._slots[lo:hi].tobytes()),
-                 array("B", tfs.astype(np.uint8).tobytes()) if small else array("i", tfs.tobytes()))
-        self._loaded[term] = entry
-        if not self._where:  # every term made: the CSR copy is no longer needed
-            self._slots = self._tfs = None
-        return entry
-
-    def peek(self, term: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(slots [p] int32, tfs [p] uint8|int32)`` of a term without making its arrays (read-only views).
-
-        Raises:
-            KeyError: an unknown term.
-        """
-        entry = self._loaded.get(term)
-        if entry is not None:
-            return np.frombuffer(entry[0], dtype=np.int32), tf_array(entry[1])
-        j = self._where[term]
-        lo, hi = self._bounds[j], self._bounds[j + 1]
-        assert self._slots is not None and self._tfs is not None
-        return self._slots[lo:hi], self._tfs[lo:hi]
-
-    def release_pages(self) -> None:
-        """Let go of the pages of memory-mapped CSR arrays this process has read (a full read: the load's checks, a
-        save): they stay in the kernel's page cache, out of this process's RSS, until a query reads them again."""
-        for arr in (self._slots, self._tfs):
-            release_pages(arr)
-
-    def get(self, term: str, default: Entry | None = None) -> Entry | None:  # type: ignore[override]
-        entry = self._loaded.get(term)
+        slots = _take(self._slots, lo, hi)
+        if not tfs:
+            if entry is not None:
+                slots = np.concatenate([slots.astype(np.int32, copy=False), np.frombuffer(entry[0], dtype=np.int32)])
+            return slots, np.zeros(0, dtype=np.uint8)
+        base_tfs = _take(self._tfs, lo, hi)
         if entry is None:
-            entry = self._load(term)
-        return default if entry is None else entry
+            return slots, base_tfs
+        tfs_ = base_tfs
+        more = tf_array(entry[1])
+        wide = np.uint8 if tfs_.dtype == np.uint8 and more.dtype == np.uint8 else np.int32
+        return (np.concatenate([slots.astype(np.int32, copy=False), np.frombuffer(entry[0], dtype=np.int32)]),
+                np.concatenate([tfs_.astype(wide, copy=False), more.astype(wide, copy=False)]))
 
-    def __getitem__(self, term: str) -> Entry:
-        entry = self.get(term)
-        if entry is None:
-            raise KeyError(term)
-        return entry
+    def size(self, term: str) -> int:
+        """How many postings ``term`` has (live and removed documents alike; 0 for an unknown term); reads nothing."""
+        j = self._where.get(term)
+        entry = self._delta.get(term)
+        return ((0 if j is None else int(self._offsets[j + 1] - self._offsets[j]))
+                + (0 if entry is None else len(entry[0])))
 
-    def __setitem__(self, term: str, entry: Entry) -> None:
-        self._where.pop(term, None)
-        self._loaded[term] = entry
-
-    def __delitem__(self, term: str) -> None:
-        if self._loaded.pop(term, None) is None and self._where.pop(term, None) is None:
-            raise KeyError(term)
+    def narrow(self, term: str) -> bool:
+        """True when every frequency of ``term`` is known to be at most :data:`SMALL_TF_MAX` without reading it
+        (its base file or array is uint8, its delta run ``'B'``)."""
+        entry = self._delta.get(term)
+        if entry is not None and entry[1].typecode != "B":
+            return False
+        return term not in self._where or (self._tfs is not None and self._tfs.dtype == np.uint8)
 
     def __contains__(self, term: object) -> bool:
-        return term in self._loaded or term in self._where
+        return term in self._where or term in self._delta
 
     def __iter__(self) -> Iterator[str]:
-        return iter([*self._loaded, *self._where])
+        """The base's terms in its order, then the delta's new ones in the order they came."""
+        yield from list(self._where)
+        yield from [t for t in self._delta if t not in self._where]
 
     def __len__(self) -> int:
-        return len(self._loaded) + len(self._where)
+        return len(self._where) + self._n_new
 
+    @property
+    def delta_postings(self) -> int:
+        """Postings in the delta (those added since the base was made)."""
+        return sum(len(s) for s, _ in self._delta.values())
 
-def peek(postings: MutableMapping[str, Entry], term: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(slots [p] int32, tfs [p] uint8|int32)`` of ``term`` as read-only views, or None for an unknown term.
+    # ----------------------------------------------------------------- writes
+    def _entry(self, term: str, wide: bool) -> Entry:
+        entry = self._delta.get(term)
+        if entry is None:
+            entry = self._delta[term] = (array("i"), array("i" if wide else "B"))
+            self._n_new += term not in self._where
+        elif wide and entry[1].typecode == "B":  # widen this term's delta tfs, once
+            entry = self._delta[term] = (entry[0], array("i", entry[1]))
+        return entry
 
-    A search reads postings this way: a term still in the (memory-mapped) CSR arrays of a loaded index is read
-    there, never copied into arrays of its own (only a write to a term makes them).
-    """
-    if isinstance(postings, Postings):
-        try:
-            return postings.peek(term)
-        except KeyError:
-            return None
-    entry = postings.get(term)
-    return None if entry is None else (np.frombuffer(entry[0], dtype=np.int32), tf_array(entry[1]))
+    def append(self, term: str, slot: int, tf: int) -> None:
+        """Post ``term`` with frequency ``tf`` (>= 1) in document ``slot`` (above every slot posted so far)."""
+        entry = self._entry(term, tf > SMALL_TF_MAX)
+        entry[0].append(slot)
+        entry[1].append(tf)
 
+    def append_run(self, term: str, slots: np.ndarray, tfs: np.ndarray) -> None:
+        """:meth:`append` for many documents at once: ``slots [r] int32`` ascending, ``tfs [r]`` integers >= 1."""
+        entry = self._entry(term, int(tfs.max()) > SMALL_TF_MAX)
+        entry[0].frombytes(np.ascontiguousarray(slots, dtype=np.int32).tobytes())
+        entry[1].frombytes(tfs.astype(np.int32 if entry[1].typecode == "i" else np.uint8).tobytes())
 
-def release_pages(arr: np.ndarray | None) -> None:
-    """``madvise(MADV_DONTNEED)`` over a memory-mapped array's pages (a no-op for an array on the heap)."""
-    import mmap
-
-    base = arr
-    while base is not None and not isinstance(base, np.memmap) and isinstance(getattr(base, "base", None), np.ndarray):
-        base = base.base
-    raw = getattr(base, "_mmap", None) if isinstance(base, np.memmap) else None
-    advice = getattr(mmap, "MADV_DONTNEED", None)
-    if raw is not None and advice is not None:
-        try:
-            raw.madvise(advice)
-        except (OSError, ValueError):  # a closed map or a platform without it: the pages simply stay
-            pass
-
-
-def blocks(arr: np.ndarray) -> Iterator[np.ndarray]:
-    """``arr`` in consecutive slices of :data:`RELEASE_EVERY`, the pages of each let go (:func:`release_pages`)
-    once the caller is done with it: a full read of a memory-mapped array holds one slice in RSS at a time."""
-    step = RELEASE_EVERY
-    for lo in range(0, len(arr), step):
-        yield arr[lo:lo + step]
-        release_pages(arr)
-
-
-def pacer(release: Callable[[], None]) -> Callable[[int], None]:
-    """A callback for a loop that reads postings: told how many each step read, it calls ``release`` every
-    :data:`RELEASE_EVERY` of them (:meth:`Postings.release_pages` for a loaded index)."""
-    left = RELEASE_EVERY
-
-    def read(n: int) -> None:
-        nonlocal left
-        left -= n
-        if left <= 0:
-            release()
-            left = RELEASE_EVERY
-
-    return read
+    def close(self) -> None:
+        """Close the base's files (a new base replaces this one)."""
+        for src in (self._slots, self._tfs):
+            if isinstance(src, FileArray):
+                src.close()
