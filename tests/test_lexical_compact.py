@@ -114,6 +114,8 @@ def test_scores_and_rankings_equal_the_old_style_index_exactly(tmp_path_factory,
         ranking, scores_of = index.search_scored(q, 20)
         assert ranking == ref.ranking(q, 20), q          # exact floats, the same order
         assert scores_of(list(expected) + ["nobody"]) == expected, q
+        for allowed in ({"d1", "d3", "d4"}, {f"d{n}" for n in range(10)} - {"d2"}):  # both ways of filtering
+            assert index.search(q, 3, allowed) == [(i, v) for i, v in ref.ranking(q, 99) if i in allowed][:3], q
 
 
 def _docs(n: int, seed: int = 7, words: int = 40) -> dict[str, str]:
@@ -245,3 +247,37 @@ def test_a_full_read_of_the_base_reads_one_slice_at_a_time(tmp_path, monkeypatch
     loaded.save(tmp_path / "lex2")                # a term at a time: no read is bigger than the largest term
     biggest = max(loaded._postings.size(t) for t in loaded._postings)
     assert seen and max(seen) <= biggest
+
+
+ids_ops = st.lists(st.tuples(st.sampled_from(["add", "pop", "rebuild"]), st.integers(0, 12)), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ids_ops, st.booleans())
+def test_the_id_map_answers_as_a_dict_even_when_hashes_collide(sequence, collide) -> None:
+    """IdSlots finds ids by their string hash; with every hash made equal (collide) it must still tell them apart."""
+    from plur.index import id_slots
+
+    if collide:
+        id_slots.hash = lambda s: 42  # a module global shadows the builtin: every id collides
+    try:
+        table: list[str | None] = []
+        slots, model = id_slots.IdSlots(table), {}
+        for kind, n in sequence:
+            doc_id = f"id-{n}"
+            if kind == "add" and doc_id not in model:
+                table.append(doc_id)
+                slots[doc_id] = model[doc_id] = len(table) - 1
+            elif kind == "pop" and doc_id in model:
+                assert slots.pop(doc_id) == model.pop(doc_id) and doc_id not in table
+            elif kind == "rebuild":
+                slots = id_slots.IdSlots(table)
+        assert len(slots) == len(model) and dict(slots.items()) == model
+        probe = [f"id-{n}" for n in range(14)] + ["other"]
+        assert {i: slots.get(i) for i in probe} == {i: model.get(i) for i in probe}
+        assert [i in slots for i in probe] == [i in model for i in probe]
+        assert slots.lookup(probe) == [(i, model[i]) for i in probe if i in model]
+        assert slots.slots_of(probe).tolist() == [model[i] for i in probe if i in model]
+    finally:
+        if collide:
+            del id_slots.hash

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .lexical_io import FORMAT_VERSION, BM25Files
+from .id_slots import IdSlots
 from .postings import Postings
 from .tokenize import Tokenizer
 
@@ -77,8 +78,8 @@ class BM25Index(BM25Files):
 
     # ------------------------------------------------------------------ state
     def _clear(self) -> None:
-        self._ids: list[str | None] = []  # slot -> id (None once removed)
-        self._slot: dict[str, int] = {}  # live id -> slot
+        self._ids: list[str | None] = []  # slot -> id (None once removed): the one id table
+        self._slot = IdSlots(self._ids)  # live id -> slot
         self._dl = np.zeros(64, dtype=np.int32)  # slot -> length in tokens
         self._alive = np.zeros(64, dtype=bool)
         self._postings = Postings()  # term -> (slots, tfs): a CSR base and a delta
@@ -305,9 +306,8 @@ class BM25Index(BM25Files):
             with self._lock:
                 if self._ids is not slot_ids:  # renumbered since the search: no snapshot to read
                     return out
-                for i in ids:
-                    s = self._slot.get(i)
-                    if s is not None and s < n and scores[s] > 0:
+                for i, s in self._slot.lookup(ids):
+                    if s < n and scores[s] > 0:
                         out[i] = float(scores[s])
             return out
 
@@ -395,9 +395,8 @@ class BM25Index(BM25Files):
 
     def _filter_allowed(self, cand: np.ndarray, allowed: Set[str]) -> np.ndarray:
         if len(allowed) < len(cand):  # mark allowed slots: O(|allowed|)
-            slot = self._slot
             mask = np.zeros(len(self._ids), dtype=bool)
-            mask[[slot[i] for i in allowed if i in slot]] = True
+            mask[self._slot.slots_of(allowed)] = True
             return cand[mask[cand]]
         ids = self._ids  # test each candidate: O(|candidates|)
         keep = np.fromiter((ids[s] in allowed for s in cand.tolist()), dtype=bool, count=len(cand))

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..jsonio import loads
+from .id_slots import IdSlots
 from .postings import SMALL_TF_MAX, FileArray, Postings, blocks
 from .tokenize import TOKENIZER_VERSION, Tokenizer
 from ..store.atomic import private_dirs
@@ -262,7 +263,7 @@ class BM25Files:
         n = len(ids)
         cap = max(64, n)
         self._ids = list(ids)
-        self._slot = {doc_id: i for i, doc_id in enumerate(ids)}
+        self._slot = IdSlots(self._ids)
         self._dl = np.zeros(cap, dtype=np.int32)
         self._dl[:n] = doc_len
         self._alive = np.zeros(cap, dtype=bool)
@@ -304,6 +305,8 @@ class BM25Files:
         self._postings.close()
         self._postings = Postings(vocab, offsets, slots, tfs)
         self._impacts, self._impact_norm, self._impact_size = {}, None, 0
+        if self._slot.added:  # the ids added since: into the hashed base as well
+            self._slot = IdSlots(self._ids)
 
     @classmethod
     def stale_reason(cls, folder: str | Path, tokenizer: Tokenizer | None = None) -> str | None:
