@@ -52,7 +52,6 @@ _COMPACT_RATIO = 0.25  # compact when tombstones exceed this share of slots
 _IMPACT_CACHE_VALUES = 2 * 1024 * 1024
 
 
-
 class BM25Index(BM25Files):
     """An incremental Okapi BM25 index; see the module docstring for the formula.
 
