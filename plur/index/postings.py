@@ -15,6 +15,7 @@ order), so a term's slots are ascending, as a single array's would be.
 
 from __future__ import annotations
 
+import io
 import os
 import threading
 from array import array
@@ -49,23 +50,28 @@ class FileArray:
     """
 
     def __init__(self, path: Path) -> None:
-        self._fh = open(path, "rb")  # noqa: SIM115 - kept open: reads go on after a save renames or deletes it
+        self.name = str(path)
+        # a bare descriptor, kept open (reads go on after a save renames or deletes the file), closed by close()
+        # or when the object goes: no file object to warn about at collection
+        self._fd: int | None = None
+        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         try:
-            fmt = np.lib.format
-            version = fmt.read_magic(self._fh)
-            if version not in ((1, 0), (2, 0)):
-                raise ValueError(f"{path} is a .npy file of version {version}, this plur reads 1.0 and 2.0")
-            read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
-            shape, fortran, dtype = read_header(self._fh)
+            with io.FileIO(self._fd, "rb", closefd=False) as fh:
+                fmt = np.lib.format
+                version = fmt.read_magic(fh)
+                if version not in ((1, 0), (2, 0)):
+                    raise ValueError(f"{path} is a .npy file of version {version}, this plur reads 1.0 and 2.0")
+                read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+                shape, fortran, dtype = read_header(fh)
+                self._start = fh.tell()
             if len(shape) != 1 or fortran or dtype.kind not in "iu" or dtype.hasobject:
                 raise ValueError(f"{path} holds a {dtype} array of shape {shape}, not a 1-d integer array")
-            self._start = self._fh.tell()
             self.dtype: np.dtype = dtype
             self.size: int = int(shape[0])
-            if os.fstat(self._fh.fileno()).st_size < self._start + self.size * dtype.itemsize:
+            if os.fstat(self._fd).st_size < self._start + self.size * dtype.itemsize:
                 raise ValueError(f"{path} is shorter than its header says")
         except BaseException:
-            self._fh.close()
+            self.close()
             raise
         self._lock = threading.Lock()  # the seek-and-read fallback only
 
@@ -73,24 +79,34 @@ class FileArray:
         return self.size
 
     def take(self, lo: int, hi: int) -> np.ndarray:
-        """``[hi - lo]`` of :attr:`dtype`: elements ``lo`` to ``hi`` (a new array, read from the file)."""
+        """``[hi - lo]`` of :attr:`dtype`: elements ``lo`` to ``hi`` (a new array, read from the file).
+
+        Raises:
+            OSError: the read failed or came back short; ValueError: the file was closed.
+        """
         out = np.empty(hi - lo, dtype=self.dtype)
         if hi <= lo:
             return out
+        if self._fd is None:
+            raise ValueError(f"{self.name} was closed")
         view, at = memoryview(out).cast("B"), self._start + lo * self.dtype.itemsize
-        fd = self._fh.fileno()
         if hasattr(os, "preadv"):
-            got = os.preadv(fd, [view], at)
+            got = os.preadv(self._fd, [view], at)
         else:  # pragma: no cover - platforms without preadv
             with self._lock:
-                self._fh.seek(at)
-                got = self._fh.readinto(view)
+                os.lseek(self._fd, at, os.SEEK_SET)
+                got = os.readv(self._fd, [view])
         if got != len(view):
-            raise OSError(f"short read of {self._fh.name}: {got} of {len(view)} bytes at {at}")
+            raise OSError(f"short read of {self.name}: {got} of {len(view)} bytes at {at}")
         return out
 
     def close(self) -> None:
-        self._fh.close()
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
 
 
 Source = Union[np.ndarray, FileArray]
