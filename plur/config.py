@@ -81,8 +81,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("hnsw_quantisation", "b1", str,
             "What the HNSW graph stores per dimension: b1 (one sign bit of the vector minus the rows' mean, Hamming "
             "distance; max(256, 4 x k) candidates re-scored with the exact vectors) or i8 (int8, inner product; max(k, "
-            "64) re-scored). On 157k real MiniLM vectors b1 took the graph from 79.8 to 29.5 MiB and recall@10 of the "
-            "exact top 10 from 0.955 to 0.993, for ~3.5 ms more CPU a hybrid recall. A saved graph keeps its kind "
+            "64) re-scored). On 157k real MiniLM vectors b1 took the graph from 79.8 to 29.4 MiB and recall@10 of the "
+            "exact top 10 from 0.974 to 0.988, for ~5.6 ms more CPU a dense search. A saved graph keeps its kind "
             "until its next rebuild (plur reindex).", ("b1", "i8")),
     Setting("hnsw_ef_construction", 96, int,
             "HNSW ef at construction time. 96: recall@10 0.980 of the exact top 10 on 135k real MiniLM vectors "

@@ -11,9 +11,10 @@ What a node stores (setting ``hnsw_quantisation``):
   (usearch ``b1``/``hamming``; sign-random-projection hashing, Charikar, STOC 2002, with the data's own axes).
   48 bytes a 384-d vector. Centring matters: MiniLM vectors share a large common component, and uncentred
   signs agree on most bits for every pair. More candidates are re-scored (:meth:`Graph.candidates`:
-  max(256, 4 k)). Measured at 157k real MiniLM vectors (the 100k-engram scale home): graph file 79.8 -> 29.5
-  MiB, loaded index 146.6 -> 96.3 MiB, recall@10 of the exact top 10 0.955 -> 0.993, ~3.5 ms more CPU a
-  hybrid recall (the re-scoring's ``pread``). Weak on tight synthetic clusters (recall@10 0.86 on the 50k
+  max(256, 4 k)). Measured at 157k real MiniLM vectors (the 100k-engram scale home, docs/performance.md):
+  graph file 79.8 -> 29.4 MiB, loaded index 138.7 -> 88.5 MiB, service peak RSS ~639 -> ~578 MiB, recall@10 of
+  the exact top 10 for 300 LoCoMo questions 0.974 -> 0.988, ~5.6 ms more CPU a dense search (the graph's wider
+  beam and the re-scoring's ``pread``). Weak on tight synthetic clusters (recall@10 0.86 on the 50k
   clustered test data, where the signs of many near neighbours coincide).
 * ``i8`` (older graphs, and the setting's other value): usearch scales each component of a unit vector by
   127, truncated toward 0, inner product: 384 bytes a vector; max(k, 64) candidates re-scored. Measured on
@@ -51,7 +52,7 @@ _METRIC = {"b1": "hamming", "i8": "ip"}
 #: First label of the placeholder vectors :meth:`Graph.scrub` inserts and removes (row labels stay far below).
 SCRUB_LABELS = 1 << 62
 #: Candidates a ``b1`` graph is asked for at least, and per result asked for (all re-scored exactly). Measured on
-#: 157k real MiniLM vectors, k = 10: recall@10 0.993 of the exact top 10 (the ``i8`` graph's 64: 0.955).
+#: 157k real MiniLM vectors, k = 10: recall@10 0.988 of the exact top 10 (the ``i8`` graph's 64: 0.974).
 B1_MIN_CANDIDATES, B1_CANDIDATES_PER_RESULT = 256, 4
 #: Candidates an ``i8`` graph is asked for at least: int8 reorders near neighbours (clustered 50k x 384, k = 10:
 #: recall@10 0.85 asking for 10, >= 0.99 asking for 64; 135k real MiniLM vectors: 0.988 for 64 or 100).
