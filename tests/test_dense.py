@@ -38,10 +38,17 @@ def make(path: str, **kw) -> DenseIndex:
     return DenseIndex(DIMS, exact_threshold=PATHS[path], **kw)
 
 
-def test_hnsw_recall_at_10_matches_exact_on_50k() -> None:
+#: recall@10 floor of the HNSW path on the 50k clustered set, by graph kind. Measured: i8 >= 0.99; b1 0.859: sign
+#: bits of tight synthetic clusters (a 24-d latent space lifted to 384-d) tie for many near neighbours, and 256
+#: candidates re-scored do not make up for it (real MiniLM vectors: 0.993 at 157k, tests/test_quantised_topk.py).
+RECALL_FLOOR_50K = {"i8": 0.99, "b1": 0.84}
+
+
+@pytest.mark.parametrize("kind", ["b1", "i8"])
+def test_hnsw_recall_at_10_matches_exact_on_50k(kind: str) -> None:
     x = clustered(50_000)
     ids = [f"e{i}" for i in range(len(x))]
-    exact, hnsw = make("exact"), make("hnsw")
+    exact, hnsw = make("exact"), make("hnsw", quantisation=kind)
     exact.add(ids, x)
     hnsw.add(ids, x)
     queries = near(x[np.random.default_rng(7).integers(0, len(x), 200)], seed=8)
@@ -52,7 +59,7 @@ def test_hnsw_recall_at_10_matches_exact_on_50k() -> None:
         assert len(got) == 10 and [s for _, s in got] == sorted((s for _, s in got), reverse=True)
         recalls.append(len(truth & {i for i, _ in got}) / 10)
     assert hnsw.uses_hnsw and not exact.uses_hnsw
-    assert np.mean(recalls) >= 0.99, np.mean(recalls)
+    assert np.mean(recalls) >= RECALL_FLOOR_50K[kind], np.mean(recalls)
 
 
 def test_exact_search_is_exact() -> None:
@@ -214,7 +221,7 @@ def test_graph_owned_vectors_survive_compaction_save_and_load(tmp_path):
     x = rng.standard_normal((3000, 24)).astype(np.float32)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     ids = [f"v{i}" for i in range(3000)]
-    index = DenseIndex(24, exact_threshold=500)
+    index = DenseIndex(24, exact_threshold=500, quantisation="i8")  # 24 sign bits cannot rank isotropic 24-d points
     index.add(ids, x)
     index.build()
     assert index._vecs is None                      # the graph owns the vectors
@@ -233,7 +240,7 @@ def test_graph_owned_vectors_survive_compaction_save_and_load(tmp_path):
 
 def test_saved_rows_are_read_from_the_saved_file_and_newer_rows_from_the_scratch_file(tmp_path: Path) -> None:
     """With a graph, no float32 row is on the heap: saved rows come from vectors.npy, newer ones from the
-    unlinked scratch file in ``scratch_dir``, and scores are exact (the graph's int8 vectors only find)."""
+    unlinked scratch file in ``scratch_dir``, and scores are exact (the graph's quantised vectors only find)."""
     x = clustered(3000, seed=5)
     ids = [f"e{i}" for i in range(len(x))]
     idx = make("hnsw")
@@ -281,16 +288,18 @@ def test_a_graph_of_another_format_is_refused_with_the_fix(tmp_path: Path) -> No
         DenseIndex.load(tmp_path / "d", DIMS)
 
 
-def _int8_rows(index: DenseIndex, ids: list[str]) -> list[bytes]:
-    """The int8 vectors the HNSW graph holds for these ids' rows, as they appear in its saved file."""
+def _graph_codes(index: DenseIndex, ids: list[str]) -> list[bytes]:
+    """The quantised vectors the HNSW graph holds for these ids' rows (b1: 48 bytes of packed sign bits, i8: 384
+    int8s), as they appear in its saved file."""
     rows = [r for i in ids for r in index._rows_of[i]]
-    return [index._graph._index.get(r, dtype=np.int8).tobytes() for r in rows]
+    dtype = np.uint8 if index._graph.quantisation == "b1" else np.int8
+    return [index._graph._index.get(r, dtype=dtype).tobytes() for r in rows]
 
 
 def test_a_forgotten_vector_leaves_no_bytes_in_the_saved_graph_or_rows_and_the_graph_is_not_rebuilt(
         tmp_path: Path) -> None:
     """Forget on a graph-backed index (purge of a saved index, as `plur forget` in a fresh process does): the
-    forgotten rows' float32 and int8 bytes are gone from vectors.npy and graph.usearch, nothing is renumbered
+    forgotten rows' float32 and quantised bytes are gone from vectors.npy and graph.usearch, nothing is renumbered
     (no rebuild: a forget at 147k vectors took 49 s rebuilding the graph), and search never returns them."""
     from plur.index.purge import purge_saved
 
@@ -303,14 +312,14 @@ def test_a_forgotten_vector_leaves_no_bytes_in_the_saved_graph_or_rows_and_the_g
     folder = tmp_path / "index" / "dense"
     index.save(folder)
     gone = ["e7", "e1234", "e3999"]
-    int8 = _int8_rows(index, gone)
+    codes = _graph_codes(index, gone)
     float32 = [x[int(i[1:])].tobytes() for i in gone]
     graph_file, rows_file = folder / "graph.usearch", folder / "vectors.npy"
-    assert all(b in graph_file.read_bytes() for b in int8) and all(b in rows_file.read_bytes() for b in float32)
+    assert all(b in graph_file.read_bytes() for b in codes) and all(b in rows_file.read_bytes() for b in float32)
     n_rows = json.loads((folder / "meta.json").read_text())["n_rows"]
     purge_saved(tmp_path / "index", gone)
     graph_bytes, rows_bytes = graph_file.read_bytes(), rows_file.read_bytes()
-    assert not any(b in graph_bytes for b in int8)
+    assert not any(b in graph_bytes for b in codes)
     assert not any(b in rows_bytes for b in float32)
     assert json.loads((folder / "meta.json").read_text())["n_rows"] == n_rows     # rows kept: no compaction
     loaded = DenseIndex.load(folder, dims=DIMS)
@@ -331,19 +340,19 @@ def test_a_forget_in_process_scrubs_the_graph_and_falls_back_to_a_rebuild_when_t
     index = make("hnsw")
     index.add(ids, x)
     index.build()
-    int8 = _int8_rows(index, ["e10"])
+    codes = _graph_codes(index, ["e10"])
     index.remove(["e10"])
     assert index._graph.free_slots() == 1
     erase_dense(index)
     assert index._graph.free_slots() == 1 and index._n == 3000         # scrubbed in place, not rebuilt
-    assert int8[0] not in index._graph._index.save()
-    int8 = _int8_rows(index, ["e11"])
+    assert codes[0] not in index._graph._index.save()
+    codes = _graph_codes(index, ["e11"])
     index.remove(["e11"])
     monkeypatch.setattr(graph_mod.Graph, "scrub", lambda self: False)  # usearch did not reuse the freed slots
     erase_dense(index)
     assert index._n == 2998                                            # compacted: the graph is rebuilt
     index.save(tmp_path / "dense")
-    assert int8[0] not in (tmp_path / "dense" / "graph.usearch").read_bytes()
+    assert codes[0] not in (tmp_path / "dense" / "graph.usearch").read_bytes()
     assert index.search(x[12], 1)[0][0] == "e12"
 
 

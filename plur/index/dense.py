@@ -1,4 +1,4 @@
-"""Dense index: cosine top-k over unit vectors, exact (numpy) when small, HNSW (usearch, int8) when large.
+"""Dense index: cosine top-k over unit vectors, exact (numpy) when small, HNSW (usearch, 1-bit) when large.
 
 One id may own several vectors (the chunks of a long engram); search returns each id once, with
 its best chunk's score. Vectors are L2-normalised on the way in, so the inner product is the
@@ -9,7 +9,8 @@ When each path runs:
 * exact -- ``vectors @ query`` over a contiguous ``[n, dims] float32`` matrix, while the index
   holds fewer than ``exact_threshold`` live vectors, and whenever an ``allowed`` set covers at
   most ``small_allowed_fraction`` (5%) of the live ids (then only those ids' rows are scored);
-* HNSW -- :mod:`plur.index.graph` (usearch, int8 vectors, inner product), built on first use above
+* HNSW -- :mod:`plur.index.graph` (usearch; sign bits of the centred vectors, Hamming, or int8 vectors,
+  inner product: ``quantisation``), built on first use above
   the threshold (Malkov & Yashunin, "Efficient and robust approximate nearest neighbor search using
   Hierarchical Navigable Small World graphs", TPAMI 2020); deletes remove the labels, a re-added id
   gets new labels. The graph only finds candidates: each is re-scored with its exact float32 row, so
@@ -19,8 +20,8 @@ When each path runs:
 
 Where the float32 rows live: in a ``[capacity, dims]`` array on the heap while there is no graph;
 once there is one, on disk (:class:`plur.index.dense_rows.RowStore`: the saved ``vectors.npy`` plus an
-unlinked scratch file for newer rows, read with ``pread``), so a 147k-vector index holds ~97 MiB of
-graph and no second copy.
+unlinked scratch file for newer rows, read with ``pread``), so a 157k-vector index holds the graph
+(~30 MiB b1, ~80 MiB i8) and no second copy.
 
 The search methods (exact and HNSW) are :mod:`plur.index.dense_search`. On disk
 (:mod:`plur.index.dense_io`): ``vectors.npy`` (all rows, dead ones included, so HNSW labels
@@ -59,6 +60,8 @@ class DenseIndex(DenseSearch):
         num_threads: threads for HNSW inserts.
         small_allowed_fraction: an ``allowed`` set at most this fraction of the live ids is
             searched exactly over its own rows.
+        quantisation: what the next graph built stores (:data:`plur.index.graph.KINDS`: ``b1`` or ``i8``); a
+            graph loaded from disk keeps its own kind until it is rebuilt.
 
     Attributes:
         identity: the embedding model identity the vectors came from (set by the caller; saved).
@@ -70,13 +73,15 @@ class DenseIndex(DenseSearch):
 
     def __init__(self, dims: int, m: int = 16, ef_construction: int = 200, ef_search: int = 128,
                  exact_threshold: int = 20000, *, num_threads: int = 1,
-                 small_allowed_fraction: float = 0.05) -> None:
+                 small_allowed_fraction: float = 0.05, quantisation: str = "b1") -> None:
         if dims < 1:
             raise ValidationError(f"dims={dims} must be >= 1")
         if m < 2 or ef_construction < 1 or ef_search < 1:
             raise ValidationError(f"HNSW parameters m={m}, ef_construction={ef_construction}, "
                                   f"ef_search={ef_search} must be >= 2, >= 1, >= 1")
-        self.dims = int(dims)
+        if quantisation not in ("b1", "i8"):
+            raise ValidationError(f"HNSW quantisation {quantisation!r} must be b1 or i8 (setting hnsw_quantisation)")
+        self.dims, self.quantisation = int(dims), quantisation
         self.m, self.ef_construction, self.ef_search = int(m), int(ef_construction), int(ef_search)
         self.exact_threshold, self.num_threads = int(exact_threshold), int(num_threads)
         self.small_allowed_fraction = float(small_allowed_fraction)
@@ -270,7 +275,14 @@ class DenseIndex(DenseSearch):
 
         if self._n > self._live_rows:
             self._compact()
-        graph = Graph(self.dims, self.m, self.ef_construction, self.ef_search)
+        centre = None
+        if self.quantisation == "b1":  # the mean row: the signs of the centred vectors split the data evenly
+            total = np.zeros(self.dims, dtype=np.float64)
+            for c in range(0, self._n, 16 * BLOCK_ROWS):
+                total += self._vecs[c:min(self._n, c + 16 * BLOCK_ROWS)].sum(axis=0, dtype=np.float64)
+            centre = (total / max(self._n, 1)).astype(np.float32)
+        graph = Graph(self.dims, self.m, self.ef_construction, self.ef_search, quantisation=self.quantisation,
+                      centre=centre)
         rows = RowStore(self.dims, scratch_dir=self.scratch_dir)
         for c in range(0, self._n, 16 * BLOCK_ROWS):  # bounded blocks: the scratch file, then the graph
             block = self._vecs[c:min(self._n, c + 16 * BLOCK_ROWS)]
@@ -284,14 +296,16 @@ class DenseIndex(DenseSearch):
         save_index(self, folder, identity)
 
     @classmethod
-    def load(cls, folder: Path, dims: int, identity: str | None = None) -> "DenseIndex":
+    def load(cls, folder: Path, dims: int, identity: str | None = None, *, quantisation: str = "b1") -> "DenseIndex":
         """Read an index written by :meth:`save`; see :func:`plur.index.dense_io.load_index`.
+
+        ``quantisation`` is what the next graph built stores; the saved graph keeps its own kind until then.
 
         Raises:
             StoreError: missing or inconsistent files, another format version, or a dims/identity
                 mismatch; the fix is to rebuild (``plur reindex``).
         """
-        return load_index(cls, folder, dims, identity)
+        return load_index(cls, folder, dims, identity, quantisation=quantisation)
 
     # -- helpers ---------------------------------------------------------------------------------
     def _check_matrix(self, x: np.ndarray, n: int | None) -> np.ndarray:

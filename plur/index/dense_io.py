@@ -1,9 +1,10 @@
 """The dense index on disk: ``vectors.npy``, ``ids.json``, ``graph.usearch`` and ``meta.json``.
 
 ``vectors.npy`` holds all rows (``[n, dims] float32``), dead ones included (zeros), so graph labels
-stay row numbers; ``ids.json`` the owner id per row (``null`` if dead); ``graph.usearch`` the int8
+stay row numbers; ``ids.json`` the owner id per row (``null`` if dead); ``graph.usearch`` the b1 or int8
 HNSW graph (:mod:`plur.index.graph`, if built);
-``meta.json`` (format version, dims, model identity, parameters, row count, sha256 of ids.json)
+``meta.json`` (format version, dims, model identity, parameters, row count, sha256 of ids.json, the graph's
+kind ``quantisation`` and, for ``b1``, its ``centre``: ``[dims]`` floats, the mean row subtracted before the signs)
 is written last, so a torn save is detected on load. Each file is written atomically.
 """
 
@@ -21,7 +22,7 @@ import numpy as np
 from ..jsonio import loads
 from ..errors import StoreError
 from .dense_rows import RowFile, RowStore
-from .graph import QUANTISATION, Graph
+from .graph import Graph
 from ..store.atomic import private_dirs
 from ..store.modes import open_private, private_file
 
@@ -58,7 +59,9 @@ def save_index(dense: Any, folder: Path, identity: str | None = None) -> None:
             "format_version": FORMAT_VERSION, "dims": dense.dims, "identity": dense.identity,
             "m": dense.m, "ef_construction": dense.ef_construction, "ef_search": dense.ef_search,
             "exact_threshold": dense.exact_threshold, "n_rows": dense._n,
-            "n_live_ids": len(dense._rows_of), "hnsw": dense._graph is not None, "quantisation": QUANTISATION,
+            "n_live_ids": len(dense._rows_of), "hnsw": dense._graph is not None,
+            "quantisation": dense._graph.quantisation if dense._graph is not None else dense.quantisation,
+            "centre": None if getattr(dense._graph, "centre", None) is None else dense._graph.centre.tolist(),
             "ids_sha256": hashlib.sha256(ids_bytes).hexdigest(),
             "versions": {"numpy": np.__version__, "usearch": _usearch_version()},
         }
@@ -86,13 +89,14 @@ def _write_vectors(dense: Any, path: Path) -> None:
             fh.write(block.tobytes())
 
 
-def load_index(cls: Any, folder: Path, dims: int, identity: str | None = None) -> Any:
+def load_index(cls: Any, folder: Path, dims: int, identity: str | None = None, *, quantisation: str = "b1") -> Any:
     """Read an index written by :func:`save_index` into a new ``cls`` (a DenseIndex).
 
     Args:
         folder: the index folder.
         dims: the width the caller's model produces.
         identity: if given, the model identity the index must have been built with.
+        quantisation: what the index's next graph stores (the saved graph, ``b1`` or ``i8``, keeps its kind).
 
     Returns:
         The index, with its saved parameters and ``identity``.
@@ -122,7 +126,7 @@ def load_index(cls: Any, folder: Path, dims: int, identity: str | None = None) -
             or meta.get("n_rows") != vecs.shape[0]):
         raise StoreError(f"dense index at {folder} is inconsistent (interrupted save?); {fix}")
     index = cls(dims, m=meta["m"], ef_construction=meta["ef_construction"], ef_search=meta["ef_search"],
-                exact_threshold=meta["exact_threshold"])
+                exact_threshold=meta["exact_threshold"], quantisation=quantisation)
     index.identity = meta.get("identity", "")
     n = vecs.shape[0]
     with_graph = bool(meta.get("hnsw"))
@@ -139,7 +143,9 @@ def load_index(cls: Any, folder: Path, dims: int, identity: str | None = None) -
     index._n = n
     if with_graph:
         try:
-            graph = Graph.load(folder / GRAPH_FILE, dims, index.ef_search)
+            centre = meta.get("centre")
+            graph = Graph.load(folder / GRAPH_FILE, dims, index.ef_search, ef_construction=index.ef_construction,
+                               centre=None if centre is None else np.asarray(centre, dtype=np.float32))
         except StoreError as exc:
             raise StoreError(f"dense index at {folder}: {exc}; {fix}") from None
         if len(graph) != index._live_rows:

@@ -166,8 +166,8 @@ class DenseSearch:
         if self._graph is None:
             self._build_graph()
         live = self._live_rows
-        # int8 distances only find: ask for at least _MIN_FETCH and re-score them all exactly (rows by pread)
-        want = max(k, _MIN_FETCH) * (2 if self._multi else 1)
+        # quantised distances only find: ask for the graph's candidates and re-score them all exactly (rows by pread)
+        want = self._graph.candidates(k) * (2 if self._multi else 1)
         if slot_ok is None:
             fetch = min(live, want)
         else:  # ask for as many more as the allowed share of the rows suggests
@@ -199,10 +199,6 @@ class DenseSearch:
 
 #: Most candidates asked of the graph in one search before an ``allowed`` search goes exact instead.
 _MAX_FETCH = 8192
-#: The graph is asked for at least this many candidates (twice as many when ids own several rows), all
-#: re-scored with their exact rows: int8 quantisation reorders near neighbours (clustered 50k x 384, k = 10:
-#: recall@10 0.85 asking for 10, >= 0.99 asking for 64; 135k real MiniLM vectors: 0.988 for 64 or 100).
-_MIN_FETCH = 64
 
 
 def _argtop(scores: np.ndarray, k: int) -> np.ndarray:

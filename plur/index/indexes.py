@@ -139,7 +139,8 @@ class IndexSet:
             try:
                 from .dense import DenseIndex
 
-                self.dense = DenseIndex.load(self.folder / "dense", dims=self.embedder.dims)
+                self.dense = DenseIndex.load(self.folder / "dense", dims=self.embedder.dims,
+                                             quantisation=self.settings.hnsw_quantisation)
             except Exception as exc:  # noqa: BLE001
                 log.warning("dense index unreadable (%s); rebuilding", exc)
             if self.dense is not None:
@@ -197,7 +198,7 @@ class IndexSet:
         s = self.settings
         dense = DenseIndex(self.embedder.dims, m=s.hnsw_m, ef_construction=s.hnsw_ef_construction,
                            ef_search=s.hnsw_ef_search, exact_threshold=s.exact_threshold,
-                           num_threads=_threads(s.index_threads))
+                           num_threads=_threads(s.index_threads), quantisation=s.hnsw_quantisation)
         dense.scratch_dir = self.folder  # float32 rows of a graph-backed index: a scratch file here, not the heap
         dense.identity = self.model_identity or ""  # saved in its meta.json: which vectors these are
         return dense
