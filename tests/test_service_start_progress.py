@@ -114,3 +114,18 @@ def test_a_stalled_start_fails_and_stop_stops_the_service_still_starting(gated) 
     assert stop.returncode == 0 and stop.stdout.strip() == f"stopped pid {pid}", stop.stdout + stop.stderr
     assert not pid_alive(pid)
     assert not {"service.json", "service.pid", "plur.sock", "service.starting"} & {p.name for p in home.iterdir()}
+
+
+def test_memory_count_is_the_number_of_engrams_and_sees_other_writers(tmp_path: Path) -> None:
+    from plur.memory import Memory
+
+    mem = Memory(tmp_path / "home", model="none")
+    other = Memory(tmp_path / "home", model="none")
+    try:
+        assert mem.count() == 0
+        mem.learn("Rex loves the beach.")
+        other.learn("Deploys happen on Tuesdays.")   # another writer: picked up by the count's scan
+        assert mem.count() == len(mem.list()) == 2
+    finally:
+        mem.close()
+        other.close()

@@ -114,7 +114,7 @@ def run(home: str | os.PathLike[str] | None, host: str = "127.0.0.1", port: int 
         settings_stamp = stamp(home_path, (s.name for s in SETTINGS))  # before Memory reads them: never newer
         beat.phase("opening the store")
         memory = Memory(home_path)
-        n = memory.store.count()  # the first full scan; not len(list()): that sorts every engram (0.7 s at 100k)
+        n = memory.count()  # the first full scan; not len(list()): that sorts every engram (0.7 s at 100k)
         beat.phase("opening the indexes and the model")
         memory.prepare_serving()  # open the indexes, load the model and trace its query path before answering
         worker = RecallWorker(memory)
