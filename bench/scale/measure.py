@@ -2,10 +2,11 @@
 
 * ``index`` (child): the indexes removed, a fresh process opens the store and runs ``Memory.reindex`` with every
   vector in the embedding cache: build seconds and the process's peak RSS (``ru_maxrss``).
-* ``serve`` (this process drives a real ``plur service start``): seconds from the start command to the first
-  hybrid answer (a hit with a dense rank); hybrid ``POST /recall`` (k=10, unix socket, each query a new text so
-  it is embedded) p50/p99; capture of one more turn (``POST /capture`` with ``wait``: stored, indexed and
-  embedded) p50; a cold ``plur list --limit 50`` process; the service's peak RSS (``VmHWM``) at the end.
+* ``serve`` (this process drives a real ``plur service start``, waited for while it progresses, however long;
+  stopped even when its start fails): seconds from the start command to the first hybrid answer (a hit with a
+  dense rank); hybrid ``POST /recall`` (k=10, unix socket, each query a new text so it is embedded) p50/p99;
+  capture of one more turn (``POST /capture`` with ``wait``: stored, indexed and embedded) p50; a cold
+  ``plur list --limit 50`` process; the service's peak RSS (``VmHWM``) at the end.
   The captured turns' files are deleted after the service stops, so the kept store stays as built.
 * ``quality`` (child): LoCoMo's questions (categories 1-4 with evidence) recalled in process as the quality
   runner does (k=50, ``now`` = the question's date): turn R_any@10 against the question's own conversation,
@@ -31,6 +32,8 @@ from typing import Any
 from .homes import LOCOMO, MODEL
 
 REPO = Path(__file__).resolve().parents[2]
+#: Seconds the serve step's ``plur service start`` waits without progress from the starting service.
+START_STALL_S = 600
 
 
 def load() -> float:
@@ -163,11 +166,13 @@ def serve(home: Path, cache_dir: Path, n_queries: int = 300, n_captures: int = 3
     out: dict[str, Any] = {}
     stored: list[str] = []
     t0 = time.perf_counter()
-    start = subprocess.run(_plur() + ["--home", str(home), "service", "start", "--port", "0"], env=env,
-                           capture_output=True, text=True)
-    if start.returncode:
-        raise SystemExit(f"plur service start failed: {start.stderr[-2000:]}")
     try:
+        # A million-engram store takes minutes to open: the start waits while the service progresses, and gives
+        # up only after START_STALL_S without progress (a loaded machine: let it be patient).
+        start = subprocess.run(_plur() + ["--home", str(home), "service", "start", "--port", "0",
+                                          "--stall-s", str(START_STALL_S)], env=env, capture_output=True, text=True)
+        if start.returncode:
+            raise SystemExit(f"plur service start failed: {start.stderr[-2000:]}")
         info = json.loads((home / "service.json").read_text())
         c = Client(dict(info, url=None))
         while True:

@@ -164,6 +164,15 @@ class ReadMethods:
         """
         return _reads.history(self, engram_id)
 
+    def count(self) -> int:
+        """Number of engrams in the store (every status), after picking up other writers' changes.
+
+        Unlike ``len(list())`` it sorts nothing and copies nothing (a service's start counted a 100k store that
+        way: 0.7 s and a list of every engram).
+        """
+        self._scan()
+        return self.store.count()
+
     # last: a method named ``list`` shadows the builtin in the annotations of the methods after it (mypy)
     def list(self, *, scope: str | None = None, type: str | None = None, tag: str | None = None,
              status: str | None = None, text: str | None = None, user_id: str | None = None,

@@ -51,18 +51,21 @@ DEFAULT_PORT = 7777
 
 
 def start_and_report(home: Path | None, host: str, port: int | None, allow_hosts: Sequence[str] = (),
-                     open_browser: bool = False, as_json: bool = False, auto: bool = False) -> None:
+                     open_browser: bool = False, as_json: bool = False, auto: bool = False,
+                     stall_s: float | None = None) -> None:
     """Start the service in the background (or find it running) and print where it is.
 
     ``port`` None: :data:`DEFAULT_PORT`, or any free port when another program holds that one (said on stderr).
     ``auto``: started on a tool's first need: it exits after ``service_idle_exit_s`` without a request.
+    ``stall_s``: give up once the starting service shows no progress for this long (None: the default,
+    :data:`plur.service.daemon.START_STALL_S`); one that keeps progressing is waited for.
     """
     from ..net.addresses import port_in_use
-    from .daemon import start
+    from .daemon import START_STALL_S, start
 
     taken = port is None and port_in_use(host, DEFAULT_PORT)
     st = start(home_of(home), host, (0 if taken else DEFAULT_PORT) if port is None else port, allow_hosts=allow_hosts,
-               auto=auto)
+               auto=auto, stall_s=START_STALL_S if stall_s is None else stall_s)
     click.echo("already running" if st.get("already") else "started", err=True)
     if taken and not st.get("already"):
         click.echo(f"plur: port {DEFAULT_PORT} is in use by another program; listening on a free port instead: "
@@ -126,11 +129,15 @@ def service() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead of text.")
 @click.option("--auto", is_flag=True, help="Started on a tool's first need (the DSH plugin does): exit after "
               "service_idle_exit_s without a request, as the service plur's commands start themselves.")
+@click.option("--stall-s", type=click.FloatRange(min=0.5), default=None,
+              help="Give up when the starting service shows no progress (no CPU used, no new step) for this many "
+                   "seconds. Default: 120. A start that keeps progressing is waited for, however long.")
 @click.pass_context
 def start(ctx: click.Context, host: str, port: int | None, allow_hosts: tuple[str, ...], as_json: bool,
-          auto: bool) -> None:
-    """Start it (no-op when running); returns once its API answers. Log: <home>/service.log."""
-    start_and_report(_home(ctx), host, port, allow_hosts, as_json=as_json, auto=auto)
+          auto: bool, stall_s: float | None) -> None:
+    """Start it (no-op when running); returns once its API answers, waiting as long as a big store's start
+    progresses (`plur service status` says where it is). Log: <home>/service.log."""
+    start_and_report(_home(ctx), host, port, allow_hosts, as_json=as_json, auto=auto, stall_s=stall_s)
 
 
 @service.command()

@@ -1,10 +1,12 @@
 """``plur service start|stop|status``: the service as a background process of this user.
 
 * ``start`` spawns ``python -m plur --home H serve ...`` in its own session, stdout and stderr
-  appended to ``<home>/service.log``, and returns once ``GET /api/v1/status`` answers (or fails with
-  the log's last lines when the process exits first).
-* ``stop`` sends SIGTERM and waits for the process to go; the server removes ``service.json``, the
-  socket and the pid file itself; leftovers of a process that died uncleanly are removed here.
+  appended to ``<home>/service.log``, and returns once ``GET /api/v1/status`` answers. It waits as long as
+  the starting service progresses (``<home>/service.starting``, :mod:`plur.service.starting`: a million-engram
+  store takes minutes to open) and fails when the process exits (with the log's last lines) or stalls.
+* ``stop`` sends SIGTERM and waits for the process to go, a service still starting too (it writes its pid
+  first thing); the server removes ``service.json``, the socket and the pid file itself; leftovers of a
+  process that died uncleanly are removed here.
 * ``status`` says whether one runs, with pid, addresses and counts.
 
 "Running" means a process holds ``<home>/service.lock`` (:func:`plur.service.files.service_alive`),
@@ -25,10 +27,16 @@ from typing import Any
 from ..errors import ServiceError
 from . import files
 from .client import Client, Unreachable
+from .starting import Progress, read_starting
 from ..store.atomic import private_dirs
 
-#: Seconds ``start`` waits for the API to answer (the first start may build indexes and load a model).
+#: Seconds ``plur service url`` waits for a starting service's page (the first start may build indexes).
 START_TIMEOUT_S = 180.0
+#: Seconds ``start`` waits without progress from the starting service (no new phase, no CPU used) before it
+#: gives up; a service that keeps progressing is waited for however long it takes (issue 49: 243 s at 1M).
+START_STALL_S = 120.0
+#: Seconds ``stop`` waits for the pid of a service that holds the lock but has not written it (a moment).
+PID_WAIT_S = 5.0
 #: Seconds ``stop`` waits after SIGTERM (indexes are saved on the way out).
 STOP_TIMEOUT_S = 30.0
 #: The exit codes a PlurError gives (README "exit code" table) that ``start`` passes on from the service process.
@@ -55,18 +63,21 @@ def status(home: Path) -> dict[str, Any]:
             except (Unreachable, Exception) as exc:  # noqa: BLE001 - still starting, or wedged
                 out["error"] = str(exc)
         else:
-            out["error"] = "starting (indexes and model loading; service.json not written yet)"
+            phase = (read_starting(home) or {}).get("phase") or "indexes and model loading"
+            out["error"] = f"starting ({phase}; service.json not written yet)"
         return out
     out["stale_removed"] = files.remove_files(home)
     return out
 
 
 def start(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts: Sequence[str] = (),
-          timeout_s: float = START_TIMEOUT_S, auto: bool = False) -> dict[str, Any]:
+          stall_s: float = START_STALL_S, auto: bool = False) -> dict[str, Any]:
     """Start the service in the background unless one runs; wait until its API answers.
 
     ``auto``: started on a door's first need (the DSH plugin), so it exits after ``service_idle_exit_s``
     without a request, as the CLI's auto-started service does (:mod:`plur.service.autostart`).
+    ``stall_s``: give up once the starting service has shown no progress for this many seconds
+    (:class:`plur.service.starting.Progress`); there is no limit on a start that keeps progressing.
 
     Returns:
         :func:`status` of the running service, with ``"already": True`` if it was running before.
@@ -75,7 +86,7 @@ def start(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts:
         ConfigError: a setting (config.toml, ``PLUR_*``) is invalid; checked here, before anything is spawned.
         ServiceError: the process exited during start (its log's last lines are in the message; the
             exit code is the process's own when it is one of plur's, e.g. 4 for an unreadable store),
-            or did not answer within ``timeout_s``.
+            or stalled for ``stall_s`` (it may still be running: the message says how to stop it).
     """
     now = status(home)
     if now["running"]:
@@ -86,8 +97,8 @@ def start(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts:
     proc = spawn(home, host, port, allow_hosts=allow_hosts,
                  idle_exit_s=settings.service_idle_exit_s if auto else 0.0)
     log_path = home / files.LOG_FILE
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    progress = Progress(stall_s)
+    while not progress.stalled(read_starting(home)):
         code = proc.poll()
         if code is not None:
             err = ServiceError(f"the service exited with status {code} while starting: {_tail(log_path)} "
@@ -104,8 +115,9 @@ def start(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts:
             else:
                 return {**status(home), "already": False}
         time.sleep(0.05)
-    raise ServiceError(f"the service (pid {proc.pid}) did not answer within {timeout_s:.0f} s; it keeps "
-                       f"starting in the background: see {log_path} and `plur service status`")
+    phase = (progress.last or {}).get("phase", "not begun")
+    raise ServiceError(f"the service (pid {proc.pid}) made no progress for {stall_s:.0f} s while starting (at: "
+                       f"{phase}); see {log_path}, `plur service status`, and stop it with `plur service stop`")
 
 
 def spawn(home: Path, host: str = "127.0.0.1", port: int = 7777, *, allow_hosts: Sequence[str] = (),
@@ -142,6 +154,10 @@ def stop(home: Path, *, timeout_s: float = STOP_TIMEOUT_S) -> dict[str, Any]:
         return {"stopped": None, "stale_removed": files.remove_files(home)}
     info = files.read_service_file(home) or {}
     pid = info.get("pid") or files.read_pid(home)
+    deadline = time.monotonic() + PID_WAIT_S
+    while not isinstance(pid, int) and time.monotonic() < deadline and files.service_alive(home):
+        time.sleep(0.05)  # it took the lock a moment ago: its pid comes next (plur.service.runner)
+        pid = files.read_pid(home)
     if not isinstance(pid, int):
         raise ServiceError(f"a service holds {home / files.LOCK_FILE} but wrote no pid yet; retry in a moment")
     try:

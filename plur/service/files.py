@@ -33,6 +33,8 @@ SERVICE_FILE = "service.json"
 SOCKET_FILE = "plur.sock"
 PID_FILE = "service.pid"
 LOG_FILE = "service.log"
+#: A starting service's progress (:mod:`plur.service.starting`), removed once it serves.
+STARTING_FILE = "service.starting"
 #: ``sun_path`` holds 108 bytes on Linux and 104 on macOS, NUL included; stay below both.
 MAX_SOCKET_PATH = 100
 
@@ -149,7 +151,7 @@ def pid_alive(pid: int) -> bool:
 
 
 def remove_files(home: Path, pid: int | None = None) -> list[str]:
-    """Remove ``service.json``, the socket and the pid file (only those of ``pid`` when given).
+    """Remove ``service.json``, the socket, the pid file and ``service.starting`` (only those of ``pid`` when given).
 
     Returns:
         Names of the files removed.
@@ -158,7 +160,7 @@ def remove_files(home: Path, pid: int | None = None) -> list[str]:
     info = read_service_file(home)
     if pid is not None and info is not None and info.get("pid") != pid:
         return removed  # another service took over this home meanwhile
-    names = [SERVICE_FILE, PID_FILE]
+    names = [SERVICE_FILE, PID_FILE, STARTING_FILE]
     sock = socket_path(home)
     if sock is not None:
         names.append(sock.name)
