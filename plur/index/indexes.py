@@ -3,7 +3,8 @@
 Layout under ``<home>/index/``::
 
     manifest.json   {"format": 1, "tokenizer": <identity>, "model": <identity or null>,
-                     "lexical": {engram id: content_hash}, "dense": {engram id: content_hash (+ chunk layout, plur.index.chunking.dense_key)}}
+                     "lexical": {engram id: digest of its BM25 signature}, "lexical_digest": "blake2b-64",
+                     "dense": {engram id: content_hash (+ chunk layout, plur.index.chunking.dense_key)}}
     lexical/        BM25Index.save() folder
     dense/          DenseIndex.save() folder
 
@@ -38,6 +39,7 @@ from ..config import Settings
 from ..store.engram import Engram
 from .chunking import dense_key, embed_engrams, layout_identity
 from .heap import release_free_heap
+from .signatures import DIGEST, SignatureTable
 from .context import ConversationContext
 from .dates import date_words
 from .tokenize import TermCoder
@@ -102,7 +104,8 @@ class IndexSet:
         self.context = ConversationContext(settings.context_window, settings.context_own_weight)
         self.model_identity: str | None = self._model_identity(embedder)
         manifest = self._read_manifest()
-        self.lexical_hashes: dict[str, str] = {}
+        #: id -> digest of its BM25 signature (:mod:`plur.index.signatures`)
+        self.lexical_hashes = SignatureTable()
         self.dense_hashes: dict[str, str] = {}
         self.lexical = None
         if manifest and manifest.get("tokenizer") == self.tokenizer.identity:
@@ -112,7 +115,8 @@ class IndexSet:
             except Exception as exc:  # noqa: BLE001 - any unreadable index is rebuilt
                 log.warning("lexical index unreadable (%s); rebuilding", exc)
             if self.lexical is not None:
-                self.lexical_hashes = {sys.intern(k): v for k, v in manifest.get("lexical", {}).items()}  # ids shared
+                self.lexical_hashes = SignatureTable(manifest.get("lexical", {}).items(),
+                                                     digested=manifest.get("lexical_digest") == DIGEST)
         elif manifest:
             log.warning("tokenizer changed (%s -> %s); rebuilding the BM25 index",
                         manifest.get("tokenizer"), self.tokenizer.identity)
@@ -120,10 +124,14 @@ class IndexSet:
             self.lexical = BM25Index(k1=settings.bm25_k1, b=settings.bm25_b, tokenizer=self.tokenizer)
         self.dense = None
         self._pending_dense: dict[str, Engram] = {}
-        #: The saved manifest while the dense leg is deferred (``None`` once attached or not deferred).
-        self._deferred_manifest: dict[str, Any] | None = (manifest or {}) if defer_dense and embedder is None else None
+        #: True while the dense leg is deferred: its manifest entries stay on disk, read again by
+        #: :meth:`attach_embedder` and :meth:`save` (issue 49: held parsed, they were ~40 MiB at 100k engrams).
+        self._deferred = defer_dense and embedder is None
         if embedder is not None:
             self._open_dense(manifest)
+        if manifest:
+            del manifest
+            release_free_heap()  # the parsed manifest's strings and dicts
         #: the lexical leg's build on another thread while the dense leg fills (:mod:`plur.index.rebuild`), or None
         self.lexical_build: Any = None
         self.dirty = False
@@ -131,7 +139,7 @@ class IndexSet:
     @property
     def dense_deferred(self) -> bool:
         """True while the dense leg was deferred (``defer_dense``) and no embedder is attached yet."""
-        return self._deferred_manifest is not None
+        return self._deferred
 
     def _open_dense(self, manifest: Mapping[str, Any] | None) -> None:
         """Load the saved dense leg if it was built by this embedder's model, else start an empty one."""
@@ -162,16 +170,19 @@ class IndexSet:
             embedder: the resolved embedder, or ``None`` (no model: the deferral just ends, BM25 only).
             engrams: id -> engram, all statuses (the store now), to find stale or missing vectors.
         """
-        if self._deferred_manifest is None:
+        if not self._deferred:
             return
-        manifest, self._deferred_manifest = self._deferred_manifest, None
+        self._deferred = False
         self.embedder = embedder
         self.model_identity = self._model_identity(embedder)
         if embedder is None:
             return
+        manifest = self._read_manifest()  # the saved dense leg's entries (a save meanwhile copied them over)
         self._open_dense(manifest)
+        del manifest
         engrams = self._kept(engrams)
         self._sync_dense(engrams, {eid: dense_key(e, self.settings) for eid, e in engrams.items()})
+        release_free_heap()  # the manifest read again, and its dense values the engrams' own strings replaced
 
     def _model_identity(self, embedder: Any | None) -> str | None:
         """The embedder's identity plus the chunk layout rule (:func:`~plur.index.chunking.layout_identity`)."""
@@ -229,7 +240,7 @@ class IndexSet:
         self.context.rebuild(engrams.values(), own=self._suffixes)
         want_lex = {eid: self._signature(e) for eid, e in engrams.items()}
         stale = [eid for eid in self.lexical_hashes if eid not in engrams]
-        changed = [eid for eid, h in want_lex.items() if self.lexical_hashes.get(eid) != h]
+        changed = self.lexical_hashes.changed(want_lex)
         if stale:
             self.remove(stale, dense=dense)
         if changed:  # oldest first, as the store lists them (the BM25 document order is then reproducible)
@@ -284,7 +295,7 @@ class IndexSet:
         if todo:
             self.lexical.add(todo, [self.context.document(i) for i in todo])
             for i in todo:
-                self.lexical_hashes[i] = self.context.signature(i)
+                self.lexical_hashes.put(i, self.context.signature(i))
             self.dirty = True
         return todo
 
@@ -335,7 +346,7 @@ class IndexSet:
         sigs = signatures or {}
         for e in active:
             sig = sigs.get(e.id)
-            self.lexical_hashes[e.id] = sig if sig is not None else self._signature(e)
+            self.lexical_hashes.put(e.id, sig if sig is not None else self._signature(e))
             if dense and self.dense is not None and self.dense_hashes.get(e.id) != dense_key(e, self.settings):
                 self._pending_dense[e.id] = e
         self.dirty = True
@@ -414,15 +425,18 @@ class IndexSet:
             shutil.rmtree(old, ignore_errors=True)
         # Dense entries still pending are not in the saved dense index: leave them out of the
         # manifest so the next open re-embeds them (from the cache).
-        if self._deferred_manifest is not None:  # the dense leg on disk was not opened: keep its entries
-            model, dense = self._deferred_manifest.get("model"), self._deferred_manifest.get("dense", {})
+        if self._deferred:  # the dense leg on disk was not opened: keep its entries, as saved
+            saved = self._read_manifest() or {}
+            model, dense = saved.get("model"), saved.get("dense", {})
+            del saved
         else:
             model = self.model_identity if self.dense is not None else None
             dense = self.dense_hashes
         _atomic_write_json(self.folder / "manifest.json", {
             "format": FORMAT, "tokenizer": self.tokenizer.identity, "model": model,
-            "lexical": self.lexical_hashes, "dense": dense})
-        if not self._pending_dense and self._deferred_manifest is None:
+            "lexical": self.lexical_hashes.to_json(), "lexical_digest": DIGEST, "dense": dense})
+        del dense
+        if not self._pending_dense and not self._deferred:
             (self.folder / "reindexing.json").unlink(missing_ok=True)  # a resumed reindex is complete now
         self.dirty = False
         release_free_heap()  # the save's transients: ids, vocab, manifest text (issue 30)
