@@ -12,7 +12,7 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from plur.index.context import ConversationContext, conversation_key
@@ -179,6 +179,8 @@ def _reference(live: dict, window: int, own_weight: int, eid: str) -> tuple[list
 @given(st.lists(st.tuples(st.sampled_from("abcdef"), st.booleans(), st.sampled_from(["s1", "s2"]),
                           st.integers(0, 4), st.sampled_from(["", "\nmay"]), st.integers(0, 3)), max_size=40),
        st.integers(1, 2), st.integers(1, 2))
+@example([("a", False, "s1", 0, "", 0), ("a", True, "s1", 0, "", 1), ("b", True, "s1", 0, "", 0),
+          ("c", True, "s1", 0, "", 0), ("a", True, "s1", 0, "", 1)], 1, 1)
 def test_puts_and_drops_leave_the_documents_a_fresh_computation_gives(ops, window, own_weight):
     """Issue 30 stores one compact record per engram; every answer must equal the naive recomputation,
     turns shared by several engrams and moves between sessions included."""
@@ -188,8 +190,12 @@ def test_puts_and_drops_leave_the_documents_a_fresh_computation_gives(ops, windo
         if put:
             e = _e(eid, f"text {eid} {text}", session=session, turn=turn)
             ctx.put(e, suffix, suffix.replace("\n", "@"))
+            record = (e, suffix, suffix.replace("\n", "@"))
+            was = live.get(eid)
+            if was is not None and (was[0].statement, was[0].source, was[1]) == (e.statement, e.source, suffix):
+                continue  # put again as recorded: a no-op, it keeps its place among its turn's engrams
             live.pop(eid, None)
-            live[eid] = (e, suffix, suffix.replace("\n", "@"))
+            live[eid] = record
         else:
             ctx.drop(eid)
             live.pop(eid, None)
@@ -207,6 +213,20 @@ def test_puts_and_drops_leave_the_documents_a_fresh_computation_gives(ops, windo
             for i in near:
                 h.update(b"|" + live[i][0].content_hash.encode())
             assert ctx.signature(eid) == "ctx:" + h.hexdigest()[:32]
+
+
+def test_putting_an_engram_again_as_recorded_keeps_its_place_among_its_turns_engrams():
+    """Hypothesis found it (a, b, c put at one turn, then a put again unchanged): the put is a no-op, so b's
+    neighbours stay [a, c], the order a fresh computation over the engrams as recorded gives."""
+    ctx = ConversationContext(window=1, own_weight=1)
+    engrams = {i: _e(i, f"text {i}", session="s1", turn=0) for i in "abc"}
+    for i in "abc":
+        ctx.put(engrams[i])
+    assert ctx.put(engrams["a"]) == set()
+    assert ctx.neighbours("b") == ["a", "c"] and ctx.neighbours("c") == ["a", "b"]
+    moved = _e("a", "text a changed", session="s1", turn=0)
+    assert ctx.put(moved) == {"b", "c"}
+    assert ctx.neighbours("b") == ["c", "a"]
 
 
 def test_a_bulk_build_indexes_each_document_as_its_text_would(plur_home):
