@@ -65,3 +65,27 @@ def test_the_checkpoint_thread_keeps_the_wal_bounded(tmp_path: Path) -> None:
         assert db.summary()["recalls"] == 1000
     finally:
         db.close()
+
+
+def test_a_table_without_its_primary_key_is_rebuilt_and_a_record_stays_whole(tmp_path: Path) -> None:
+    """A record is one transaction now, so an injections table copied without its primary key (CREATE TABLE AS
+    SELECT) made the whole record fail ("foreign key mismatch" on injection_engrams), not only its engram rows:
+    opening the file rebuilds the table as the schema makes it, keeping its rows and the child rows."""
+    path = tmp_path / "stats.db"
+    db = StatsDB(path)
+    db.record_injection(agent="a", engram_ids=["ENG-2026-12-07-000001"], message=None)
+    db.close()
+    conn = sqlite3.connect(path)
+    conn.executescript("CREATE TABLE old AS SELECT id, ts, agent, block_hash, tokens FROM injections; "
+                       "DROP TABLE injections; ALTER TABLE old RENAME TO injections;")
+    conn.close()
+    db = StatsDB(path)
+    assert db.record_injection(agent="a", engram_ids=["ENG-2026-12-07-000002"], message=None) > 0
+    db.close()
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT count(*) FROM injections").fetchone()[0] == 2
+        assert conn.execute("SELECT count(*) FROM injection_engrams").fetchone()[0] == 2
+        assert any(r[1] == "id" and r[5] for r in conn.execute("PRAGMA table_info(injections)"))
+    finally:
+        conn.close()
