@@ -10,7 +10,9 @@ unit vectors through the embedding cache unless ``--real-base``: latency does no
 vectors say, and embedding 10k texts takes ~25 min on 2 shared CPU cores), then starts ``--writers`` processes that each learn ``--rate`` new
 engrams a second through :meth:`plur.memory.Memory.learn` (fsync on, the default), and times
 hybrid recalls in this warm process for ``--seconds`` (after ``--warmup`` untimed ones).
-Prints p50/p90/p99/max in ms, the writers' achieved rate and the dense backlog, and writes
+Prints p50/p90/p99/max in ms, the writers' achieved rate and the dense backlog, the CPU seconds of the timed
+window beside its wall (this process, the recall thread, the writers: on a loaded machine a recall's wall far
+above its CPU waited for a core, not for plur), and writes
 ``bench/results/writers.json``. Target (issue 27; issue 14 set 250): p99 <= 150 ms warm with 4 writers x 10/s on 10k.
 Timing figures are upper bounds on a shared machine; run under ``flock /tmp/plur-timing.lock``.
 """
@@ -59,6 +61,16 @@ def percentile(sorted_ms: list[float], q: float) -> float:
     """Nearest-rank percentile of ascending samples."""
     idx = min(len(sorted_ms) - 1, max(0, int(round(q / 100.0 * (len(sorted_ms) - 1)))))
     return sorted_ms[idx]
+
+
+def _children_cpu_s() -> float:
+    """User + system CPU seconds of this process's waited-for children (the writers), 0 where unsupported."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
         bd = instrument(mem)
     stages: list[dict[str, float]] = []
+    children_cpu0 = _children_cpu_s()
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     stop_at = time.time() + args.seconds + 3.0
@@ -124,6 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     time.sleep(3.0)  # writers up and learning
     lat: list[float] = []
     backlog: list[int] = []
+    load_start = os.getloadavg()[0]
+    cpu_process0, wall0 = time.process_time(), time.perf_counter()
+    recall_cpu_s = 0.0
     end = time.monotonic() + args.seconds
     i = 0
     while time.monotonic() < end:
@@ -131,15 +147,20 @@ def main(argv: list[str] | None = None) -> int:
         i += 1
         if bd is not None:
             bd.start()
+        c = time.thread_time()
         s = time.perf_counter()
         mem.recall(q, k=10, mode="hybrid")
         lat.append((time.perf_counter() - s) * 1000.0)
+        recall_cpu_s += time.thread_time() - c
         if bd is not None:
             stages.append(bd.take())
         backlog.append(queued(mem._indexes))
+    timed_wall_s = time.perf_counter() - wall0
+    process_cpu_s = time.process_time() - cpu_process0
     learned = sum(out.get(timeout=120) for _ in procs)
     for p in procs:
         p.join(timeout=60)
+    writers_cpu_s = _children_cpu_s() - children_cpu0
     mem.store.refresh()
     total = mem.store.count()
     mem.close()
@@ -153,11 +174,17 @@ def main(argv: list[str] | None = None) -> int:
         "dense_backlog_max": max(backlog, default=0), "dense_backlog_end": backlog[-1] if backlog else 0,
         "build_s": round(build_s, 1), "model": args.model, "real_base_vectors": bool(args.real_base), "cpus": os.cpu_count(),
         "python": platform.python_version(), "target_p99_ms": 150.0,
-        "load_avg_1m_end": round(os.getloadavg()[0], 2),
+        "load_avg_1m_start": round(load_start, 2), "load_avg_1m_end": round(os.getloadavg()[0], 2),
+        "timed_wall_s": round(timed_wall_s, 2), "process_cpu_s": round(process_cpu_s, 2),
+        "recall_thread_cpu_s": round(recall_cpu_s, 2), "recall_wall_s": round(sum(lat) / 1000.0, 2),
+        "writers_cpu_s": round(writers_cpu_s, 2),
     }
     print(f"{'recalls':>8} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} {'max ms':>8} {'learned':>8} {'backlog':>8}")
     print(f"{row['recalls']:>8} {row['p50_ms']:>8} {row['p90_ms']:>8} {row['p99_ms']:>8} {row['max_ms']:>8} "
           f"{learned:>8} {row['dense_backlog_max']:>8}")
+    print(f"wall {row['timed_wall_s']} s (recalls {row['recall_wall_s']} s); CPU s: process {row['process_cpu_s']}, "
+          f"recall thread {row['recall_thread_cpu_s']}, writers {row['writers_cpu_s']}; "
+          f"load {row['load_avg_1m_start']} -> {row['load_avg_1m_end']}")
     if bd is not None:
         row["breakdown"] = summarise(stages)
         if args.rows:

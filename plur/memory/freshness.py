@@ -102,7 +102,8 @@ def scan(mem: Any, force: bool = False, use: bool = True, prescan: Any = None) -
     if full:
         mem._scan_cost_s = time.monotonic() - now
         mem._last_scan = now
-    mem._folder_mtime = mtime
+    # a stat pass taken earlier keeps the token from before it: a file added or removed meanwhile moves it again
+    mem._folder_mtime = getattr(prescan, "token", mtime) if prescan is not None else mtime
     if changes.added or changes.updated or changes.removed:
         mem._generation += 1
         changed = changed_engrams(mem, changes.added | changes.updated)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import StoreError
+from ..store.sqlite_files import CheckpointBehind, transaction
 from ..screen.pieces import join
 from ..screen.text import screen
 from . import erase, injections
@@ -101,7 +102,10 @@ class StatsDB:
             raise StoreError(f"{self.path} is not a usable stats database ({exc}); "
                              "move it aside and plur will start a fresh one") from None
         self._db.row_factory = sqlite3.Row
+        self._checkpoints = CheckpointBehind(self.path)  # not in a recall's commit (issue 49)
         if self.writable:
+            with suppress(sqlite3.Error):
+                self._checkpoints.attach(self._db)
             self._apply_pending_forgets()
 
     # -- forgets that could not be written (a full disk) ------------------------------------
@@ -152,7 +156,7 @@ class StatsDB:
         kinds, query = ((joined.kind,) if joined and joined.new else ()) + shown.kinds, shown.text
         rewrite = joined is not None and earlier is not None and joined.before != earlier[1]
         try:
-            with self._lock, self._db:
+            with self._lock, transaction(self._db):
                 self._insert_screened(kinds, "recall", ts)
                 if rewrite:
                     self._db.execute("UPDATE recalls SET query=? WHERE id=?", (joined.before, earlier[0]))
@@ -164,6 +168,8 @@ class StatsDB:
                     "INSERT INTO recall_hits VALUES(?,?,?,?,?,?,?)",
                     [(rid, h.engram.id, h.rank, h.score, h.bm25_rank, h.dense_rank,
                       0 if getattr(h, "below_floor", "") else 1) for h in hits])
+            with self._lock:
+                self._checkpoints.wrote()
         except sqlite3.Error as exc:  # a full disk must not fail the recall itself
             log.warning("recall not recorded in %s (%s)", self.path, exc)
             return 0
@@ -174,6 +180,7 @@ class StatsDB:
             while len(kept) > 256:
                 kept.pop(next(iter(kept)))
         if rewrite:   # secure_delete zeroed the old text in its page; the WAL's copy of that page goes too
+            self._checkpoints.wait()
             with self._lock, suppress(sqlite3.Error):
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return rid
@@ -220,13 +227,15 @@ class StatsDB:
             return 0
         recall_id = self._recalled.get((agent, _digest(message))) if message else None
         try:
-            with self._lock, self._db:
+            with self._lock, transaction(self._db):
                 cur = self._db.execute(
                     "INSERT INTO injections(ts, agent, block_hash, tokens, recall_id) VALUES(?,?,?,?,?)",
                     (ts or time.time(), agent, block_hash, int(tokens), recall_id))
                 iid = int(cur.lastrowid or 0)
                 self._db.executemany("INSERT INTO injection_engrams VALUES(?,?,?)",
                                      [(iid, e, i + 1) for i, e in enumerate(engram_ids)])
+            with self._lock:
+                self._checkpoints.wrote()
         except sqlite3.Error as exc:
             log.warning("injection not recorded in %s (%s)", self.path, exc)
             return 0
@@ -298,6 +307,7 @@ class StatsDB:
             raise erase.refuse(named, self.path)
         from ..store.sqlite_files import scrub
 
+        self._checkpoints.wait()
         with self._lock:
             try:
                 erase.erase(self._db, engram_ids, texts)
@@ -419,6 +429,7 @@ class StatsDB:
 
     def close(self) -> None:
         """Close the connection (idempotent)."""
+        self._checkpoints.wait()
         with self._lock:
             try:
                 self._db.close()

@@ -19,6 +19,7 @@ Times are Unix epoch seconds, UTC, ``REAL``::
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 SCHEMA_VERSION = 3
@@ -54,15 +55,57 @@ def columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
 
 
+#: The tables other tables' foreign keys name (their ``id`` must be their primary key).
+PARENTS = ("recalls", "injections")
+
+
+def keyed(db: sqlite3.Connection, table: str) -> bool:
+    """True when ``table``'s ``id`` is its primary key (or the table does not exist)."""
+    info = list(db.execute(f"PRAGMA table_info({table})"))
+    return not info or any(r[1] == "id" and r[5] for r in info)
+
+
+def rekey(db: sqlite3.Connection, table: str) -> None:
+    """Rebuild ``table`` as :data:`SCHEMA` makes it, keeping every row (foreign keys off meanwhile).
+
+    A table copied by ``CREATE TABLE ... AS SELECT`` (a hand repair, a tool's export) has no primary key, and a
+    foreign key naming it fails every insert into the child table ("foreign key mismatch"): in one transaction,
+    a whole record (issue 49: a recall's record is one transaction).
+    """
+    made = re.search(rf"CREATE TABLE IF NOT EXISTS {table}\(.*?\);", SCHEMA, re.S)
+    assert made is not None, table
+    cols = ", ".join(sorted(columns(db, table)))
+    db.commit()
+    db.execute("PRAGMA foreign_keys=OFF")  # else the DROP deletes the child rows (cascade) or fails
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute(made.group(0).replace(f"EXISTS {table}(", f"EXISTS {table}_keyed("))
+        db.execute(f"INSERT INTO {table}_keyed({cols}) SELECT {cols} FROM {table}")
+        db.execute(f"DROP TABLE {table}")
+        db.execute(f"ALTER TABLE {table}_keyed RENAME TO {table}")
+        db.execute("COMMIT")
+    except sqlite3.Error:
+        db.execute("ROLLBACK")
+        raise
+    finally:
+        db.execute("PRAGMA foreign_keys=ON")
+    db.executescript(SCHEMA)  # its indexes went with the old table
+
+
 def migrate(db: sqlite3.Connection) -> None:
     """Bring an older file up to :data:`SCHEMA_VERSION`, keeping every row.
 
     Schema 1 -> 2: ``recall_hits.above_floor`` (old rows stay NULL: recorded before the floor).
     Schema 2 -> 3: ``injections.recall_id`` (old rows stay NULL: recorded before injections named their recall).
+    Any: a table that other tables' foreign keys name but whose ``id`` is not its primary key is rebuilt
+    (:func:`rekey`).
     """
     if "above_floor" not in columns(db, "recall_hits"):
         db.execute("ALTER TABLE recall_hits ADD COLUMN above_floor INTEGER")
     if "recall_id" not in columns(db, "injections"):
         db.execute("ALTER TABLE injections ADD COLUMN recall_id INTEGER")
+    for table in PARENTS:
+        if not keyed(db, table):
+            rekey(db, table)
     db.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
     db.commit()

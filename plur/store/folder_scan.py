@@ -174,25 +174,42 @@ def scan_folder_while(root: Path, work: Callable[[], Any]) -> tuple[dict[str, St
 
 @dataclass(frozen=True)
 class Prescan:
-    """The stat pass of a full refresh, taken without any lock (:meth:`plur.store.mirror.FolderMirror.prescan`).
+    """The stat pass of a full refresh and what it found changed, worked out without any lock
+    (:meth:`plur.store.mirror.FolderMirror.prescan`); applying it re-checks only :attr:`names`.
 
     Attributes:
         tail: the writer journal's position before the pass. files, temps: :func:`scan_folder`'s result.
-        started_ns: wall clock (``time.time_ns``) when the pass began: an entry read after it is newer than it.
+        started_ns: wall clock (``time.time_ns``) when the pass began.
+        token: :func:`folder_token` before the pass (None: no folder): a caller that keeps the token to skip
+            refreshes keeps this one, so a file added or removed while the pass ran moves it again.
+        names: the files to re-check under the lock, sorted; settled: racy entries found unchanged
+            (:func:`plur.store.scan_diff.changed_names`).
     """
 
     tail: Any
     files: dict[str, StatKey]
     temps: list[str]
     started_ns: int
+    token: tuple[int, ...] | None = None
+    names: tuple[str, ...] = ()
+    settled: tuple[Any, ...] = ()
 
 
-def stat_pass(root: Path, journal: Any) -> Prescan:
-    """:func:`scan_folder` of ``root`` with the time it began and ``journal``'s position before it (no lock taken)."""
+def stat_pass(root: Path, journal: Any, diff: Callable[[dict[str, StatKey]], tuple[tuple[str, ...], tuple[Any, ...]]]
+              | None = None, months: tuple[int, list[str]] = (-1, [])) -> Prescan:
+    """:func:`scan_folder` of ``root`` with the time it began, ``journal``'s position and the folder's token before
+    it, and (given ``diff``, :func:`plur.store.scan_diff.changed_names` bound to the mirror's entries) what it
+    found changed; takes no lock.
+
+    Args:
+        months: :func:`folder_token`'s month folders from the mirror (read, not kept).
+    """
+    token, _ = folder_token(root, months)
     started = time.time_ns()
     tail = journal.read_tail(False)
     files, temps = scan_folder(root)
-    return Prescan(tail, files, temps, started)
+    names, settled = diff(files) if diff is not None else ((), ())
+    return Prescan(tail, files, temps, started, token, names, settled)
 
 
 __all__ = ["Prescan", "StatKey", "folder_token", "list_names", "month_folders", "scan_folder", "scan_folder_while", "stat_pass"]

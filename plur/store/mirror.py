@@ -27,6 +27,7 @@ from .manifest import FileEntry, file_sha, load_manifest, save_behind, save_mani
 from .engram_file import parse_file, size_message
 from .folder_scan import Prescan, StatKey, folder_token, scan_folder, scan_folder_while, stat_pass
 from .listing import FolderListing, ListingBehind
+from .scan_diff import changed_names, settle
 from .order import Order
 from .layout import id_of, is_flat, twin
 from .quarantine import move_aside, unmoved_record
@@ -154,25 +155,16 @@ class FolderMirror:
     def _scan(self) -> tuple[dict[str, StatKey], list[str]]:
         return scan_folder(self.root)
 
-    def _full_refresh(self, locked: bool, check_racy: bool = True, pre: Prescan | None = None) -> None:
-        """Scan the folder; ``check_racy=False`` trusts equal (mtime, size, inode) even for recent files.
-
-        ``pre``: use this stat pass (taken earlier, without the lock) instead of scanning now; an entry
-        read since it began is newer than what it saw, and is kept as it is.
-        """
-        if pre is not None:
-            files, temps = pre.files, pre.temps
-        elif not self._loaded:  # first refresh of a process: stat the folder while the manifest is parsed
+    def _full_refresh(self, locked: bool, check_racy: bool = True) -> None:
+        """Scan the folder; ``check_racy=False`` trusts equal (mtime, size, inode) even for recent files."""
+        if not self._loaded:  # first refresh of a process: stat the folder while the manifest is parsed
             files, temps = scan_folder_while(self.root, self._load_manifest)
         else:
             files, temps = self._scan()
         clean_stale_temps(self.root, temps, locked)
-        since = pre.started_ns if pre is not None else None
         reads = 0
         for name, key in files.items():
             ent = self._entries.get(name)
-            if since is not None and ent is not None and ent.engram is not None and ent.observed_ns >= since:
-                continue
             if ent is not None and ent.key == key and not (check_racy and ent.racy()):
                 if ent.engram is not None:
                     continue
@@ -182,8 +174,7 @@ class FolderMirror:
                 continue
             reads += 1
             self._read_file(name)
-        for name in [n for n in self._entries if n not in files
-                     and (since is None or self._entries[n].observed_ns < since)]:
+        for name in [n for n in self._entries if n not in files]:
             self._forget_entry(name)
         for name in [n for n in self._unmoved if n not in files]:
             del self._unmoved[name]
@@ -198,19 +189,28 @@ class FolderMirror:
             save_behind(self)  # written by a thread of its own: a recall does not wait for it (issue 49)
 
     def prescan(self) -> Prescan | None:
-        """The stat pass of a full refresh, without any lock, for :meth:`refresh` to apply later (issue 49).
-
-        A full refresh is one ``stat`` per file (~80 ms of CPU at 10k engrams, on a busy machine); a caller
-        that holds its own lock while refreshing (a recall) can take this pass first, outside that lock.
-
-        Returns:
-            The pass, or None before the first full scan (which must run in :meth:`refresh` itself).
+        """The stat pass of a full refresh and the names it found changed, without any lock, for :meth:`refresh`
+        to apply later (issue 49). A full refresh is one ``stat`` per file and a comparison of each with its entry
+        (~80 ms of CPU at 10k engrams on a busy machine); a caller holding its own lock while refreshing (a recall)
+        takes both here, outside that lock; applying the pass re-checks only the files it named.
+        Returns None before the first full scan (which must run in :meth:`refresh` itself).
         """
-        return stat_pass(self.root, self._writes) if self._scanned else None
+        if not self._scanned:
+            return None
+        entries = self._entries.copy()  # atomic under the GIL (a recall's quick refresh may change the dict)
+        return stat_pass(self.root, self._writes, lambda files: changed_names(self.root, entries, files), self._months)
 
     def _apply_prescan(self, pre: Prescan) -> None:
-        """:meth:`_scan_and_catch_up` from a :meth:`prescan` taken earlier (the newest journal names re-checked)."""
-        self._full_refresh(locked=False, pre=pre)
+        """:meth:`_scan_and_catch_up` from a :meth:`prescan`: each file it named is checked again now, then the newest
+        journal names. A plur write made while the pass ran is named in the journal after ``pre.tail`` (the next
+        quick refresh reads it); a file added or removed by hand moved the folder token taken before the pass."""
+        clean_stale_temps(self.root, pre.temps, False)
+        self._dirty |= settle(self._entries, pre.settled)  # racy, read again off the lock: the same bytes
+        for name in pre.names:
+            self._check_one(name)
+        for name in [n for n in self._unmoved if n not in pre.files and not os.path.lexists(self.root / n)]:
+            del self._unmoved[name]
+        self._autosave(len(pre.names))
         if pre.tail.epoch is not None and pre.tail.end > 0:
             now = time.monotonic()
             for name in self._writes.last_names(pre.tail.end):
