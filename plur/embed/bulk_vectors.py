@@ -11,8 +11,8 @@ the lexical thread of a rebuild (:mod:`plur.index.rebuild`).
 file beside the cache (page cache, not the process's memory: at 100k engrams the vectors are 221 MB, half the
 build's RSS budget), and keeps only the sorted keys in memory (``[n] S32``, 32 bytes a vector). Its
 :meth:`~BulkVectors.get_many` answers like the cache's: a batch's keys are found with one ``searchsorted``, their
-rows copied out of a read-only map of the scratch file in one numpy step (the GIL held, no row at a time), the
-map's pages dropped after each batch so they never add up in RSS. Keys it does not hold (vectors written after the
+rows copied out of a read-only map of the scratch file :data:`PAGE_ROWS` at a time (the GIL held: a read call a
+row would let go of it a row), the map's pages dropped after each copy so they never add up in RSS. Keys it does not hold (vectors written after the
 scan) are looked up in the cache as before.
 """
 
@@ -32,7 +32,12 @@ __all__ = ["BulkVectors", "scanned", "worth_scanning"]
 
 log = logging.getLogger("plur.embed.cache")
 #: Rows fetched from SQLite per ``fetchmany`` of the scan.
-SCAN_ROWS = 8192
+SCAN_ROWS = 1024
+#: Rows copied out of the scratch file's map before its pages are dropped. The page cache holds the file in large
+#: folios (2 MiB here), and a fault maps the whole folio: 740 random rows mapped all 221 MB of a 144k-vector file
+#: (RSS +213 MiB). A batch's rows are copied in file order, 32 at a time: at most 32 folios mapped (fewer: a batch
+#: of ~740 rows has ~7 in a folio), then dropped.
+PAGE_ROWS = 32
 
 
 def worth_scanning(cache: Any, dims: int, chunks_wanted: int) -> bool:
@@ -73,22 +78,23 @@ class BulkVectors:
         self.row_bytes = 4 * self.dims
         self._file = tempfile.TemporaryFile(dir=folder if folder is not None else cache.path.parent,
                                             prefix="plur-bulk-vectors-")
-        keys: list[bytes] = []
+        keys = bytearray()  # 32 bytes a key, not a bytes object each (~65): the build's RSS
         try:
             with cache._lock:
                 cur = cache._conn.execute("SELECT text_sha256, vector FROM vectors WHERE identity = ? AND dims = ? "
                                           "ORDER BY text_sha256", (identity, self.dims))
                 while rows := cur.fetchmany(SCAN_ROWS):
-                    keep = [(k, v) for k, v in rows if len(v) == self.row_bytes]
-                    keys += [k for k, _ in keep]
+                    keep = [(k, v) for k, v in rows if len(v) == self.row_bytes and len(k) == 32]
+                    keys += b"".join(k for k, _ in keep)
                     self._file.write(b"".join(v for _, v in keep))
+                    del rows, keep
             self._file.flush()
         except BaseException:
             self._file.close()
             raise
-        self.count = len(keys)
-        held = np.array(keys, dtype=f"S{32}") if keys else np.empty(0, dtype="S32")
+        held = np.frombuffer(bytes(keys), dtype="S32")
         del keys
+        self.count = len(held)
         self._order = np.argsort(held, kind="stable")        # sorted position -> row of the scratch file
         self._keys = held[self._order]
         self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.count else None
@@ -111,8 +117,13 @@ class BulkVectors:
         hit = (self._keys[at] == wanted) & np.fromiter((len(k) == 32 for k in keys), dtype=bool, count=len(keys))
         rows = self._order[at[hit]]
         table = np.frombuffer(self._map, dtype=np.float32).reshape(self.count, self.dims)
+        by_row = np.argsort(rows, kind="stable")                # in file order: a folio mapped once, not per row
+        vecs = np.empty((len(rows), self.dims), dtype=np.float32)
         try:
-            vecs = table[rows]                                   # one copy out of the map, GIL held
+            for start in range(0, len(rows), PAGE_ROWS):  # the GIL held: no turn taken with another thread a row
+                part = by_row[start:start + PAGE_ROWS]
+                vecs[part] = table[rows[part]]
+                _drop_pages(self._map)
         finally:
             del table
             _drop_pages(self._map)
