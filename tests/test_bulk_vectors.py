@@ -80,3 +80,15 @@ def test_the_cached_embedder_gives_the_same_vectors_inside_a_bulk_read(tmp_path,
     assert np.array_equal(inside[:-1], before)
     assert np.array_equal(inside[-1], np.full(DIMS, 15.0, dtype=np.float32))   # a miss still reaches the model
     assert not list(tmp_path.glob("plur-bulk-vectors-*"))                      # the scratch file is gone
+
+
+def test_keys_out_of_order_are_sorted_and_still_found(tmp_path) -> None:
+    cache, items = _cache(tmp_path, 50)
+    with BulkVectors(cache, "model-a", DIMS) as bulk:
+        perm = np.random.default_rng(3).permutation(len(bulk))        # as if SQLite had returned another order
+        bulk._order, bulk._keys = perm, bulk._keys[perm]
+        bulk._order = np.argsort(bulk._keys, kind="stable")
+        bulk._keys = bulk._keys[bulk._order]
+        bulk._order = perm[bulk._order]
+        got = bulk.get_many("model-a", list(items))
+    assert all(np.array_equal(got[k], v) for k, v in items.items())

@@ -35,9 +35,9 @@ log = logging.getLogger("plur.embed.cache")
 SCAN_ROWS = 1024
 #: Rows copied out of the scratch file's map before its pages are dropped. The page cache holds the file in large
 #: folios (2 MiB here), and a fault maps the whole folio: 740 random rows mapped all 221 MB of a 144k-vector file
-#: (RSS +213 MiB). A batch's rows are copied in file order, 32 at a time: at most 32 folios mapped (fewer: a batch
+#: (RSS +213 MiB). A batch's rows are copied in file order, 8 at a time: at most 8 folios mapped (fewer: a batch
 #: of ~740 rows has ~7 in a folio), then dropped.
-PAGE_ROWS = 32
+PAGE_ROWS = 8
 
 
 def worth_scanning(cache: Any, dims: int, chunks_wanted: int) -> bool:
@@ -95,8 +95,9 @@ class BulkVectors:
         held = np.frombuffer(bytes(keys), dtype="S32")
         del keys
         self.count = len(held)
-        self._order = np.argsort(held, kind="stable")        # sorted position -> row of the scratch file
-        self._keys = held[self._order]
+        ordered = len(held) < 2 or bool(np.all(held[1:] > held[:-1]))  # SQLite's key order: no second copy
+        self._order: np.ndarray | None = None if ordered else np.argsort(held, kind="stable")  # position -> row
+        self._keys = held if self._order is None else held[self._order]
         self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if self.count else None
 
     def __len__(self) -> int:
@@ -115,7 +116,7 @@ class BulkVectors:
         wanted = np.array(keys, dtype="S32")
         at = np.minimum(np.searchsorted(self._keys, wanted), len(self._keys) - 1)
         hit = (self._keys[at] == wanted) & np.fromiter((len(k) == 32 for k in keys), dtype=bool, count=len(keys))
-        rows = self._order[at[hit]]
+        rows = at[hit] if self._order is None else self._order[at[hit]]
         table = np.frombuffer(self._map, dtype=np.float32).reshape(self.count, self.dims)
         by_row = np.argsort(rows, kind="stable")                # in file order: a folio mapped once, not per row
         vecs = np.empty((len(rows), self.dims), dtype=np.float32)
