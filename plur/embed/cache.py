@@ -107,15 +107,8 @@ class EmbeddingCache:
         return conn
 
     def get_many(self, identity: str, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        """Look up vectors.
-
-        Args:
-            identity: model identity.
-            keys: :func:`text_key` digests.
-
-        Returns:
-            key -> ``[dims] float32`` for the keys present (absent keys are left out).
-        """
+        """Look up vectors of model ``identity`` by :func:`text_key` digests: key -> ``[dims] float32`` for the
+        keys present (absent keys are left out)."""
         found: dict[bytes, np.ndarray] = {}
         with self._lock:
             for start in range(0, len(keys), self._BATCH):
@@ -247,6 +240,8 @@ class CachedEmbedder:
     #: Tokens per chunk (None = the model's limit); set from ``embed_chunk_tokens``.
     chunk_tokens: int | None = None
     _takes_tokens: bool | None = None
+    #: While a bulk build reads the cache in one scan (:meth:`bulk_reads`): where document vectors are looked up.
+    bulk: Any = None
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache, query_cache_size: int = 1024) -> None:
         self.inner = inner
@@ -286,11 +281,8 @@ class CachedEmbedder:
         return getattr(self.inner, "device", None)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Like :meth:`plur.embed.embedder.Embedder.embed_documents`; only unseen texts reach ``inner`` (in one batch).
-
-        Returns:
-            ``[len(texts), dims] float32`` unit vectors, identical to what ``inner`` returned when
-            each text was first embedded.
+        """Like :meth:`plur.embed.embedder.Embedder.embed_documents`; only unseen texts reach ``inner`` (in one batch):
+        ``[len(texts), dims] float32`` unit vectors, identical to what ``inner`` returned when each was first embedded.
         """
         texts = list(texts)
         out = np.empty((len(texts), self.dims), dtype=np.float32)
@@ -300,7 +292,7 @@ class CachedEmbedder:
         unique: dict[bytes, int] = {}
         for i, k in enumerate(keys):
             unique.setdefault(k, i)
-        found = self.cache.get_many(self.identity, list(unique))
+        found = (self.cache if self.bulk is None else self.bulk).get_many(self.identity, list(unique))
         todo = [k for k in unique if k not in found]
         if todo:
             vecs = self.inner.embed_documents([texts[unique[k]] for k in todo])
@@ -314,6 +306,12 @@ class CachedEmbedder:
         for i, k in enumerate(keys):
             out[i] = found[k]
         return out
+
+    def bulk_reads(self, chunks_wanted: int) -> Any:
+        """A context manager in which document vectors come from one scan of the cache (:mod:`.bulk_vectors`)."""
+        from .bulk_vectors import scanned
+
+        return scanned(self, chunks_wanted)
 
     def cached_query(self, text: str) -> np.ndarray | None:
         """:meth:`embed_query`'s vector when memoised (a copy), else None; never calls the model (issue 49)."""

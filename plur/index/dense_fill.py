@@ -11,6 +11,7 @@ only once its vectors are in.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -63,7 +64,10 @@ def flush_dense(idx: Any, embed: Callable[..., tuple[Any, Any]], *, progress: bo
     pool = ThreadPoolExecutor(1, thread_name_prefix="plur-dense-add") if len(pending) >= PIPELINE_MIN else None
     inflight: Future[None] | None = None
     last = time.monotonic()
+    bulk_reads = getattr(idx.embedder, "bulk_reads", None) if pool is not None else None
+    scan = bulk_reads(len(pending)) if bulk_reads is not None else contextlib.nullcontext()
     try:
+        scan.__enter__()  # the cache read in one range scan, not a lookup a chunk (plur.embed.bulk_vectors)
         for start in starts:
             chunk = pending[start:start + batch]
             vectors, owners = embed(idx.embedder, chunk, idx.settings)  # meanwhile the last batch goes in
@@ -92,6 +96,7 @@ def flush_dense(idx: Any, embed: Callable[..., tuple[Any, Any]], *, progress: bo
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
+        scan.__exit__(None, None, None)
     if len(pending) >= PIPELINE_MIN:
         release_free_heap()  # the batches' texts, chunks and cached vectors (issue 30)
     return len(pending)
