@@ -52,8 +52,11 @@ _METRIC = {"b1": "hamming", "i8": "ip"}
 #: First label of the placeholder vectors :meth:`Graph.scrub` inserts and removes (row labels stay far below).
 SCRUB_LABELS = 1 << 62
 #: Candidates a ``b1`` graph is asked for at least, and per result asked for (all re-scored exactly). Measured on
-#: 157k real MiniLM vectors, k = 10: recall@10 0.988 of the exact top 10 (the ``i8`` graph's 64: 0.974).
-B1_MIN_CANDIDATES, B1_CANDIDATES_PER_RESULT = 256, 4
+#: 157k real MiniLM vectors, k = 10: recall@10 0.988 of the exact top 10 (the ``i8`` graph's 64: 0.974). Hybrid
+#: recall asks for 100 (doubled for chunked engrams, each row read with ``pread``); 300 LoCoMo queries, k = 100,
+#: per result 4 / 3 / 2: recall@10 0.993 / 0.992 / 0.991, recall@100 0.961 / 0.942 / 0.929 (i8: 0.978, 0.963),
+#: search CPU p50 8.0 / 4.4 / 3.6 ms (i8: 1.6); LoCoMo R_any@10 among 100k distractors 0.7943 with each.
+B1_MIN_CANDIDATES, B1_CANDIDATES_PER_RESULT = 256, 3
 #: Candidates an ``i8`` graph is asked for at least: int8 reorders near neighbours (clustered 50k x 384, k = 10:
 #: recall@10 0.85 asking for 10, >= 0.99 asking for 64; 135k real MiniLM vectors: 0.988 for 64 or 100).
 I8_MIN_CANDIDATES = 64
