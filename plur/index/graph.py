@@ -11,7 +11,7 @@ What a node stores (setting ``hnsw_quantisation``):
   (usearch ``b1``/``hamming``; sign-random-projection hashing, Charikar, STOC 2002, with the data's own axes).
   48 bytes a 384-d vector. Centring matters: MiniLM vectors share a large common component, and uncentred
   signs agree on most bits for every pair. More candidates are re-scored (:meth:`Graph.candidates`:
-  max(256, 4 k)). Measured at 157k real MiniLM vectors (the 100k-engram scale home, docs/performance.md):
+  max(256, 3 k), :data:`B1_CANDIDATES_PER_RESULT`; 4 k at first). Measured at 157k real MiniLM vectors (the 100k-engram scale home, docs/performance.md):
   graph file 79.8 -> 29.4 MiB, loaded index 138.7 -> 88.5 MiB, service peak RSS ~639 -> ~578 MiB, recall@10 of
   the exact top 10 for 300 LoCoMo questions 0.974 -> 0.988, ~5.6 ms more CPU a dense search (the graph's wider
   beam and the re-scoring's ``pread``). Weak on tight synthetic clusters (recall@10 0.86 on the 50k
