@@ -66,3 +66,27 @@ def test_a_save_while_the_dense_leg_is_deferred_keeps_the_dense_entries_on_disk(
     idx.save()
     again = json.loads(path.read_text())
     assert again["model"] == "some-model" and again["dense"] == saved["dense"] and first not in again["lexical"]
+
+
+def test_popping_past_the_compaction_threshold_returns_each_digest_and_keeps_the_rest():
+    """A forget of a 5,030-turn session through the service failed: the pop that crossed the compaction threshold
+    read its digest at the slot number from before the compaction (IndexError, or another id's digest)."""
+    n = 5_030
+    table = SignatureTable((f"e{i}", f"sig {i}") for i in range(n + 2))
+    for i in range(n):  # crosses 1024 + len(table) dead slots on the way, so the table compacts mid-loop
+        assert table.pop(f"e{i}") == digest(f"sig {i}")
+    assert table.pop("e0") is None and len(table) == 2
+    assert dict(table) == {f"e{n}": digest(f"sig {n}"), f"e{n + 1}": digest(f"sig {n + 1}")}
+    table.put("e0", "sig again")
+    assert table["e0"] == digest("sig again") and len(table) == 3
+
+
+def test_forgetting_a_session_larger_than_the_compaction_threshold_in_one_call(tmp_path):
+    with Memory(tmp_path / "home", model="none", fsync=False) as m:
+        m.ingest([{"role": "user", "content": f"Turn {i}: the user mentioned parcel {i:05d}."} for i in range(2_100)],
+                 session="big", scope="project:ship")
+        m.ingest([{"role": "user", "content": "Another chat about the garden fence."}], session="other")
+    with Memory(tmp_path / "home", model="none", fsync=False) as m:
+        assert m.recall("parcel", 5)  # the index is open: the forget goes through IndexSet.remove
+        assert len(m.forget_session("big")) == 2_100
+        assert not m.recall("parcel", 5) and m.recall("garden fence", 5)

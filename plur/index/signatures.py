@@ -91,11 +91,12 @@ class SignatureTable(Mapping[str, int]):
         s = self._slots.get(doc_id)
         if s is None:
             return default
+        value = int(self._digest[s])  # read before a compaction renumbers the slots
         self._slots.pop(doc_id)
         self._dead += 1
         if self._dead > 1024 + len(self):
             self._compact()
-        return int(self._digest[s])
+        return value
 
     def changed(self, want: Mapping[str, str]) -> list[str]:
         """Ids of ``want`` (id -> signature) whose signature differs from the recorded one, or not recorded; in
